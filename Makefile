@@ -1,0 +1,60 @@
+# novapod make targets. `make synth` and `make test` do their own set-up on a fresh
+# machine (virtualenv, pinned Python packages, the pinned CDK CLI) and are no-ops
+# for set-up on a second run.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CONFIG ?= config/default.yaml
+
+# jsii warns on every run under Node.js 20, which the CDK still supports.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_VERSION_CHECK := 1
+export NOVAPOD_CONFIG ?= $(CONFIG)
+
+.PHONY: help setup synth test lint typecheck unit bench clean
+
+help:
+	@echo "make synth   synthesize $(CONFIG) with the pinned CDK CLI into cdk.out/"
+	@echo "make test    ruff, mypy and pytest"
+	@echo "make bench   synthesis benchmarks (not part of the tests)"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=23"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+setup: $(VENV)/.installed node_modules/.installed
+
+synth: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" npx --no-install cdk synth --quiet -c config=$(NOVAPOD_CONFIG)
+	@echo "templates written to cdk.out/"
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.installed
+	$(BIN)/mypy
+
+unit: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q
+
+test: lint typecheck unit
+
+bench: setup
+	$(BIN)/python benchmarks/synth_time.py
+
+clean:
+	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,30 @@
+#!/usr/bin/env python3
+"""CDK entry point: read the config, build the stacks. Nothing else."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from aws_cdk import App
+
+from novapod.config import DEFAULT_CONFIG, ConfigError, load_config
+from novapod.environment import add_policy_checks, build_environment
+
+
+def main() -> None:
+    app = App()
+    path = app.node.try_get_context("config") or os.environ.get("NOVAPOD_CONFIG") or DEFAULT_CONFIG
+    try:
+        config = load_config(path)
+    except ConfigError as error:
+        print(f"novapod: invalid configuration {path}", file=sys.stderr)
+        print(error.render(), file=sys.stderr)
+        sys.exit(2)
+    build_environment(app, config)
+    add_policy_checks(app)
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""Address planning for the VPC novapod creates: pure functions, no CDK.
+
+Subnets are carved from the VPC CIDR in a fixed order (all private subnets, then all
+public ones, zones in config order), each aligned to its own size, so the same config
+always yields the same CIDRs and adding a public subnet size never moves a private one.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+
+# One ml.p5.48xlarge HyperPod node takes about 81 addresses from its subnet
+# (32 EFA interfaces with prefix delegation plus the primary ENI).
+IPS_PER_P5_NODE = 81
+# AWS reserves the first four and the last address of every subnet.
+AWS_RESERVED_PER_SUBNET = 5
+
+_ZONE_ID = re.compile(r"^(?P<prefix>[a-z]{2,5}\d{1,2})-az(?P<n>\d{1,2})$")
+_REGION = re.compile(r"^(?P<geo>[a-z]{2})(?:-gov)?-(?P<dir>[a-z]+)-(?P<n>\d{1,2})$")
+_DIRECTION_CODES = {
+    "north": "n",
+    "south": "s",
+    "east": "e",
+    "west": "w",
+    "central": "c",
+    "northeast": "ne",
+    "northwest": "nw",
+    "southeast": "se",
+    "southwest": "sw",
+}
+
+
+class AddressPlanError(ValueError):
+    """The requested subnets do not fit the VPC CIDR."""
+
+
+@dataclass(frozen=True)
+class SubnetAllocation:
+    zone_id: str
+    kind: str  # "private" | "public"
+    cidr: str
+
+    @property
+    def usable_addresses(self) -> int:
+        return usable_addresses(int(self.cidr.rsplit("/", 1)[1]))
+
+
+def usable_addresses(prefix_length: int) -> int:
+    """Addresses left for ENIs in a subnet of this size."""
+    return 2 ** (32 - prefix_length) - AWS_RESERVED_PER_SUBNET
+
+
+def p5_nodes_per_subnet(prefix_length: int) -> int:
+    return usable_addresses(prefix_length) // IPS_PER_P5_NODE
+
+
+def zone_id_prefix(region: str) -> str | None:
+    """The zone-ID prefix AWS uses for a region (us-east-1 -> use1), or None if unknown."""
+    match = _REGION.match(region)
+    if not match:
+        return None
+    direction = _DIRECTION_CODES.get(match["dir"])
+    if direction is None:
+        return None
+    return f"{match['geo']}{direction}{match['n']}"
+
+
+def is_zone_id(value: str) -> bool:
+    return _ZONE_ID.match(value) is not None
+
+
+def zone_id_matches_region(zone_id: str, region: str) -> bool:
+    """True when the zone ID belongs to the region, or the region's prefix is unknown."""
+    expected = zone_id_prefix(region)
+    match = _ZONE_ID.match(zone_id)
+    return expected is None or (match is not None and match["prefix"] == expected)
+
+
+def plan_subnets(
+    cidr: str,
+    zone_ids: list[str],
+    private_prefix: int,
+    public_prefix: int | None,
+) -> list[SubnetAllocation]:
+    """Allocate one private (and optionally one public) subnet per zone inside cidr.
+
+    Raises AddressPlanError when the subnets do not fit.
+    """
+    network = ipaddress.ip_network(cidr, strict=True)
+    requests: list[tuple[str, str, int]] = [(z, "private", private_prefix) for z in zone_ids]
+    if public_prefix is not None:
+        requests += [(z, "public", public_prefix) for z in zone_ids]
+    for _, kind, prefix in requests:
+        if prefix < network.prefixlen:
+            raise AddressPlanError(
+                f"a /{prefix} {kind} subnet is larger than the VPC CIDR {cidr}"
+            )
+    allocations: list[SubnetAllocation] = []
+    cursor = int(network.network_address)
+    end = int(network.broadcast_address) + 1
+    for zone_id, kind, prefix in requests:
+        size = 2 ** (32 - prefix)
+        start = -(-cursor // size) * size  # align up to the subnet's own size
+        if start + size > end:
+            wanted = ", ".join(f"{len(zone_ids)} {k} /{p}" for k, p in _kinds(requests))
+            raise AddressPlanError(
+                f"{cidr} cannot hold {wanted} subnets; use a larger VPC CIDR or smaller subnets"
+            )
+        allocations.append(
+            SubnetAllocation(zone_id, kind, str(ipaddress.ip_network((start, prefix))))
+        )
+        cursor = start + size
+    return allocations
+
+
+def _kinds(requests: list[tuple[str, str, int]]) -> list[tuple[str, int]]:
+    seen: dict[str, int] = {}
+    for _, kind, prefix in requests:
+        seen.setdefault(kind, prefix)
+    return list(seen.items())

@@ -1,0 +1,502 @@
+"""The novapod configuration: one YAML file per environment, validated once.
+
+`load_config(path)` returns a frozen `NovapodConfig` or raises `ConfigError`, whose
+`issues` are `(field.path, message)` pairs such as
+`network.vpc.private_subnet_prefix: ...`. Nothing else escapes the loader, so the CLI
+and `app.py` can print the lines and exit with status 2 before any stack exists.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from novapod import addressing
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "default.yaml"
+
+# Interface endpoints HyperPod nodes in restricted instance groups need (they have no
+# internet access), and the two that reinforcement fine-tuning adds.
+RIG_ENDPOINTS: tuple[str, ...] = (
+    "ecr.api",
+    "ecr.dkr",
+    "sts",
+    "logs",
+    "monitoring",
+    "eks",
+    "eks-auth",
+    "ssm",
+    "ssmmessages",
+    "ec2messages",
+)
+RFT_ENDPOINTS: tuple[str, ...] = ("lambda", "sqs")
+GATEWAY_ENDPOINTS: tuple[str, ...] = ("s3",)
+ALL_ENDPOINTS: tuple[str, ...] = GATEWAY_ENDPOINTS + RIG_ENDPOINTS + RFT_ENDPOINTS
+EndpointName = Literal[
+    "s3",
+    "ecr.api",
+    "ecr.dkr",
+    "sts",
+    "logs",
+    "monitoring",
+    "eks",
+    "eks-auth",
+    "ssm",
+    "ssmmessages",
+    "ec2messages",
+    "lambda",
+    "sqs",
+]
+
+# Retention values CloudWatch Logs accepts.
+LOG_RETENTION_DAYS = (
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192,
+    2557, 2922, 3288, 3653,
+)  # fmt: skip
+
+MAX_PRIVATE_PREFIX = 21  # /21: ~25 ml.p5.48xlarge nodes per zone
+FSX_THROUGHPUTS = (125, 250, 500, 1000)
+
+Name = Annotated[
+    str,
+    StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"),
+]
+ZoneId = Annotated[str, StringConstraints(pattern=r"^[a-z]{2,5}\d{1,2}-az\d{1,2}$")]
+
+
+class ConfigError(Exception):
+    """An invalid configuration; `issues` holds (field path, message) pairs."""
+
+    def __init__(self, issues: Iterable[tuple[str, str]], source: str | None = None) -> None:
+        self.issues = list(issues)
+        self.source = source
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        return "\n".join(f"{path}: {message}" if path else message for path, message in self.issues)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class CreateVpc(_Model):
+    """A VPC novapod creates, one private (and, unless closed, public) subnet per zone."""
+
+    cidr: str = Field("10.0.0.0/16", description="IPv4 CIDR of the VPC, /16 to /24.")
+    zone_ids: list[ZoneId] = Field(
+        description=(
+            "Availability Zone IDs (e.g. use1-az4), not names: IDs are the same in every "
+            "account. At least two; EKS needs subnets in two zones."
+        ),
+        min_length=2,
+        max_length=6,
+    )
+    private_subnet_prefix: int = Field(
+        20,
+        ge=16,
+        le=28,
+        description="Prefix length of each private subnet; /21 or larger for p5 nodes.",
+    )
+    public_subnet_prefix: int = Field(
+        24, ge=16, le=28, description="Prefix length of each public subnet (NAT only)."
+    )
+    nat_gateways: Literal["one-per-zone", "single"] = Field(
+        "one-per-zone",
+        description="single saves cost but loses egress when its zone fails.",
+    )
+
+    @field_validator("cidr")
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        try:
+            network = ipaddress.IPv4Network(value, strict=True)
+        except ValueError as exc:
+            raise ValueError(f"{value!r} is not an IPv4 network CIDR such as 10.0.0.0/16 ({exc})")
+        if not 16 <= network.prefixlen <= 24:
+            raise ValueError("a VPC CIDR must be between /16 and /24")
+        return value
+
+    @field_validator("zone_ids")
+    @classmethod
+    def _unique_zones(cls, value: list[str]) -> list[str]:
+        duplicates = sorted({z for z in value if value.count(z) > 1})
+        if duplicates:
+            raise ValueError(f"zone IDs must be unique; repeated: {', '.join(duplicates)}")
+        return value
+
+    @field_validator("private_subnet_prefix")
+    @classmethod
+    def _private_size(cls, value: int) -> int:
+        if value > MAX_PRIVATE_PREFIX:
+            nodes = addressing.p5_nodes_per_subnet(value)
+            raise ValueError(
+                f"a /{value} subnet fits about {nodes} ml.p5.48xlarge nodes "
+                f"({addressing.IPS_PER_P5_NODE} addresses each); use /{MAX_PRIVATE_PREFIX} "
+                "or a larger subnet (a smaller prefix length)"
+            )
+        return value
+
+
+class ExistingSubnet(_Model):
+    subnet_id: str = Field(pattern=r"^subnet-[0-9a-f]{8,17}$")
+    zone_id: ZoneId
+    route_table_id: str | None = Field(
+        None,
+        pattern=r"^rtb-[0-9a-f]{8,17}$",
+        description="Needed only when novapod adds the S3 gateway endpoint.",
+    )
+
+
+class ExistingVpc(_Model):
+    """A VPC that already exists; novapod adds endpoints and the security group to it."""
+
+    vpc_id: str = Field(pattern=r"^vpc-[0-9a-f]{8,17}$")
+    cidr: str = Field(description="The VPC's primary IPv4 CIDR (for the endpoint rule).")
+    private_subnets: list[ExistingSubnet] = Field(min_length=2, max_length=16)
+
+    @field_validator("cidr")
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        try:
+            ipaddress.IPv4Network(value, strict=True)
+        except ValueError as exc:
+            raise ValueError(f"{value!r} is not an IPv4 network CIDR ({exc})")
+        return value
+
+    @model_validator(mode="after")
+    def _subnets(self) -> ExistingVpc:
+        ids = [s.subnet_id for s in self.private_subnets]
+        if len(set(ids)) != len(ids):
+            raise ValueError("private_subnets lists a subnet twice")
+        if len({s.zone_id for s in self.private_subnets}) < 2:
+            raise ValueError("private_subnets must span at least two zone IDs (EKS needs two)")
+        return self
+
+    @property
+    def zone_ids(self) -> list[str]:
+        return list(dict.fromkeys(s.zone_id for s in self.private_subnets))
+
+
+class FlowLogs(_Model):
+    enabled: bool = Field(True, description="Send VPC flow logs to CloudWatch Logs.")
+    retention_days: int = Field(365, description="CloudWatch Logs retention of VPC flow logs.")
+
+    @field_validator("retention_days")
+    @classmethod
+    def _retention(cls, value: int) -> int:
+        return _log_retention(value)
+
+
+class Network(_Model):
+    vpc: CreateVpc | None = Field(None, description="Create a VPC (exclusive with existing_vpc).")
+    existing_vpc: ExistingVpc | None = Field(None, description="Use an existing VPC.")
+    closed: bool = Field(
+        False, description="No internet gateway or NAT; every AWS API through VPC endpoints."
+    )
+    endpoints: list[EndpointName] | None = Field(
+        None,
+        description=(
+            "VPC endpoints to create. Default: S3 gateway plus the interface endpoints "
+            "restricted instance groups need; a closed network needs all of them."
+        ),
+    )
+    flow_logs: FlowLogs = FlowLogs()
+
+    @model_validator(mode="after")
+    def _shape(self) -> Network:
+        if (self.vpc is None) == (self.existing_vpc is None):
+            raise ValueError("set exactly one of network.vpc (create) or network.existing_vpc")
+        if self.endpoints is not None:
+            repeated = sorted({e for e in self.endpoints if self.endpoints.count(e) > 1})
+            if repeated:
+                raise _at("endpoints", f"listed twice: {', '.join(repeated)}")
+            if self.closed:
+                missing = [e for e in ALL_ENDPOINTS if e not in self.endpoints]
+                if missing:
+                    raise _at(
+                        "endpoints",
+                        "a closed network reaches AWS only through endpoints; add "
+                        f"{', '.join(missing)} or remove the list to get all of them",
+                    )
+        if self.existing_vpc and "s3" in self.endpoint_names:
+            missing_rt = [
+                f"private_subnets[{i}].route_table_id"
+                for i, s in enumerate(self.existing_vpc.private_subnets)
+                if s.route_table_id is None
+            ]
+            if missing_rt:
+                raise _at(
+                    f"existing_vpc.{missing_rt[0]}",
+                    "the S3 gateway endpoint needs each subnet's route table ID; add it or "
+                    "leave 's3' out of network.endpoints",
+                )
+        return self
+
+    @property
+    def endpoint_names(self) -> tuple[str, ...]:
+        if self.endpoints is not None:
+            return tuple(e for e in ALL_ENDPOINTS if e in self.endpoints)
+        if self.closed:
+            return ALL_ENDPOINTS
+        return GATEWAY_ENDPOINTS + RIG_ENDPOINTS
+
+    @property
+    def zone_ids(self) -> list[str]:
+        if self.vpc is not None:
+            return list(self.vpc.zone_ids)
+        assert self.existing_vpc is not None
+        return self.existing_vpc.zone_ids
+
+    @property
+    def cidr(self) -> str:
+        return self.vpc.cidr if self.vpc is not None else self.existing_vpc.cidr  # type: ignore[union-attr]
+
+
+class Lustre(_Model):
+    """A customer-managed FSx for Lustre file system (PERSISTENT_2) for standard groups."""
+
+    storage_capacity_gib: int = Field(1200, description="1200, or a multiple of 2400.")
+    throughput_per_unit: int = Field(250, description="MB/s per TiB: 125, 250, 500 or 1000.")
+    zone_id: ZoneId | None = Field(None, description="Zone of the file system; default the first.")
+    data_repository_prefix: str = Field(
+        "fsx/",
+        pattern=r"^([A-Za-z0-9!_.*'()-]+/)*$",
+        description="Prefix in the data bucket linked to /data on the file system.",
+    )
+
+    @field_validator("storage_capacity_gib")
+    @classmethod
+    def _capacity(cls, value: int) -> int:
+        if not (value == 1200 or (value > 0 and value % 2400 == 0)) or value > 100800 * 4:
+            raise ValueError(
+                f"{value} GiB is not a PERSISTENT_2 size; use 1200 or a multiple of 2400"
+            )
+        return value
+
+    @field_validator("throughput_per_unit")
+    @classmethod
+    def _throughput(cls, value: int) -> int:
+        if value not in FSX_THROUGHPUTS:
+            raise ValueError(f"{value} is not offered; use one of 125, 250, 500, 1000")
+        return value
+
+
+class Storage(_Model):
+    noncurrent_version_days: int = Field(
+        90, ge=1, le=3650, description="Days before an overwritten object version expires."
+    )
+    access_log_days: int = Field(
+        365, ge=1, le=3650, description="Days S3 server access logs are kept."
+    )
+    artifacts_infrequent_access_days: int | None = Field(
+        90,
+        ge=30,
+        le=3650,
+        description="Days before artifacts move to S3 Standard-IA; null keeps them in Standard.",
+    )
+    lustre: Lustre | None = None
+
+
+class NovapodConfig(_Model):
+    """One novapod environment."""
+
+    name: Name = Field(
+        description="Environment name: lowercase letters, digits and '-', 2-20 characters."
+    )
+    account: str | None = Field(
+        None,
+        pattern=r"^\d{12}$",
+        description="AWS account ID; leave out for an environment-agnostic synth.",
+    )
+    region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d{1,2}$")
+    tags: dict[
+        Annotated[str, StringConstraints(min_length=1, max_length=128)],
+        Annotated[str, StringConstraints(max_length=256)],
+    ] = Field(default_factory=dict)
+    network: Network
+    storage: Storage = Storage()
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> NovapodConfig:
+        for i, zone in enumerate(self.network.zone_ids):
+            if not addressing.zone_id_matches_region(zone, self.region):
+                where = (
+                    f"network.vpc.zone_ids[{i}]"
+                    if self.network.vpc
+                    else "network.existing_vpc.private_subnets"
+                )
+                raise _at(
+                    where,
+                    f"{zone} is not a zone of {self.region} (its zone IDs start with "
+                    f"{addressing.zone_id_prefix(self.region)}-az)",
+                    root=True,
+                )
+        vpc = self.network.vpc
+        if vpc is not None:
+            try:
+                addressing.plan_subnets(
+                    vpc.cidr,
+                    list(vpc.zone_ids),
+                    vpc.private_subnet_prefix,
+                    None if self.network.closed else vpc.public_subnet_prefix,
+                )
+            except addressing.AddressPlanError as exc:
+                raise _at("network.vpc.cidr", str(exc), root=True) from None
+        lustre = self.storage.lustre
+        if lustre is not None and lustre.zone_id and lustre.zone_id not in self.network.zone_ids:
+            raise _at(
+                "storage.lustre.zone_id",
+                f"{lustre.zone_id} has no private subnet; use one of "
+                f"{', '.join(self.network.zone_ids)}",
+                root=True,
+            )
+        return self
+
+    @property
+    def prefix(self) -> str:
+        """Prefix for stack and resource names of this environment."""
+        return f"novapod-{self.name}"
+
+
+class _FieldError(ValueError):
+    """A model-level error that belongs to a more precise field path."""
+
+    def __init__(self, path: str, message: str, root: bool) -> None:
+        super().__init__(message)
+        self.path = path
+        self.root = root
+
+
+def _at(path: str, message: str, *, root: bool = False) -> _FieldError:
+    return _FieldError(path, message, root)
+
+
+def _log_retention(value: int) -> int:
+    if value not in LOG_RETENTION_DAYS:
+        nearest = min(LOG_RETENTION_DAYS, key=lambda d: abs(d - value))
+        raise ValueError(f"CloudWatch Logs does not offer {value} days; nearest is {nearest}")
+    return value
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def parse_config(data: Any, source: str | None = None) -> NovapodConfig:
+    """Validate already-parsed YAML data."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(
+            [("", "the configuration must be a YAML mapping with name, region and network")],
+            source,
+        )
+    try:
+        return NovapodConfig.model_validate(dict(data))
+    except ValidationError as exc:
+        raise ConfigError(_issues(exc), source) from None
+
+
+def load_config(path: str | Path) -> NovapodConfig:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([("", f"cannot read {path}: {exc.strerror}")], str(path)) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigError([("", f"{path}{where}: {problem}")], str(path)) from None
+    return parse_config(data, str(path))
+
+
+def json_schema() -> dict[str, Any]:
+    schema = NovapodConfig.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "novapod environment configuration"
+    return schema
+
+
+def _issues(exc: ValidationError) -> list[tuple[str, str]]:
+    issues: list[tuple[str, str]] = []
+    for err in exc.errors(include_url=False):
+        loc = _path(err["loc"])
+        ctx = err.get("ctx") or {}
+        cause = ctx.get("error")
+        if isinstance(cause, _FieldError):
+            path = cause.path if cause.root else ".".join(p for p in (loc, cause.path) if p)
+            issues.append((path, str(cause)))
+            continue
+        issues.append((loc, _message(err)))
+    return issues
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif str(part).startswith(("function-", "literal[")) or part in {"str", "int"}:
+            continue  # pydantic's internal step names for validators and unions
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+_TYPE_WORDS = {
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "string_type": "a string",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+}
+
+
+def _message(err: Any) -> str:
+    kind = err["type"]
+    ctx = err.get("ctx") or {}
+    given = err.get("input")
+    if kind == "extra_forbidden":
+        return "unknown key; remove it or fix its spelling (see `novapod schema`)"
+    if kind == "missing":
+        return "required; add it"
+    if kind in _TYPE_WORDS:
+        return f"must be {_TYPE_WORDS[kind]}, got {given!r}"
+    if kind == "literal_error":
+        return f"{given!r} is not allowed; use one of {ctx.get('expected')}"
+    if kind == "string_pattern_mismatch":
+        return f"{given!r} does not match the pattern {ctx.get('pattern')}"
+    if kind in {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}:
+        bound = next(iter(ctx.values()))
+        words = {
+            "greater_than_equal": "at least",
+            "less_than_equal": "at most",
+            "greater_than": "more than",
+            "less_than": "less than",
+        }
+        return f"must be {words[kind]} {bound}, got {given!r}"
+    if kind in {"too_short", "too_long"}:
+        return err["msg"].replace("List", "the list").replace("Value", "the value")
+    if kind == "value_error":
+        msg = str(ctx.get("error") or err["msg"])
+        return re.sub(r"^Value error, ", "", msg)
+    return str(err["msg"])

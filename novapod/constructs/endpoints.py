@@ -1,0 +1,49 @@
+"""VPC endpoints: the S3 gateway and the interface endpoints HyperPod needs."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from novapod.constructs.network import VpcHandle
+
+
+def _construct_id(name: str) -> str:
+    return "".join(p.capitalize() for p in name.replace(".", "-").split("-"))
+
+
+class VpcEndpoints(Construct):
+    """One endpoint per configured service, interface endpoints in every private subnet."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        network: VpcHandle,
+        names: tuple[str, ...],
+        security_group: ec2.ISecurityGroup,
+    ) -> None:
+        super().__init__(scope, id_)
+        self.interface_endpoints: dict[str, ec2.InterfaceVpcEndpoint] = {}
+        for name in names:
+            if name == "s3":
+                ec2.GatewayVpcEndpoint(
+                    self,
+                    "S3",
+                    vpc=network.vpc,
+                    service=ec2.GatewayVpcEndpointAwsService.S3,
+                    subnets=[network.subnet_selection],
+                )
+                continue
+            self.interface_endpoints[name] = ec2.InterfaceVpcEndpoint(
+                self,
+                _construct_id(name),
+                vpc=network.vpc,
+                service=ec2.InterfaceVpcEndpointAwsService(name),
+                subnets=network.subnet_selection,
+                security_groups=[security_group],
+                private_dns_enabled=True,
+                # The shared security group already admits HTTPS from the VPC CIDR.
+                open=False,
+            )

@@ -1,0 +1,48 @@
+"""The security group HyperPod nodes, FSx for Lustre and the VPC endpoints share."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+LUSTRE_PORT = 988
+LUSTRE_PORT_RANGE = (1018, 1023)
+HTTPS = 443
+
+
+class HyperPodSecurityGroup(Construct):
+    """All traffic within the group (EFA needs it), Lustre ports, HTTPS from the VPC.
+
+    Egress: everything when the VPC has a NAT route; in a closed network only HTTPS,
+    which reaches nothing but the VPC endpoints and the S3 gateway there.
+    """
+
+    def __init__(
+        self, scope: Construct, id_: str, *, vpc: ec2.IVpc, vpc_cidr: str, closed: bool
+    ) -> None:
+        super().__init__(scope, id_)
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "Group",
+            vpc=vpc,
+            description="novapod HyperPod nodes, FSx for Lustre and VPC endpoints",
+            # Everything outbound when a NAT route exists; in a closed network only
+            # HTTPS, which reaches nothing but the endpoints and the S3 gateway.
+            allow_all_outbound=not closed,
+        )
+        sg = self.security_group
+        lustre_ports = (ec2.Port.tcp(LUSTRE_PORT), ec2.Port.tcp_range(*LUSTRE_PORT_RANGE))
+        sg.add_ingress_rule(sg, ec2.Port.all_traffic(), "EFA and node-to-node traffic")
+        for port in lustre_ports:
+            sg.add_ingress_rule(sg, port, "FSx for Lustre")
+        sg.add_ingress_rule(
+            ec2.Peer.ipv4(vpc_cidr), ec2.Port.tcp(HTTPS), "HTTPS to VPC endpoints from the VPC"
+        )
+        if closed:
+            # allow_all_outbound already covers these when the network is open.
+            sg.add_egress_rule(sg, ec2.Port.all_traffic(), "EFA and node-to-node traffic")
+            for port in lustre_ports:
+                sg.add_egress_rule(sg, port, "FSx for Lustre")
+            sg.add_egress_rule(
+                ec2.Peer.any_ipv4(), ec2.Port.tcp(HTTPS), "HTTPS to VPC endpoints and S3 gateway"
+            )

@@ -1,0 +1,78 @@
+"""Compose one environment's stacks from a validated config.
+
+`build_environment` takes any scope (the App today, a pipeline Stage later) so the
+same composition serves `cdk deploy` and CDK Pipelines.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import App, Environment, Tags, Validations
+from cdk_nag import AwsSolutionsChecks
+from constructs import Construct
+
+from novapod.config import NovapodConfig
+from novapod.stacks.network import NetworkStack
+from novapod.stacks.storage import StorageStack
+
+CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
+
+
+@dataclass(frozen=True)
+class EnvironmentStacks:
+    network: NetworkStack
+    storage: StorageStack
+
+
+def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentStacks:
+    env = Environment(account=config.account, region=config.region)
+    prefix = config.prefix
+    network = NetworkStack(
+        scope,
+        f"{prefix}-network",
+        network=config.network,
+        name=prefix,
+        env=env,
+        description=f"novapod {config.name}: VPC, endpoints, HyperPod security group",
+    )
+    storage = StorageStack(
+        scope,
+        f"{prefix}-storage",
+        storage=config.storage,
+        name=prefix,
+        network=network.handle,
+        security_group=network.security_group,
+        env=env,
+        description=f"novapod {config.name}: KMS key, S3 buckets, FSx for Lustre (retained)",
+    )
+    for key, value in {**config.tags, "novapod:environment": config.name}.items():
+        Tags.of(scope).add(key, value)
+    return EnvironmentStacks(network=network, storage=storage)
+
+
+def create_app(config: NovapodConfig, *, outdir: str | Path | None = None) -> App:
+    """An App with the environment's stacks and the cdk-nag AWS Solutions checks.
+
+    Outside the CDK CLI (tests, benchmarks) the feature flags come from cdk.json, so
+    the templates are the ones `cdk synth` writes.
+    """
+    app = App(outdir=str(outdir) if outdir else None, context=cdk_json_context())
+    build_environment(app, config)
+    add_policy_checks(app)
+    return app
+
+
+def cdk_json_context() -> dict[str, Any]:
+    if not CDK_JSON.is_file():
+        return {}
+    context: dict[str, Any] = json.loads(CDK_JSON.read_text(encoding="utf-8")).get("context", {})
+    return context
+
+
+def add_policy_checks(app: App) -> None:
+    """cdk-nag runs at synth; an unacknowledged finding fails synthesis."""
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))

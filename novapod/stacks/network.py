@@ -1,0 +1,60 @@
+"""NetworkStack: the VPC (created by zone ID or imported), endpoints, security group."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from novapod.config import Network
+from novapod.constructs.endpoints import VpcEndpoints
+from novapod.constructs.log_retention import retention
+from novapod.constructs.network import VpcHandle, ZonalVpc, imported_vpc
+from novapod.constructs.security_group import HyperPodSecurityGroup
+
+
+class NetworkStack(Stack):
+    """Exposes `handle` (VPC, private subnets by zone ID) and `security_group`."""
+
+    def __init__(
+        self, scope: Construct, id_: str, *, network: Network, name: str, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, id_, **kwargs)
+        if network.vpc is not None:
+            zonal = ZonalVpc(self, "Network", spec=network.vpc, closed=network.closed, name=name)
+            self.handle: VpcHandle = zonal.handle
+        else:
+            assert network.existing_vpc is not None
+            self.handle = imported_vpc(self, "ExistingVpc", spec=network.existing_vpc)
+
+        self.security_group = HyperPodSecurityGroup(
+            self,
+            "HyperPodSecurityGroup",
+            vpc=self.handle.vpc,
+            vpc_cidr=self.handle.cidr,
+            closed=network.closed,
+        ).security_group
+        self.endpoints = VpcEndpoints(
+            self,
+            "Endpoints",
+            network=self.handle,
+            names=network.endpoint_names,
+            security_group=self.security_group,
+        )
+        if network.flow_logs.enabled:
+            log_group = logs.LogGroup(
+                self,
+                "FlowLogGroup",
+                retention=retention(network.flow_logs.retention_days),
+                removal_policy=RemovalPolicy.RETAIN,
+            )
+            ec2.FlowLog(
+                self,
+                "FlowLog",
+                resource_type=ec2.FlowLogResourceType.from_vpc(self.handle.vpc),
+                destination=ec2.FlowLogDestination.to_cloud_watch_logs(log_group),
+                traffic_type=ec2.FlowLogTrafficType.ALL,
+            )

@@ -1,0 +1,106 @@
+"""StorageStack (stateful): KMS key, S3 buckets, optional FSx for Lustre.
+
+Everything here is retained on stack deletion and has a pinned logical ID, so
+refactoring the construct tree can never replace a bucket, key or file system.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, CfnResource, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_kms as kms
+from constructs import Construct
+
+from novapod.config import Storage
+from novapod.constructs.buckets import access_log_bucket, encrypted_bucket
+from novapod.constructs.lustre import LinkedLustre
+from novapod.constructs.network import VpcHandle
+
+# Logical IDs of stateful resources: changing one replaces data. Tests pin them.
+PINNED_IDS = {
+    "key": "EncryptionKey",
+    "access_logs": "AccessLogsBucket",
+    "data": "DataBucket",
+    "artifacts": "ArtifactsBucket",
+    "lustre": "LustreFileSystem",
+    "lustre_association": "LustreDataRepositoryAssociation",
+}
+
+
+class StorageStack(Stack):
+    """Exposes `key`, `data_bucket`, `artifacts_bucket` and `lustre` (or None)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        storage: Storage,
+        name: str,
+        network: VpcHandle,
+        security_group: ec2.ISecurityGroup,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, id_, termination_protection=True, **kwargs)
+        self.key = kms.Key(
+            self,
+            "Key",
+            description=f"novapod {name}: buckets, FSx, EKS secrets",
+            enable_key_rotation=True,
+            alias=f"alias/novapod/{name}",
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        _pin(self.key, PINNED_IDS["key"])
+        self.access_logs_bucket = access_log_bucket(
+            self, "AccessLogs", expire_after_days=storage.access_log_days
+        )
+        _pin(self.access_logs_bucket, PINNED_IDS["access_logs"])
+        self.data_bucket = encrypted_bucket(
+            self,
+            "Data",
+            key=self.key,
+            access_logs=self.access_logs_bucket,
+            noncurrent_version_days=storage.noncurrent_version_days,
+        )
+        _pin(self.data_bucket, PINNED_IDS["data"])
+        # Nova jobs write manifests, TensorBoard logs and evaluation results here; the
+        # execution roles get use of the key. (Checkpoints themselves land in a
+        # service-managed bucket with a SageMaker-managed key.)
+        self.artifacts_bucket = encrypted_bucket(
+            self,
+            "Artifacts",
+            key=self.key,
+            access_logs=self.access_logs_bucket,
+            noncurrent_version_days=storage.noncurrent_version_days,
+            infrequent_access_days=storage.artifacts_infrequent_access_days,
+        )
+        _pin(self.artifacts_bucket, PINNED_IDS["artifacts"])
+
+        self.lustre: LinkedLustre | None = None
+        if storage.lustre is not None:
+            zone = storage.lustre.zone_id or network.zone_ids[0]
+            self.lustre = LinkedLustre(
+                self,
+                "Lustre",
+                spec=storage.lustre,
+                vpc=network.vpc,
+                subnet=network.subnets_in(zone)[0],
+                security_group=security_group,
+                key=self.key,
+                data_bucket=self.data_bucket,
+            )
+            _pin(self.lustre.file_system, PINNED_IDS["lustre"])
+            self.lustre.association.override_logical_id(PINNED_IDS["lustre_association"])
+            CfnOutput(self, "LustreFileSystemId", value=self.lustre.file_system.file_system_id)
+
+        CfnOutput(self, "DataBucketName", value=self.data_bucket.bucket_name)
+        CfnOutput(self, "ArtifactsBucketName", value=self.artifacts_bucket.bucket_name)
+        CfnOutput(self, "KeyArn", value=self.key.key_arn)
+
+
+def _pin(construct: Construct, logical_id: str) -> None:
+    resource = construct.node.default_child
+    assert isinstance(resource, CfnResource)
+    resource.override_logical_id(logical_id)
