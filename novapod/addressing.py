@@ -49,7 +49,7 @@ class SubnetAllocation:
 
 def usable_addresses(prefix_length: int) -> int:
     """Addresses left for ENIs in a subnet of this size."""
-    return 2 ** (32 - prefix_length) - AWS_RESERVED_PER_SUBNET
+    return int(2 ** (32 - prefix_length)) - AWS_RESERVED_PER_SUBNET
 
 
 def p5_nodes_per_subnet(prefix_length: int) -> int:
@@ -94,9 +94,7 @@ def plan_subnets(
         requests += [(z, "public", public_prefix) for z in zone_ids]
     for _, kind, prefix in requests:
         if prefix < network.prefixlen:
-            raise AddressPlanError(
-                f"a /{prefix} {kind} subnet is larger than the VPC CIDR {cidr}"
-            )
+            raise AddressPlanError(f"a /{prefix} {kind} subnet is larger than the VPC CIDR {cidr}")
     allocations: list[SubnetAllocation] = []
     cursor = int(network.network_address)
     end = int(network.broadcast_address) + 1

@@ -126,7 +126,9 @@ class CreateVpc(_Model):
         try:
             network = ipaddress.IPv4Network(value, strict=True)
         except ValueError as exc:
-            raise ValueError(f"{value!r} is not an IPv4 network CIDR such as 10.0.0.0/16 ({exc})")
+            raise ValueError(
+                f"{value!r} is not an IPv4 network CIDR such as 10.0.0.0/16 ({exc})"
+            ) from None
         if not 16 <= network.prefixlen <= 24:
             raise ValueError("a VPC CIDR must be between /16 and /24")
         return value
@@ -175,7 +177,7 @@ class ExistingVpc(_Model):
         try:
             ipaddress.IPv4Network(value, strict=True)
         except ValueError as exc:
-            raise ValueError(f"{value!r} is not an IPv4 network CIDR ({exc})")
+            raise ValueError(f"{value!r} is not an IPv4 network CIDR ({exc})") from None
         return value
 
     @model_validator(mode="after")
@@ -495,7 +497,7 @@ def _message(err: Any) -> str:
         }
         return f"must be {words[kind]} {bound}, got {given!r}"
     if kind in {"too_short", "too_long"}:
-        return err["msg"].replace("List", "the list").replace("Value", "the value")
+        return str(err["msg"]).replace("List", "the list").replace("Value", "the value")
     if kind == "value_error":
         msg = str(ctx.get("error") or err["msg"])
         return re.sub(r"^Value error, ", "", msg)

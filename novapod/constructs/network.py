@@ -146,7 +146,8 @@ class ZonalVpc(Construct):
             vpc=self.vpc,
             cidr=spec.cidr,
             private_subnets=tuple(
-                PrivateSubnet(zone, sub) for zone, sub in zip(spec.zone_ids, self.vpc.private_subnets, strict=True)
+                PrivateSubnet(zone, sub)
+                for zone, sub in zip(spec.zone_ids, self.vpc.private_subnets, strict=True)
             ),
             zone_ids=tuple(spec.zone_ids),
         )
@@ -211,7 +212,8 @@ def imported_vpc(scope: Construct, id_: str, *, spec: ExistingVpc) -> VpcHandle:
         vpc=vpc,
         cidr=spec.cidr,
         private_subnets=tuple(
-            PrivateSubnet(s.zone_id, sub) for s, sub in zip(subnets, vpc.private_subnets, strict=True)
+            PrivateSubnet(s.zone_id, sub)
+            for s, sub in zip(subnets, vpc.private_subnets, strict=True)
         ),
         zone_ids=tuple(spec.zone_ids),
     )

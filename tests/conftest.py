@@ -1,0 +1,68 @@
+"""Shared fixtures: each config is synthesized once per test session."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CONFIG = ROOT / "config" / "default.yaml"
+EXAMPLES = sorted((ROOT / "config" / "examples").glob("*.yaml"))
+ALL_CONFIGS = [DEFAULT_CONFIG, *EXAMPLES]
+
+
+@dataclass(frozen=True)
+class Synthesized:
+    """Templates (as dicts) of one synthesized config, keyed by stack kind."""
+
+    config_path: Path
+    templates: dict[str, dict]  # "network" -> template
+    stack_names: dict[str, str]
+    termination_protection: dict[str, bool]
+    outdir: Path
+
+    def template(self, kind: str):  # -> aws_cdk.assertions.Template
+        from aws_cdk.assertions import Template
+
+        return Template.from_json(self.templates[kind])
+
+
+def resources(template: dict, type_: str) -> dict[str, dict]:
+    """Logical ID -> resource of one CloudFormation type."""
+    return {k: r for k, r in template["Resources"].items() if r["Type"] == type_}
+
+
+@cache
+def _synthesize(path: str, outdir: str) -> Synthesized:
+    from novapod.config import load_config
+    from novapod.environment import create_app
+
+    config = load_config(path)
+    assembly = create_app(config, outdir=outdir).synth()
+    templates: dict[str, dict] = {}
+    names: dict[str, str] = {}
+    protection: dict[str, bool] = {}
+    for stack in assembly.stacks:
+        kind = stack.stack_name.removeprefix(f"{config.prefix}-")
+        templates[kind] = stack.template
+        names[kind] = stack.stack_name
+        protection[kind] = bool(stack.termination_protection)
+    return Synthesized(Path(path), templates, names, protection, Path(outdir))
+
+
+@pytest.fixture(scope="session")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Synthesized]:
+    """synth(path) -> Synthesized, cached for the session (cdk-nag runs during synth)."""
+    base = tmp_path_factory.mktemp("cdk")
+
+    def run(path: Path) -> Synthesized:
+        return _synthesize(str(path), str(base / Path(path).stem))
+
+    return run

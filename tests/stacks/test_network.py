@@ -1,0 +1,194 @@
+"""NetworkStack: subnets by zone ID, the security group's exact rules, endpoints, flow logs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match
+
+from novapod.config import ALL_ENDPOINTS, GATEWAY_ENDPOINTS, RIG_ENDPOINTS, load_config
+from tests.conftest import DEFAULT_CONFIG, ROOT, resources
+
+CLOSED = ROOT / "config" / "examples" / "closed-network.yaml"
+EXISTING = ROOT / "config" / "examples" / "existing-vpc.yaml"
+DEV = ROOT / "config" / "examples" / "dev-two-zones.yaml"
+
+
+def endpoint_services(template: dict[str, Any]) -> list[str]:
+    names = []
+    for r in resources(template, "AWS::EC2::VPCEndpoint").values():
+        service = r["Properties"]["ServiceName"]
+        text = (
+            service
+            if isinstance(service, str)
+            else "".join(p for p in service["Fn::Join"][1] if isinstance(p, str))
+        )
+        names.append(text.split(".", 3)[-1] if text.count(".") >= 3 else text.rsplit(".", 1)[-1])
+    return sorted(names)
+
+
+def sg_rules(template: dict[str, Any]) -> tuple[set[tuple], set[tuple]]:
+    """(ingress, egress) as {(protocol, from, to, peer)} across inline and separate rules."""
+    ((sg_id, sg),) = resources(template, "AWS::EC2::SecurityGroup").items()
+
+    def peer(rule: dict[str, Any]) -> str:
+        if "CidrIp" in rule:
+            return rule["CidrIp"]
+        ref = rule.get("SourceSecurityGroupId") or rule.get("DestinationSecurityGroupId")
+        return "self" if ref == {"Fn::GetAtt": [sg_id, "GroupId"]} else repr(ref)
+
+    def key(rule: dict[str, Any]) -> tuple:
+        return (rule["IpProtocol"], rule.get("FromPort"), rule.get("ToPort"), peer(rule))
+
+    ingress = {key(r) for r in sg["Properties"].get("SecurityGroupIngress", [])}
+    egress = {key(r) for r in sg["Properties"].get("SecurityGroupEgress", [])}
+    ingress |= {
+        key(r["Properties"]) for r in resources(template, "AWS::EC2::SecurityGroupIngress").values()
+    }
+    egress |= {
+        key(r["Properties"]) for r in resources(template, "AWS::EC2::SecurityGroupEgress").values()
+    }
+    return ingress, egress
+
+
+SELF_INGRESS = {("-1", None, None, "self"), ("tcp", 988, 988, "self"), ("tcp", 1018, 1023, "self")}
+
+
+def test_private_subnets_are_placed_by_zone_id(synth) -> None:
+    template = synth(DEFAULT_CONFIG).templates["network"]
+    config = load_config(DEFAULT_CONFIG)
+    subnets = resources(template, "AWS::EC2::Subnet")
+    private = {k: r["Properties"] for k, r in subnets.items() if k.startswith("PrivateSubnet")}
+    assert sorted(p["AvailabilityZoneId"] for p in private.values()) == sorted(
+        config.network.zone_ids
+    )
+    assert all("AvailabilityZone" not in r["Properties"] for r in subnets.values())
+    assert {p["CidrBlock"] for p in private.values()} == {"10.0.0.0/20", "10.0.16.0/20"}
+    assert set(private) == {"PrivateSubnetUse1Az4", "PrivateSubnetUse1Az6"}  # pinned IDs
+    assert all(p["MapPublicIpOnLaunch"] is False for p in private.values())
+
+
+def test_default_network_has_nat_per_zone_and_public_subnets(synth) -> None:
+    template = synth(DEFAULT_CONFIG).template("network")
+    template.resource_count_is("AWS::EC2::InternetGateway", 1)
+    template.resource_count_is("AWS::EC2::NatGateway", 2)
+    template.resource_count_is("AWS::EC2::Subnet", 4)
+    template.has_resource_properties(
+        "AWS::EC2::Route",
+        {"DestinationCidrBlock": "0.0.0.0/0", "NatGatewayId": Match.any_value()},
+    )
+    template.has_resource_properties(
+        "AWS::EC2::VPC",
+        {"CidrBlock": "10.0.0.0/16", "EnableDnsHostnames": True, "EnableDnsSupport": True},
+    )
+
+
+def test_single_nat_serves_every_private_subnet(synth) -> None:
+    template = synth(DEV).templates["network"]
+    nats = resources(template, "AWS::EC2::NatGateway")
+    assert len(nats) == 1
+    routes = [r["Properties"] for r in resources(template, "AWS::EC2::Route").values()]
+    nat_routes = [r for r in routes if "NatGatewayId" in r]
+    assert len(nat_routes) == 2
+    assert {r["NatGatewayId"]["Ref"] for r in nat_routes} == set(nats)
+
+
+def test_security_group_rules_exactly_open_network(synth) -> None:
+    ingress, egress = sg_rules(synth(DEFAULT_CONFIG).templates["network"])
+    assert ingress == SELF_INGRESS | {("tcp", 443, 443, "10.0.0.0/16")}
+    assert egress == {("-1", None, None, "0.0.0.0/0")}
+
+
+def test_security_group_rules_exactly_closed_network(synth) -> None:
+    ingress, egress = sg_rules(synth(CLOSED).templates["network"])
+    assert ingress == SELF_INGRESS | {("tcp", 443, 443, "10.30.0.0/16")}
+    assert egress == SELF_INGRESS | {("tcp", 443, 443, "0.0.0.0/0")}
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        (DEFAULT_CONFIG, GATEWAY_ENDPOINTS + RIG_ENDPOINTS),
+        (CLOSED, ALL_ENDPOINTS),
+        (EXISTING, ("s3", "eks", "eks-auth")),
+    ],
+    ids=["default", "closed", "existing"],
+)
+def test_endpoint_set_matches_config(synth, path, expected) -> None:
+    assert endpoint_services(synth(path).templates["network"]) == sorted(expected)
+
+
+def test_interface_endpoints_use_private_dns_the_shared_group_and_every_zone(synth) -> None:
+    template = synth(CLOSED).templates["network"]
+    (sg_id,) = resources(template, "AWS::EC2::SecurityGroup")
+    interface = [
+        r["Properties"]
+        for r in resources(template, "AWS::EC2::VPCEndpoint").values()
+        if r["Properties"].get("VpcEndpointType") == "Interface"
+    ]
+    assert len(interface) == len(ALL_ENDPOINTS) - 1
+    for props in interface:
+        assert props["PrivateDnsEnabled"] is True
+        assert props["SecurityGroupIds"] == [{"Fn::GetAtt": [sg_id, "GroupId"]}]
+        assert len(props["SubnetIds"]) == 3
+
+
+def test_s3_gateway_endpoint_is_on_private_route_tables(synth) -> None:
+    template = synth(DEFAULT_CONFIG).templates["network"]
+    (gateway,) = [
+        r["Properties"]
+        for r in resources(template, "AWS::EC2::VPCEndpoint").values()
+        if r["Properties"].get("VpcEndpointType") == "Gateway"
+    ]
+    private_tables = {
+        k for k in resources(template, "AWS::EC2::RouteTable") if k.startswith("NetworkPrivate")
+    }
+    assert {t["Ref"] for t in gateway["RouteTableIds"]} == private_tables
+
+
+def test_closed_network_has_no_internet_path(synth) -> None:
+    template = synth(CLOSED).templates["network"]
+    for type_ in ("AWS::EC2::InternetGateway", "AWS::EC2::NatGateway", "AWS::EC2::EIP"):
+        assert resources(template, type_) == {}
+    assert not [r for r in resources(template, "AWS::EC2::Route").values()]
+    assert len(resources(template, "AWS::EC2::Subnet")) == 3
+
+
+def test_existing_vpc_creates_no_network_resources(synth) -> None:
+    template = synth(EXISTING).templates["network"]
+    for type_ in ("AWS::EC2::VPC", "AWS::EC2::Subnet", "AWS::EC2::RouteTable", "AWS::EC2::FlowLog"):
+        assert resources(template, type_) == {}
+    (sg,) = resources(template, "AWS::EC2::SecurityGroup").values()
+    assert sg["Properties"]["VpcId"] == "vpc-0a1b2c3d4e5f60718"
+    interface = [
+        r["Properties"]
+        for r in resources(template, "AWS::EC2::VPCEndpoint").values()
+        if r["Properties"].get("VpcEndpointType") == "Interface"
+    ]
+    assert all(
+        sorted(p["SubnetIds"]) == ["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"]
+        for p in interface
+    )
+    (gateway,) = [
+        r["Properties"]
+        for r in resources(template, "AWS::EC2::VPCEndpoint").values()
+        if r["Properties"].get("VpcEndpointType") == "Gateway"
+    ]
+    assert sorted(gateway["RouteTableIds"]) == ["rtb-0a1b2c3d4e5f60001", "rtb-0a1b2c3d4e5f60002"]
+
+
+def test_flow_logs_capture_all_traffic_with_configured_retention(synth) -> None:
+    template = synth(DEV).template("network")
+    template.has_resource_properties(
+        "AWS::EC2::FlowLog",
+        {"ResourceId": {"Ref": "Vpc"}, "ResourceType": "VPC", "TrafficType": "ALL"},
+    )
+    template.has_resource(
+        "AWS::Logs::LogGroup", {"Properties": {"RetentionInDays": 90}, "DeletionPolicy": "Retain"}
+    )
+
+
+def test_vpc_logical_id_is_pinned(synth) -> None:
+    template = synth(DEFAULT_CONFIG).templates["network"]
+    assert template["Resources"]["Vpc"]["Type"] == "AWS::EC2::VPC"

@@ -1,0 +1,54 @@
+"""Every shipped config passes cdk-nag (at synth) and cfn-lint with zero findings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cfnlint.api import ManualArgs, lint
+
+from novapod.config import load_config
+from tests.conftest import ALL_CONFIGS
+
+
+@pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: p.name)
+def test_cfn_lint_reports_nothing(synth, path) -> None:
+    result = synth(path)
+    region = load_config(path).region
+    assert {"network", "storage"} <= set(result.templates)
+    for kind, template in result.templates.items():
+        matches = lint(json.dumps(template), config=ManualArgs(regions=[region]))
+        # Errors and warnings gate; informational hints (I*) do not.
+        findings = [
+            f"{m.rule.id} {m.message} ({'/'.join(map(str, m.path))})"
+            for m in matches
+            if m.rule.id[0] in "EW"
+        ]
+        assert findings == [], f"{kind}: {findings}"
+
+
+@pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: p.name)
+def test_cdk_nag_passes_with_reasoned_acknowledgements_only(synth, path) -> None:
+    report = json.loads((synth(path).outdir / "validation-report.json").read_text())
+    assert report["pluginReports"], "the report lists the plugins that ran"
+    for plugin in report["pluginReports"]:
+        assert plugin["conclusion"] == "success", plugin
+        errors = [v for v in plugin.get("violations", []) if v["severity"] == "error"]
+        assert errors == []
+
+
+def test_nag_fails_synthesis_on_an_unacknowledged_finding(tmp_path) -> None:
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_s3 as s3
+
+    from novapod.environment import add_policy_checks, build_environment, cdk_json_context
+    from tests.conftest import DEFAULT_CONFIG
+
+    app = App(outdir=str(tmp_path), context=cdk_json_context())
+    build_environment(app, load_config(DEFAULT_CONFIG))
+    s3.Bucket(Stack(app, "Intruder"), "Unlogged")
+    add_policy_checks(app)
+    with pytest.raises(Exception, match="ValidationFailed"):
+        app.synth()
+    report = (tmp_path / "validation-report.json").read_text()
+    assert "AwsSolutions-S1" in report and "AwsSolutions-S10" in report
