@@ -1,0 +1,95 @@
+"""Measure synthesis time (not a test): default config and larger networks.
+
+Each scenario runs in a fresh Python process, as `cdk synth` does, so the numbers
+include jsii start-up. Usage: `make bench` or `python benchmarks/synth_time.py [-n 3]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_SYNTH = """
+import sys, time
+t0 = time.perf_counter()
+from novapod.config import load_config
+from novapod.environment import create_app
+t1 = time.perf_counter()
+create_app(load_config(sys.argv[1]), outdir=sys.argv[2]).synth()
+t2 = time.perf_counter()
+print(f"{t1 - t0:.3f} {t2 - t1:.3f}")
+"""
+
+
+def scenarios(workdir: Path) -> dict[str, Path]:
+    base = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
+    out = {"default (2 zones, 11 endpoints)": ROOT / "config" / "default.yaml"}
+    for name, zones, closed in (
+        ("4 zones, 11 endpoints", ["use1-az1", "use1-az2", "use1-az4", "use1-az6"], False),
+        ("6 zones, closed, 13 endpoints", [f"use1-az{i}" for i in range(1, 7)], True),
+    ):
+        data = {
+            **base,
+            "network": {
+                "vpc": {"cidr": "10.0.0.0/16", "zone_ids": zones, "private_subnet_prefix": 20},
+                "closed": closed,
+            },
+        }
+        path = workdir / f"{len(zones)}-zones.yaml"
+        path.write_text(yaml.safe_dump(data))
+        out[name] = path
+    for example in sorted((ROOT / "config" / "examples").glob("*.yaml")):
+        out[f"example {example.stem}"] = example
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("-n", "--repeat", type=int, default=3)
+    args = parser.parse_args()
+    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = []
+        for label, path in scenarios(Path(tmp)).items():
+            walls, imports, synths = [], [], []
+            for i in range(args.repeat):
+                start = time.perf_counter()
+                result = subprocess.run(
+                    [sys.executable, "-c", _SYNTH, str(path), f"{tmp}/out-{i}"],
+                    cwd=ROOT,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                walls.append(time.perf_counter() - start)
+                imp, syn = map(float, result.stdout.split()[-2:])
+                imports.append(imp)
+                synths.append(syn)
+            rows.append(
+                (
+                    label,
+                    statistics.median(imports),
+                    statistics.median(synths),
+                    statistics.median(walls),
+                )
+            )
+    width = max(len(r[0]) for r in rows)
+    print(f"{'scenario':<{width}}  {'import s':>8}  {'build+synth s':>13}  {'process s':>9}")
+    for label, imp, syn, wall in rows:
+        print(f"{label:<{width}}  {imp:>8.2f}  {syn:>13.2f}  {wall:>9.2f}")
+    print(f"(median of {args.repeat} runs, {os.cpu_count()} cores)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,756 @@
+"""The capacity planner: documented requirements, packing into training plans, output."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from novapod.planning import (
+    CAPACITY_PLAN_JSON_SCHEMA,
+    PLAN_INSTANCE_COUNTS,
+    CapacityPlan,
+    PlanningError,
+    PlanSettings,
+    Workload,
+    capacity_plan_json,
+    default_plan_name,
+    documented_combinations,
+    plan_capacity,
+    plan_duration_hours,
+    plan_eligible,
+    plan_jobs,
+    render_table,
+    requirement,
+    sellable_instance_count,
+)
+
+P5 = "ml.p5.48xlarge"
+R5 = "ml.r5.24xlarge"
+
+# The user documents' compute table, typed in again here so a typo in the data file fails:
+# (model, technique, instance type, nodes, max sequence length).
+COMPUTE_TABLE = [
+    ("micro", "cpt", P5, 8, 8192),
+    ("lite", "cpt", P5, 16, 8192),
+    ("pro", "cpt", P5, 24, 8192),
+    ("micro", "dpo-lora", P5, 2, 32768),
+    ("lite", "dpo-lora", P5, 4, 32768),
+    ("pro", "dpo-lora", P5, 6, 32768),
+    ("micro", "dpo-full", P5, 2, 32768),
+    ("lite", "dpo-full", P5, 4, 32768),
+    ("pro", "dpo-full", P5, 6, 32768),
+    ("micro", "sft-lora", P5, 2, 65536),
+    ("lite", "sft-lora", P5, 4, 32768),
+    ("pro", "sft-lora", P5, 6, 65536),
+    ("micro", "sft-full", P5, 2, 65536),
+    ("lite", "sft-full", P5, 4, 65536),
+    ("pro", "sft-full", P5, 6, 65536),
+    ("micro", "distillation", R5, 1, None),
+    ("lite", "distillation", R5, 1, None),
+    ("pro", "distillation", R5, 1, None),
+    ("micro", "evaluation", P5, 1, 8192),
+    ("lite", "evaluation", P5, 1, 8192),
+    ("pro", "evaluation", P5, 1, 8192),
+    # Not in the tables: assumptions from the recipes' replica lists.
+    ("nova-2-lite", "sft-lora", P5, 4, 65536),
+    ("nova-2-lite", "sft-full", P5, 4, 65536),
+    ("nova-2-lite", "distillation", R5, 1, None),
+    ("nova-2-lite", "evaluation", P5, 1, 8192),
+]
+
+# The PPO role table: (model, critic, reward, anchor, actor train, actor generation,
+# instances, hours per run, printed instance-hours, computed instance-hours).
+PPO_TABLE = [
+    ("micro", 1, 1, 1, 2, 2, 7, 8, 56, 56),
+    ("lite", 1, 1, 1, 2, 2, 7, 16, 112, 112),
+    ("pro", 1, 1, 1, 6, 2, 11, 26, 260, 286),
+]
+
+
+def _plan(*workloads: Workload, plans: tuple[PlanSettings, ...] = ()) -> CapacityPlan:
+    return plan_capacity(list(workloads), list(plans))
+
+
+def _validate(document: object) -> None:
+    jsonschema.Draft202012Validator(CAPACITY_PLAN_JSON_SCHEMA).validate(document)
+
+
+# --------------------------------------------------------------------------- tables
+
+
+@pytest.mark.parametrize(
+    ("model", "technique", "instance_type", "count", "max_length"), COMPUTE_TABLE
+)
+def test_compute_table_row(
+    model: str, technique: str, instance_type: str, count: int, max_length: int | None
+) -> None:
+    req = requirement(model, technique)
+    assert (req.instance_type, req.instance_count, req.max_sequence_length) == (
+        instance_type,
+        count,
+        max_length,
+    )
+    assert req.roles is None
+    assert req.documented_hours_per_run is None
+
+
+def test_every_documented_combination_is_in_the_tables() -> None:
+    expected = {(m, t) for m, t, *_ in COMPUTE_TABLE} | {(m, "ppo") for m, *_ in PPO_TABLE}
+    assert set(documented_combinations()) == expected
+
+
+@pytest.mark.parametrize("row", PPO_TABLE, ids=[row[0] for row in PPO_TABLE])
+def test_ppo_roles_sum_and_instance_hours_are_computed(
+    row: tuple[str, int, int, int, int, int, int, int, int, int],
+) -> None:
+    model, critic, reward, anchor, actor_train, actor_generation = row[:6]
+    instances, hours, printed, computed = row[6:]
+    req = requirement(model, "ppo")
+    assert dict(req.roles or {}) == {
+        "critic": critic,
+        "reward": reward,
+        "anchor": anchor,
+        "actor_train": actor_train,
+        "actor_generation": actor_generation,
+    }
+    assert req.instance_count == instances
+    assert req.documented_hours_per_run == hours
+    assert req.printed_instance_hours == printed
+    assert req.max_sequence_length == 8192
+
+    [job] = plan_jobs([Workload("ppo", model, "ppo")])
+    assert (job.instance_count, job.hours_per_run, job.instance_hours) == (
+        instances,
+        hours,
+        computed,
+    )
+    [three_runs] = plan_jobs([Workload("ppo", model, "ppo", runs=3)])
+    assert three_runs.instance_hours == 3 * computed
+
+
+def test_nova_pro_ppo_discrepancy_is_noted_only_when_pro_ppo_is_planned() -> None:
+    assert requirement("pro", "ppo").note is not None
+    assert "260" in (requirement("pro", "ppo").note or "")
+
+    plan = _plan(Workload("ppo-pro", "pro", "ppo"))
+    [note] = [n for n in plan.notes if "260" in n]
+    assert "286" in note
+    assert note.startswith("Nova Pro ppo:")
+    assert plan.jobs[0].instance_hours == 286
+
+    others = _plan(Workload("ppo-micro", "micro", "ppo"), Workload("ppo-lite", "lite", "ppo"))
+    assert not [n for n in others.notes if "260" in n]
+
+
+def test_nova_2_lite_rows_carry_their_assumption() -> None:
+    for technique in ("sft-lora", "sft-full"):
+        note = requirement("nova-2-lite", technique).note or ""
+        assert "assumption" in note
+        assert "replica list" in note
+    plan = _plan(Workload("sft2", "nova-2-lite", "sft-full", hours_per_run=5))
+    assert any(n.startswith("Nova 2 Lite sft-full: not in the compute tables") for n in plan.notes)
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize("technique", ["cpt", "dpo-lora", "dpo-full", "ppo"])
+def test_undocumented_nova_2_lite_techniques_are_refused(technique: str) -> None:
+    with pytest.raises(PlanningError) as error:
+        requirement("nova-2-lite", technique)
+    message = str(error.value)
+    assert f"{technique} is not documented for Nova 2 Lite" in message
+    assert "sft-lora, sft-full, distillation, evaluation" in message
+
+
+@pytest.mark.parametrize(
+    ("model", "technique", "fragment"),
+    [
+        (
+            "premier",
+            "sft-lora",
+            "unknown model 'premier'; use one of micro, lite, pro, nova-2-lite",
+        ),
+        ("lite", "multimodal", "unknown technique 'multimodal'; use one of cpt, sft-lora"),
+        ("micro", "rft", "unknown technique 'rft'"),
+    ],
+)
+def test_unknown_models_and_techniques_are_refused(
+    model: str, technique: str, fragment: str
+) -> None:
+    with pytest.raises(PlanningError, match=r"^workload 'w': ") as error:
+        plan_jobs([Workload("w", model, technique, hours_per_run=1)])
+    assert fragment in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("model", "technique", "limit"),
+    [
+        ("micro", "cpt", 8192),
+        ("pro", "dpo-full", 32768),
+        ("lite", "sft-lora", 32768),
+        ("lite", "sft-full", 65536),
+        ("micro", "sft-lora", 65536),
+        ("lite", "evaluation", 8192),
+        ("pro", "ppo", 8192),
+        ("nova-2-lite", "sft-lora", 65536),
+    ],
+)
+def test_sequence_length_up_to_the_documented_limit(model: str, technique: str, limit: int) -> None:
+    assert requirement(model, technique, sequence_length=limit).max_sequence_length == limit
+    with pytest.raises(PlanningError) as error:
+        plan_jobs([Workload("long", model, technique, hours_per_run=1, sequence_length=limit + 1)])
+    message = str(error.value)
+    assert message.startswith("workload 'long': ")
+    assert f"documented up to {limit} tokens, not {limit + 1}" in message
+    assert f"set sequence_length to {limit} or less" in message
+
+
+def test_distillation_has_no_documented_sequence_limit() -> None:
+    assert requirement("pro", "distillation", sequence_length=1_000_000).instance_type == R5
+
+
+def test_hours_are_required_where_the_tables_have_none() -> None:
+    with pytest.raises(PlanningError) as error:
+        plan_jobs([Workload("sft", "micro", "sft-lora")])
+    assert str(error.value) == (
+        "workload 'sft': the compute tables give no hours per run for Nova Micro sft-lora; "
+        "set hours_per_run"
+    )
+
+
+@pytest.mark.parametrize(
+    ("workload", "fragment"),
+    [
+        (Workload("Bad_Name", "micro", "cpt", hours_per_run=1), "is not a DNS label"),
+        (Workload("w", "micro", "cpt", hours_per_run=0), "set a positive number of hours"),
+        (Workload("w", "micro", "cpt", hours_per_run=math.inf), "positive number"),
+        (Workload("w", "micro", "cpt", runs=0, hours_per_run=1), "set runs to 1 or more"),
+        (Workload("w", "micro", "cpt", hours_per_run=1, instance_count=0), "set 1 or more"),
+        (
+            Workload("w", "micro", "cpt", hours_per_run=1, instance_type="p5.48xlarge"),
+            "not a SageMaker instance type",
+        ),
+        (
+            Workload("w", "lite", "evaluation", hours_per_run=1, instance_count=2),
+            "runs on exactly 1 instance on HyperPod; remove instance_count",
+        ),
+        (
+            Workload("w", "pro", "ppo", instance_count=10),
+            "needs one instance per role replica, 11 in all (critic 1, reward 1, anchor 1, "
+            "actor_train 6, actor_generation 2); set instance_count to 11 or more",
+        ),
+    ],
+)
+def test_invalid_workloads_are_refused(workload: Workload, fragment: str) -> None:
+    with pytest.raises(PlanningError) as error:
+        plan_jobs([workload])
+    assert fragment in str(error.value)
+    assert str(error.value).startswith(f"workload {workload.name!r}: ")
+
+
+def test_duplicate_workload_names_are_refused() -> None:
+    twice = [Workload("a", "micro", "cpt", hours_per_run=1)] * 2
+    with pytest.raises(PlanningError, match="workload a is listed twice"):
+        plan_jobs(twice)
+
+
+# --------------------------------------------------------------------------- overrides
+
+
+def test_workload_overrides_win_over_the_tables() -> None:
+    [job] = plan_jobs(
+        [
+            Workload(
+                "big",
+                "micro",
+                "sft-full",
+                runs=2,
+                hours_per_run=3.5,
+                instance_type="ml.p5e.48xlarge",
+                instance_count=8,
+            )
+        ]
+    )
+    assert (job.instance_type, job.instance_count, job.hours_per_run, job.runs) == (
+        "ml.p5e.48xlarge",
+        8,
+        3.5,
+        2,
+    )
+    assert job.instance_hours == 8 * 3.5 * 2
+
+    [ppo] = plan_jobs([Workload("ppo", "pro", "ppo", hours_per_run=10, instance_count=12)])
+    assert (ppo.instance_count, ppo.hours_per_run, ppo.instance_hours) == (12, 10, 120)
+
+
+def test_plan_settings_win_over_derived_values() -> None:
+    plan = _plan(
+        Workload("sft", "micro", "sft-lora", hours_per_run=10, plan="march"),
+        plans=(
+            PlanSettings(
+                "march",
+                instance_type=P5,
+                instance_count=16,
+                duration_hours=240,
+                start_after="2026-03-01T00:00:00Z",
+                end_before="2026-03-31T00:00:00+00:00",
+                target_resources=("hyperpod-cluster", "training-job"),
+            ),
+        ),
+    )
+    [request] = plan.training_plans
+    assert (request.name, request.instance_count, request.duration_hours) == ("march", 16, 240)
+    assert request.start_after == "2026-03-01T00:00:00Z"
+    assert request.end_before == "2026-03-31T00:00:00+00:00"
+    assert request.target_resources == ("hyperpod-cluster", "training-job")
+    assert request.required_instance_hours == 20
+    assert request.reserved_instance_hours == 16 * 240
+    assert request.waste_instance_hours == 16 * 240 - 20
+    # An explicit count is not "rounded up", so no rounding note.
+    assert not [n for n in plan.notes if "rounded up" in n]
+
+
+def test_plan_settings_apply_to_the_default_instance_type_plan() -> None:
+    plan = _plan(
+        Workload("sft", "micro", "sft-lora", hours_per_run=10),
+        plans=(PlanSettings("p5-48xlarge", instance_count=4),),
+    )
+    assert [(p.name, p.instance_count) for p in plan.training_plans] == [("p5-48xlarge", 4)]
+
+
+def test_a_plan_count_smaller_than_a_job_is_refused() -> None:
+    with pytest.raises(PlanningError) as error:
+        _plan(
+            Workload("small", "micro", "sft-lora", hours_per_run=1, plan="shared"),
+            Workload("cpt-lite", "lite", "cpt", hours_per_run=1, plan="shared"),
+            plans=(PlanSettings("shared", instance_count=8),),
+        )
+    assert str(error.value) == (
+        "training plan shared: instance_count 8 is smaller than the 16 instances job "
+        "cpt-lite needs; set instance_count to 16 or more"
+    )
+
+
+def test_a_plan_duration_shorter_than_its_jobs_is_refused() -> None:
+    with pytest.raises(PlanningError) as error:
+        _plan(
+            Workload("a", "micro", "sft-lora", hours_per_run=10, runs=2),
+            Workload("b", "micro", "evaluation", hours_per_run=5),
+            plans=(PlanSettings("p5-48xlarge", duration_hours=24),),
+        )
+    assert str(error.value) == (
+        "training plan p5-48xlarge: duration_hours 24 is shorter than the 25 h its jobs "
+        "(a, b) need one after another; set duration_hours to 48 or more"
+    )
+
+
+@pytest.mark.parametrize(
+    ("plan_settings", "fragment"),
+    [
+        (PlanSettings("p", instance_count=3), "instance_count 3 is not a count plans sell"),
+        (PlanSettings("p", duration_hours=30), "duration_hours 30 is not whole days"),
+        (PlanSettings("p", duration_hours=4392), "duration_hours 4392 is not whole days"),
+        (PlanSettings("p", instance_type=R5), "training plans do not sell ml.r5.24xlarge"),
+        (
+            PlanSettings("p", instance_type="ml.p5e.48xlarge"),
+            "reserves ml.p5e.48xlarge but job w runs on ml.p5.48xlarge",
+        ),
+        (
+            PlanSettings("p", start_after="2026-03-01T00:00:00"),
+            "start_after '2026-03-01T00:00:00' is not an ISO 8601 time with a UTC offset",
+        ),
+        (PlanSettings("p", end_before="next week"), "end_before 'next week' is not an ISO 8601"),
+        (
+            PlanSettings("p", start_after="2026-03-02T00:00:00Z", end_before="2026-03-01T00:00Z"),
+            "is -24 h, shorter than its 24 h duration",
+        ),
+        (
+            PlanSettings(
+                "p",
+                duration_hours=72,
+                start_after="2026-03-01T00:00:00Z",
+                end_before="2026-03-03T00:00:00Z",
+            ),
+            "is 48 h, shorter than its 72 h duration; widen the window",
+        ),
+        (PlanSettings("p", target_resources=()), "target_resources [] is not a list"),
+        (PlanSettings("p", target_resources=("cluster",)), "target_resources ['cluster']"),
+    ],
+)
+def test_invalid_plan_settings_are_refused(plan_settings: PlanSettings, fragment: str) -> None:
+    with pytest.raises(PlanningError) as error:
+        _plan(Workload("w", "micro", "sft-lora", hours_per_run=1, plan="p"), plans=(plan_settings,))
+    assert str(error.value).startswith("training plan p")
+    assert fragment in str(error.value)
+
+
+def test_plan_settings_without_workloads_are_refused() -> None:
+    with pytest.raises(PlanningError) as error:
+        _plan(Workload("w", "micro", "cpt", hours_per_run=1), plans=(PlanSettings("spare"),))
+    assert str(error.value) == (
+        "training plan spare has no workloads; set plan: spare on a workload or remove the plan"
+    )
+
+
+def test_plan_names_must_be_dns_labels() -> None:
+    with pytest.raises(PlanningError, match="plan 'My_Plan' is not a DNS label"):
+        _plan(Workload("w", "micro", "cpt", hours_per_run=1, plan="My_Plan"))
+    with pytest.raises(PlanningError, match=r"training plan 'x\.y' is not a DNS label"):
+        _plan(Workload("w", "micro", "cpt", hours_per_run=1), plans=(PlanSettings("x.y"),))
+
+
+def test_jobs_of_different_instance_types_cannot_share_a_plan() -> None:
+    with pytest.raises(PlanningError) as error:
+        _plan(
+            Workload("a", "micro", "cpt", hours_per_run=1, plan="mixed"),
+            Workload(
+                "b", "micro", "cpt", hours_per_run=1, plan="mixed", instance_type="ml.p4d.24xlarge"
+            ),
+        )
+    assert str(error.value) == (
+        "training plan mixed reserves ml.p5.48xlarge but job b runs on ml.p4d.24xlarge; "
+        "give the job its own plan or the same instance_type"
+    )
+
+
+# --------------------------------------------------------------------------- packing
+
+
+@pytest.mark.parametrize(
+    ("needed", "sold"),
+    [(1, 1), (2, 2), (3, 4), (5, 8), (6, 8), (7, 8), (11, 16), (24, 32), (33, 64), (64, 64)],
+)
+def test_counts_round_up_to_what_plans_sell(needed: int, sold: int) -> None:
+    assert sellable_instance_count(needed) == sold
+
+
+@pytest.mark.parametrize(
+    ("workload", "count"),
+    [
+        (Workload("pro-sft", "pro", "sft-full", hours_per_run=1), 8),  # 6 -> 8
+        (Workload("pro-cpt", "pro", "cpt", hours_per_run=1), 32),  # 24 -> 32
+        (Workload("pro-ppo", "pro", "ppo"), 16),  # 11 -> 16
+        (Workload("micro-ppo", "micro", "ppo"), 8),  # 7 -> 8
+        (Workload("odd", "micro", "cpt", hours_per_run=1, instance_count=3), 4),
+        (Workload("five", "micro", "cpt", hours_per_run=1, instance_count=5), 8),
+        (Workload("lite-cpt", "lite", "cpt", hours_per_run=1), 16),
+    ],
+)
+def test_plan_count_is_the_rounded_up_largest_job(workload: Workload, count: int) -> None:
+    [request] = _plan(workload).training_plans
+    assert request.instance_count == count
+
+
+def test_rounding_up_a_count_is_noted() -> None:
+    plan = _plan(Workload("pro-cpt", "pro", "cpt", hours_per_run=1))
+    assert (
+        "training plan p5-48xlarge: its largest job needs 24 instances, rounded up to 32, "
+        "the next count plans sell"
+    ) in plan.notes
+    assert not _plan(Workload("lite-cpt", "lite", "cpt", hours_per_run=1)).notes
+
+
+def test_more_than_64_instances_are_refused() -> None:
+    with pytest.raises(PlanningError, match="would need 65 instances but plans sell at most 64"):
+        sellable_instance_count(65)
+    with pytest.raises(PlanningError) as error:
+        _plan(Workload("huge", "lite", "cpt", hours_per_run=1, instance_count=65))
+    assert str(error.value) == (
+        "training plan p5-48xlarge: job huge needs 65 instances but plans sell at most 64; "
+        "lower its instance_count"
+    )
+
+
+@pytest.mark.parametrize(
+    ("hours", "duration"),
+    [(0.5, 24), (1, 24), (24, 24), (24.01, 48), (25, 48), (100, 120), (4367, 4368), (4368, 4368)],
+)
+def test_durations_round_up_to_whole_days(hours: float, duration: int) -> None:
+    assert plan_duration_hours(hours) == duration
+    [request] = _plan(Workload("w", "micro", "cpt", hours_per_run=hours)).training_plans
+    assert request.duration_hours == duration
+
+
+def test_jobs_sharing_a_plan_add_up_their_hours() -> None:
+    plan = _plan(
+        Workload("sft", "micro", "sft-lora", hours_per_run=10, runs=2),
+        Workload("ppo", "micro", "ppo"),  # 8 h
+        Workload("eval", "micro", "evaluation", hours_per_run=0.5, runs=4),
+    )
+    [request] = plan.training_plans
+    assert request.jobs == ("sft", "ppo", "eval")
+    assert request.duration_hours == 48  # 20 + 8 + 2 = 30 h
+    assert request.instance_count == 8  # PPO's 7
+    assert request.required_instance_hours == 2 * 20 + 7 * 8 + 1 * 2
+    assert request.reserved_instance_hours == 8 * 48
+    assert request.waste_instance_hours == 8 * 48 - 98
+
+
+def test_more_than_182_days_is_refused_with_a_split_suggestion() -> None:
+    with pytest.raises(PlanningError) as error:
+        _plan(Workload("long", "micro", "cpt", hours_per_run=4369))
+    message = str(error.value)
+    assert message.startswith("training plan p5-48xlarge would need 4369 h")
+    assert "at most 182 days (4368 h)" in message
+    assert "split its workloads into several plans" in message
+
+    with pytest.raises(PlanningError, match="would need 4380 h"):
+        _plan(
+            Workload("a", "micro", "cpt", hours_per_run=2190, plan="one"),
+            Workload("b", "micro", "cpt", hours_per_run=2190, plan="one"),
+        )
+    # The same jobs in two plans fit.
+    split = _plan(
+        Workload("a", "micro", "cpt", hours_per_run=2190, plan="one"),
+        Workload("b", "micro", "cpt", hours_per_run=2190, plan="two"),
+    )
+    assert [p.duration_hours for p in split.training_plans] == [2208, 2208]
+
+
+def test_workloads_without_a_plan_group_by_instance_type() -> None:
+    plan = _plan(
+        Workload("a", "micro", "sft-lora", hours_per_run=1),
+        Workload("b", "micro", "sft-lora", hours_per_run=1, instance_type="ml.trn2.48xlarge"),
+        Workload("c", "lite", "sft-lora", hours_per_run=1),
+        Workload("d", "lite", "sft-lora", hours_per_run=1, plan="mine"),
+    )
+    assert [(p.name, p.instance_type, p.jobs) for p in plan.training_plans] == [
+        ("p5-48xlarge", P5, ("a", "c")),
+        ("trn2-48xlarge", "ml.trn2.48xlarge", ("b",)),
+        ("mine", P5, ("d",)),
+    ]
+    assert default_plan_name("ml.p6-b200.48xlarge") == "p6-b200-48xlarge"
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "eligible"),
+    [
+        (P5, True),
+        ("ml.p4d.24xlarge", True),
+        ("ml.p4de.24xlarge", True),
+        ("ml.p5e.48xlarge", True),
+        ("ml.p5en.48xlarge", True),
+        ("ml.trn1.32xlarge", True),
+        ("ml.trn2.48xlarge", True),
+        (R5, False),
+        ("ml.g5.12xlarge", False),
+        ("ml.p3.16xlarge", False),
+        ("p5.48xlarge", False),
+    ],
+)
+def test_plan_eligible_instance_types(instance_type: str, eligible: bool) -> None:
+    assert plan_eligible(instance_type) is eligible
+
+
+def test_distillation_runs_on_demand() -> None:
+    plan = _plan(
+        Workload("distill", "pro", "distillation", hours_per_run=6),
+        Workload("sft", "micro", "sft-lora", hours_per_run=1),
+    )
+    assert [job.name for job in plan.on_demand] == ["distill"]
+    assert plan.on_demand[0].instance_type == R5
+    assert [(p.name, p.jobs) for p in plan.training_plans] == [("p5-48xlarge", ("sft",))]
+    assert [job.name for job in plan.jobs] == ["distill", "sft"]
+
+    only_distillation = _plan(Workload("distill", "lite", "distillation", hours_per_run=6))
+    assert only_distillation.training_plans == []
+    assert capacity_plan_json(only_distillation)["on_demand"] == ["distill"]
+
+
+def test_distillation_in_a_plan_is_refused() -> None:
+    with pytest.raises(PlanningError) as error:
+        _plan(Workload("distill", "pro", "distillation", hours_per_run=6, plan="p"))
+    assert str(error.value) == (
+        "workload distill: training plans do not sell ml.r5.24xlarge; remove plan 'p' to run "
+        "it on demand"
+    )
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _sample_plan() -> CapacityPlan:
+    return _plan(
+        Workload("cpt-pro", "pro", "cpt", hours_per_run=30),
+        Workload("ppo-pro", "pro", "ppo", runs=2),
+        Workload("distill", "pro", "distillation", hours_per_run=4),
+        Workload("eval", "pro", "evaluation", hours_per_run=1.5, plan="evals"),
+        plans=(
+            PlanSettings(
+                "evals", start_after="2026-03-01T00:00:00Z", end_before="2026-03-10T00:00:00Z"
+            ),
+        ),
+    )
+
+
+def test_json_output_matches_its_schema() -> None:
+    jsonschema.Draft202012Validator.check_schema(CAPACITY_PLAN_JSON_SCHEMA)
+    document = json.loads(json.dumps(capacity_plan_json(_sample_plan())))
+    _validate(document)
+
+    assert document["jobs"][1] == {
+        "name": "ppo-pro",
+        "model": "pro",
+        "technique": "ppo",
+        "instance_type": P5,
+        "instance_count": 11,
+        "hours_per_run": 26,
+        "runs": 2,
+        "instance_hours": 572,
+    }
+    first, evals = document["training_plans"]
+    assert {
+        k: first[k] for k in CAPACITY_PLAN_JSON_SCHEMA["$defs"]["training_plan"]["required"]
+    } == {
+        "name": "p5-48xlarge",
+        "instance_type": P5,
+        "instance_count": 32,
+        "duration_hours": 96,  # 30 + 2 x 26 = 82 h
+        "start_after": None,
+        "end_before": None,
+        "target_resources": ["hyperpod-cluster"],
+    }
+    assert first["jobs"] == ["cpt-pro", "ppo-pro"]
+    assert first["waste_instance_hours"] == 32 * 96 - (720 + 572)
+    assert evals["start_after"] == "2026-03-01T00:00:00Z"
+    assert document["on_demand"] == ["distill"]
+    assert any("286" in note for note in document["notes"])
+
+
+@pytest.mark.parametrize(
+    ("mutate", "error"),
+    [
+        (lambda d: d["training_plans"][0].update(instance_count=3), "3 is not one of"),
+        (lambda d: d["training_plans"][0].update(duration_hours=30), "is not a multiple of 24"),
+        (lambda d: d["training_plans"][0].pop("start_after"), "'start_after' is a required"),
+        (lambda d: d["jobs"][0].update(extra=1), "Additional properties"),
+        (lambda d: d.update(cost=1), "Additional properties"),
+        (lambda d: d["jobs"][0].update(technique="rft"), "is not one of"),
+        (lambda d: d["training_plans"][0].update(name="P5"), "does not match"),
+    ],
+)
+def test_schema_rejects_malformed_plans(
+    mutate: Callable[[dict[str, Any]], object], error: str
+) -> None:
+    document = capacity_plan_json(_sample_plan())
+    mutate(document)
+    with pytest.raises(jsonschema.ValidationError, match=error):
+        _validate(document)
+
+
+def test_render_table_lists_jobs_plans_waste_and_notes() -> None:
+    text = render_table(_sample_plan())
+    lines = text.splitlines()
+    assert lines[0] == "Jobs"
+    assert lines[1].split() == [
+        "name",
+        "model",
+        "technique",
+        "instance",
+        "type",
+        "count",
+        "hours/run",
+        "runs",
+        "inst-h",
+    ]
+    assert ["ppo-pro", "pro", "ppo", P5, "11", "26", "2", "572"] in [line.split() for line in lines]
+    assert "eval     pro    evaluation    ml.p5.48xlarge      1        1.5     1     1.5" in lines
+    plans = lines.index("Training plans")
+    assert "waste" in lines[plans + 1]
+    p5_row = lines[plans + 2].split()
+    assert p5_row[:4] == ["p5-48xlarge", P5, "32", "96"]
+    assert p5_row[6:9] == ["1292", "3072", "1780"]  # required, reserved, waste
+    assert "distill: 1 x ml.r5.24xlarge, 4 instance-hours" in lines
+    notes = lines.index("Notes")
+    assert lines.index("On demand (instance types training plans do not sell)") < notes
+    assert any("260" in line and "286" in line for line in lines[notes:])
+
+
+def test_render_table_of_an_empty_plan() -> None:
+    text = render_table(_plan())
+    assert "Training plans\n(none)" in text
+    assert "Notes" not in text
+
+
+# --------------------------------------------------------------------------- property
+
+
+_COMBINATIONS = documented_combinations()
+
+
+@st.composite
+def _workloads(draw: st.DrawFn) -> list[Workload]:
+    result = []
+    for i in range(draw(st.integers(1, 6))):
+        model, technique = draw(st.sampled_from(_COMBINATIONS))
+        req = requirement(model, technique)
+        count = None
+        if not req.fixed_instance_count and draw(st.booleans()):
+            count = draw(st.integers(req.instance_count if req.roles else 1, 64))
+        hours_strategy: st.SearchStrategy[float | None] = st.floats(0.25, 100)
+        if req.documented_hours_per_run is not None:
+            hours_strategy = st.none() | hours_strategy
+        instance_type = None
+        plan = None
+        if technique != "distillation":
+            instance_type = draw(
+                st.sampled_from([None, None, "ml.p5e.48xlarge", "ml.p4d.24xlarge"])
+            )
+            if instance_type is None:
+                plan = draw(st.sampled_from([None, "alpha", "beta"]))
+        result.append(
+            Workload(
+                name=f"w{i}",
+                model=model,
+                technique=technique,
+                runs=draw(st.integers(1, 5)),
+                hours_per_run=draw(hours_strategy),
+                instance_type=instance_type,
+                instance_count=count,
+                plan=plan,
+            )
+        )
+    return result
+
+
+@settings(max_examples=200, deadline=None)
+@given(_workloads())
+def test_every_plan_fits_its_jobs(workloads: list[Workload]) -> None:
+    plan = plan_capacity(workloads)
+    jobs = {job.name: job for job in plan.jobs}
+    planned = [name for request in plan.training_plans for name in request.jobs]
+    assert sorted(planned + [job.name for job in plan.on_demand]) == sorted(jobs)
+    assert all(not plan_eligible(job.instance_type) for job in plan.on_demand)
+
+    for request in plan.training_plans:
+        members = [jobs[name] for name in request.jobs]
+        largest = max(job.instance_count for job in members)
+        assert request.instance_count in PLAN_INSTANCE_COUNTS
+        assert request.instance_count >= largest
+        smaller = [c for c in PLAN_INSTANCE_COUNTS if c < request.instance_count]
+        assert not smaller or smaller[-1] < largest  # the smallest count that fits
+
+        hours = math.fsum(job.hours_per_run * job.runs for job in members)
+        assert request.duration_hours % 24 == 0
+        assert request.duration_hours >= max(hours, 24)
+        assert request.duration_hours - 24 < hours or request.duration_hours == 24
+
+        assert all(job.instance_type == request.instance_type for job in members)
+        assert request.waste_instance_hours == pytest.approx(
+            request.reserved_instance_hours - request.required_instance_hours
+        )
+        assert request.waste_instance_hours >= -1e-9
+
+    for job in plan.jobs:
+        assert job.instance_hours == pytest.approx(
+            job.instance_count * job.hours_per_run * job.runs
+        )
+    _validate(json.loads(json.dumps(capacity_plan_json(plan))))
