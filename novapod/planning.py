@@ -387,16 +387,20 @@ def plan_capacity(
         name = workload.plan if workload.plan is not None else default_plan_name(job.instance_type)
         groups.setdefault(name, []).append(job)
 
-    for name in settings:
-        if name not in groups:
+    standalone: list[PlanRequest] = []
+    for name, plan in settings.items():
+        if name in groups:
+            continue
+        if plan.instance_type is None or plan.instance_count is None or plan.duration_hours is None:
             raise PlanningError(
-                f"training plan {name} has no workloads; set plan: {name} on a workload or "
-                "remove the plan"
+                f"training plan {name} has no workloads; set plan: {name} on a workload, or "
+                "give the plan instance_type, instance_count and duration_hours"
             )
+        standalone.append(_standalone_request(plan))
 
     requests = [
         _plan_request(name, members, settings.get(name)) for name, members in groups.items()
-    ]
+    ] + standalone
     return CapacityPlan(
         jobs=jobs,
         training_plans=requests,
@@ -491,6 +495,44 @@ def _plan_request(name: str, members: list[JobPlan], settings: PlanSettings | No
     )
 
 
+def _standalone_request(plan: PlanSettings) -> PlanRequest:
+    """A plan reserved for work the planner does not model: its settings are the request."""
+    where = f"training plan {plan.name}"
+    assert plan.instance_type and plan.instance_count and plan.duration_hours
+    if not plan_eligible(plan.instance_type):
+        raise PlanningError(
+            f"{where}: training plans do not sell {plan.instance_type}; use an instance type "
+            f"of the {', '.join(plan_instance_families())} families"
+        )
+    if plan.instance_count not in PLAN_INSTANCE_COUNTS:
+        raise PlanningError(
+            f"{where}: instance_count {plan.instance_count} is not a count plans sell; use one "
+            f"of {', '.join(map(str, PLAN_INSTANCE_COUNTS))}"
+        )
+    duration = plan.duration_hours
+    if duration % HOURS_PER_DAY or not PLAN_MIN_HOURS <= duration <= PLAN_MAX_HOURS:
+        raise PlanningError(
+            f"{where}: duration_hours {duration} is not whole days between {PLAN_MIN_HOURS} "
+            f"and {PLAN_MAX_HOURS}; use a multiple of 24 in that range"
+        )
+    _check_window(where, plan, duration)
+    _check_targets(where, plan.target_resources)
+    reserved = float(plan.instance_count * duration)
+    return PlanRequest(
+        name=plan.name,
+        instance_type=plan.instance_type,
+        instance_count=plan.instance_count,
+        duration_hours=duration,
+        start_after=plan.start_after,
+        end_before=plan.end_before,
+        target_resources=tuple(plan.target_resources),
+        jobs=(),
+        required_instance_hours=0.0,
+        reserved_instance_hours=reserved,
+        waste_instance_hours=0.0,
+    )
+
+
 def _parse_time(where: str, key: str, value: str | None) -> datetime | None:
     if value is None:
         return None
@@ -541,6 +583,8 @@ def _notes(
         if note:
             notes.append(f"{catalog.display_names[model]} {technique}: {note}")
     for request in requests:
+        if request.name not in groups:
+            continue  # standalone plan: its count was given, not derived
         largest = max(job.instance_count for job in groups[request.name])
         explicit = settings.get(request.name)
         if largest < request.instance_count and (

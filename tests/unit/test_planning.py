@@ -396,8 +396,30 @@ def test_plan_settings_without_workloads_are_refused() -> None:
     with pytest.raises(PlanningError) as error:
         _plan(Workload("w", "micro", "cpt", hours_per_run=1), plans=(PlanSettings("spare"),))
     assert str(error.value) == (
-        "training plan spare has no workloads; set plan: spare on a workload or remove the plan"
+        "training plan spare has no workloads; set plan: spare on a workload, or give the "
+        "plan instance_type, instance_count and duration_hours"
     )
+
+
+def test_fully_specified_plan_without_workloads_is_a_standalone_request() -> None:
+    spare = PlanSettings("spare", instance_type="ml.p5.48xlarge", instance_count=4, duration_hours=48)
+    plan = _plan(Workload("w", "micro", "cpt", hours_per_run=1), plans=(spare,))
+    (standalone,) = [p for p in plan.training_plans if p.name == "spare"]
+    assert (standalone.instance_count, standalone.duration_hours, standalone.jobs) == (4, 48, ())
+    assert standalone.reserved_instance_hours == 192.0
+
+
+@pytest.mark.parametrize(
+    ("settings", "fragment"),
+    [
+        (PlanSettings("s", instance_type="ml.r5.24xlarge", instance_count=1, duration_hours=24), "do not sell ml.r5.24xlarge"),
+        (PlanSettings("s", instance_type="ml.p5.48xlarge", instance_count=3, duration_hours=24), "instance_count 3 is not a count"),
+        (PlanSettings("s", instance_type="ml.p5.48xlarge", instance_count=2, duration_hours=30), "duration_hours 30 is not whole days"),
+    ],
+)
+def test_invalid_standalone_plans_are_refused(settings: PlanSettings, fragment: str) -> None:
+    with pytest.raises(PlanningError, match=fragment):
+        _plan(Workload("w", "micro", "cpt", hours_per_run=1), plans=(settings,))
 
 
 def test_plan_names_must_be_dns_labels() -> None:
