@@ -11,11 +11,13 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
@@ -25,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from novapod import addressing
+from novapod import addressing, planning
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "default.yaml"
 
@@ -314,6 +316,114 @@ class Storage(_Model):
     lustre: Lustre | None = None
 
 
+# ----------------------------------------------------------------------- capacity
+
+PlanName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9-]{0,22}[a-z0-9])?$")]
+TRAINING_PLAN_ARN = (
+    r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}$"
+)
+
+
+class Workload(_Model):
+    """A Nova customization job the environment will run; the planner sizes it."""
+
+    name: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")]
+    model: Literal["micro", "lite", "pro", "nova-2-lite"]
+    technique: Literal[
+        "cpt", "sft-lora", "sft-full", "dpo-lora", "dpo-full", "ppo", "distillation", "evaluation"
+    ]
+    runs: int = Field(1, ge=1, le=1000)
+    hours_per_run: float | None = Field(
+        None, gt=0, le=4368, description="Wall-clock hours of one run; PPO has documented hours."
+    )
+    sequence_length: int | None = Field(None, ge=1, le=1_048_576)
+    instance_type: str | None = Field(None, pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$")
+    instance_count: int | None = Field(None, ge=1, le=256)
+    plan: PlanName | None = Field(None, description="Training plan this workload runs on.")
+
+
+class Purchase(_Model):
+    """Guardrails for buying a training plan: a non-refundable, up-front purchase."""
+
+    approve: bool = Field(
+        False, description="Must be true for novapod to buy; review `novapod offerings` first."
+    )
+    max_upfront_fee: Decimal | None = Field(
+        None, gt=0, description="Refuse any offering whose up-front fee is higher."
+    )
+    currency: str = Field("USD", pattern=r"^[A-Z]{3}$")
+
+
+class TrainingPlanSpec(_Model):
+    """A training plan novapod buys (with approval and a fee cap) or adopts by ARN."""
+
+    name: PlanName = Field(description="Short DNS-label name, at most 24 characters.")
+    instance_type: str | None = Field(None, pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$")
+    instance_count: int | None = Field(None, ge=1, le=64)
+    duration_hours: int | None = Field(None, ge=24, le=4368)
+    start_after: AwareDatetime | None = None
+    end_before: AwareDatetime | None = None
+    target_resources: list[Literal["hyperpod-cluster", "training-job"]] = Field(
+        default_factory=lambda: ["hyperpod-cluster"], min_length=1
+    )
+    choice: Literal["cheapest", "earliest"] = Field(
+        "cheapest", description="Which matching offering to buy."
+    )
+    purchase: Purchase | None = None
+    existing_arn: str | None = Field(
+        None, pattern=TRAINING_PLAN_ARN, description="Adopt a plan you already own."
+    )
+
+    @model_validator(mode="after")
+    def _buy_or_adopt(self) -> TrainingPlanSpec:
+        if self.existing_arn is not None:
+            if self.purchase is not None:
+                raise _at("purchase", "a plan adopted by existing_arn is never bought; remove it")
+            for key in ("instance_type", "instance_count"):
+                if getattr(self, key) is None:
+                    raise _at(key, "an adopted plan needs it, to check the plan you own matches")
+            return self
+        purchase = self.purchase
+        if purchase is None or not purchase.approve or purchase.max_upfront_fee is None:
+            raise _at(
+                "purchase",
+                "buying a training plan is a non-refundable purchase: set purchase.approve: true "
+                "and purchase.max_upfront_fee (and currency) after reviewing prices with "
+                f"`novapod offerings CONFIG --plan {self.name}`, or set existing_arn to adopt a "
+                "plan you own",
+            )
+        return self
+
+    @property
+    def adopted(self) -> bool:
+        return self.existing_arn is not None
+
+
+class Capacity(_Model):
+    workloads: list[Workload] = Field(default_factory=list)
+    training_plans: list[TrainingPlanSpec] = Field(
+        default_factory=list,
+        description="Only plans listed here are bought or adopted; `novapod plan` shows more.",
+    )
+    pending_timeout_minutes: int = Field(
+        50,
+        ge=5,
+        le=55,
+        description="How long a deploy waits for a bought plan to leave Pending (< 1 h).",
+    )
+
+    @model_validator(mode="after")
+    def _unique(self) -> Capacity:
+        for label, names in (
+            ("workloads", [w.name for w in self.workloads]),
+            ("training_plans", [p.name for p in self.training_plans]),
+        ):
+            repeated = sorted({n for n in names if names.count(n) > 1})
+            if repeated:
+                raise _at(label, f"names must be unique; repeated: {', '.join(repeated)}")
+        return self
+
+
 class NovapodConfig(_Model):
     """One novapod environment."""
 
@@ -332,6 +442,7 @@ class NovapodConfig(_Model):
     ] = Field(default_factory=dict)
     network: Network
     storage: Storage = Storage()
+    capacity: Capacity = Capacity()
 
     @model_validator(mode="after")
     def _cross_checks(self) -> NovapodConfig:
@@ -367,7 +478,31 @@ class NovapodConfig(_Model):
                 f"{', '.join(self.network.zone_ids)}",
                 root=True,
             )
+        try:
+            self.capacity_plan()
+        except planning.PlanningError as exc:
+            raise _at("capacity", str(exc), root=True) from None
         return self
+
+    def capacity_plan(self) -> planning.CapacityPlan:
+        """Jobs sized and packed into training-plan requests (see novapod.planning)."""
+        return planning.plan_capacity(
+            [planning.Workload(**w.model_dump()) for w in self.capacity.workloads],
+            [_plan_settings(p) for p in self.capacity.training_plans if not self._skip(p)],
+        )
+
+    def _skip(self, plan: TrainingPlanSpec) -> bool:
+        # An adopted plan that no workload names needs no sizing: it already exists.
+        return plan.adopted and not any(w.plan == plan.name for w in self.capacity.workloads)
+
+    def training_plan_requests(self) -> list[tuple[TrainingPlanSpec, planning.PlanRequest]]:
+        """The plans this environment buys or adopts, each with its resolved request."""
+        requests = {r.name: r for r in self.capacity_plan().training_plans}
+        out = []
+        for spec in self.capacity.training_plans:
+            request = requests.get(spec.name) or _adopted_request(spec)
+            out.append((spec, request))
+        return out
 
     @property
     def prefix(self) -> str:
@@ -386,6 +521,35 @@ class _FieldError(ValueError):
 
 def _at(path: str, message: str, *, root: bool = False) -> _FieldError:
     return _FieldError(path, message, root)
+
+
+def _plan_settings(spec: TrainingPlanSpec) -> planning.PlanSettings:
+    return planning.PlanSettings(
+        name=spec.name,
+        instance_type=spec.instance_type,
+        instance_count=spec.instance_count,
+        duration_hours=spec.duration_hours,
+        start_after=spec.start_after.isoformat() if spec.start_after else None,
+        end_before=spec.end_before.isoformat() if spec.end_before else None,
+        target_resources=tuple(spec.target_resources),
+    )
+
+
+def _adopted_request(spec: TrainingPlanSpec) -> planning.PlanRequest:
+    assert spec.instance_type is not None and spec.instance_count is not None
+    return planning.PlanRequest(
+        name=spec.name,
+        instance_type=spec.instance_type,
+        instance_count=spec.instance_count,
+        duration_hours=spec.duration_hours or 0,
+        start_after=None,
+        end_before=None,
+        target_resources=tuple(spec.target_resources),
+        jobs=(),
+        required_instance_hours=0.0,
+        reserved_instance_hours=0.0,
+        waste_instance_hours=0.0,
+    )
 
 
 def _log_retention(value: int) -> int:

@@ -16,6 +16,7 @@ from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from novapod.config import NovapodConfig
+from novapod.stacks.capacity import CapacityStack
 from novapod.stacks.network import NetworkStack
 from novapod.stacks.storage import StorageStack
 
@@ -26,6 +27,7 @@ CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
 class EnvironmentStacks:
     network: NetworkStack
     storage: StorageStack
+    capacity: CapacityStack | None
 
 
 def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentStacks:
@@ -49,9 +51,19 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         env=env,
         description=f"novapod {config.name}: KMS key, S3 buckets, FSx for Lustre (retained)",
     )
+    capacity = None
+    if config.capacity.training_plans:
+        capacity = CapacityStack(
+            scope,
+            f"{prefix}-capacity",
+            config=config,
+            network=network.handle,
+            env=env,
+            description=f"novapod {config.name}: training plans (bought with approval, or adopted)",
+        )
     for key, value in {**config.tags, "novapod:environment": config.name}.items():
         Tags.of(scope).add(key, value)
-    return EnvironmentStacks(network=network, storage=storage)
+    return EnvironmentStacks(network=network, storage=storage, capacity=capacity)
 
 
 def create_app(config: NovapodConfig, *, outdir: str | Path | None = None) -> App:

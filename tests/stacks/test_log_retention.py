@@ -15,4 +15,6 @@ def test_every_retention_value_round_trips() -> None:
     for days in LOG_RETENTION_DAYS:
         logs.LogGroup(stack, f"G{days}", retention=retention(days))
     groups = Template.from_stack(stack).find_resources("AWS::Logs::LogGroup")
-    assert sorted(g["Properties"]["RetentionInDays"] for g in groups.values()) == sorted(LOG_RETENTION_DAYS)
+    assert sorted(g["Properties"]["RetentionInDays"] for g in groups.values()) == sorted(
+        LOG_RETENTION_DAYS
+    )
