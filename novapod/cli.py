@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
+from novapod import planning
 from novapod.config import ConfigError, json_schema, load_config
 
 EXIT_OK = 0
@@ -24,6 +25,15 @@ def _schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _plan(args: argparse.Namespace) -> int:
+    plan = load_config(args.config).capacity_plan()
+    if args.json:
+        print(json.dumps(planning.capacity_plan_json(plan), indent=2))
+    else:
+        print(planning.render_table(plan))
+    return EXIT_OK
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="novapod",
@@ -33,6 +43,12 @@ def _parser() -> argparse.ArgumentParser:
     validate = commands.add_parser("validate", help="check a config; exit 2 on errors")
     validate.add_argument("config", help="path to the environment's YAML file")
     validate.set_defaults(run=_validate)
+    plan = commands.add_parser(
+        "plan", help="size the workloads and the training plans they need (reads only)"
+    )
+    plan.add_argument("config", help="path to the environment's YAML file")
+    plan.add_argument("--json", action="store_true", help="machine-readable output")
+    plan.set_defaults(run=_plan)
     schema = commands.add_parser("schema", help="print the config's JSON Schema (for editors)")
     schema.set_defaults(run=_schema)
     return parser

@@ -481,8 +481,20 @@ class NovapodConfig(_Model):
         try:
             self.capacity_plan()
         except planning.PlanningError as exc:
-            raise _at("capacity", str(exc), root=True) from None
+            raise _at(self._planning_path(str(exc)), str(exc), root=True) from None
         return self
+
+    def _planning_path(self, message: str) -> str:
+        """The config path a planner message is about (it names a workload or plan)."""
+        match = re.match(r"(workload|training plan) '?([a-z0-9-]+)'?", message)
+        if match:
+            kind, name = match.groups()
+            items = self.capacity.workloads if kind == "workload" else self.capacity.training_plans
+            for i, item in enumerate(items):
+                if item.name == name:
+                    key = "workloads" if kind == "workload" else "training_plans"
+                    return f"capacity.{key}[{i}]"
+        return "capacity"
 
     def capacity_plan(self) -> planning.CapacityPlan:
         """Jobs sized and packed into training-plan requests (see novapod.planning)."""

@@ -26,6 +26,7 @@ class Synthesized:
     templates: dict[str, dict]  # "network" -> template
     stack_names: dict[str, str]
     termination_protection: dict[str, bool]
+    dependencies: dict[str, set[str]]  # stack kind -> kinds it depends on
     outdir: Path
 
     def template(self, kind: str):  # -> aws_cdk.assertions.Template
@@ -49,12 +50,22 @@ def _synthesize(path: str, outdir: str) -> Synthesized:
     templates: dict[str, dict] = {}
     names: dict[str, str] = {}
     protection: dict[str, bool] = {}
+    dependencies: dict[str, set[str]] = {}
+
+    def kind_of(artifact_id: str) -> str:
+        return artifact_id.removeprefix(f"{config.prefix}-")
+
     for stack in assembly.stacks:
-        kind = stack.stack_name.removeprefix(f"{config.prefix}-")
+        kind = kind_of(stack.stack_name)
         templates[kind] = stack.template
         names[kind] = stack.stack_name
         protection[kind] = bool(stack.termination_protection)
-    return Synthesized(Path(path), templates, names, protection, Path(outdir))
+        dependencies[kind] = {
+            kind_of(d.id)
+            for d in stack.dependencies
+            if d.id.startswith(config.prefix) and not d.id.endswith(".assets")
+        }
+    return Synthesized(Path(path), templates, names, protection, dependencies, Path(outdir))
 
 
 @pytest.fixture(scope="session")

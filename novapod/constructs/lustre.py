@@ -74,7 +74,12 @@ class LinkedLustre(Construct):
             iam.PolicyStatement(
                 sid="FsxS3DataRepositoryUseOfTheKey",
                 principals=[iam.AccountRootPrincipal()],
-                actions=["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*", "kms:DescribeKey"],
+                actions=[
+                    "kms:Decrypt",
+                    "kms:Encrypt",
+                    "kms:GenerateDataKey",
+                    "kms:DescribeKey",
+                ],
                 resources=["*"],  # in a key policy, "*" means this key
                 conditions={
                     "ArnLike": {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 import yaml
@@ -71,3 +72,38 @@ def test_nag_fails_synthesis_on_an_unacknowledged_finding(tmp_path) -> None:
         app.synth()
     report = (tmp_path / "validation-report.json").read_text()
     assert "AwsSolutions-S1" in report and "AwsSolutions-S10" in report
+
+
+def _allow_statements(node: Any, where: str = ""):
+    """Every Allow statement in any policy document of a template."""
+    if isinstance(node, dict):
+        if "Statement" in node and isinstance(node["Statement"], list):
+            for statement in node["Statement"]:
+                if statement.get("Effect") == "Allow":
+                    yield where, statement
+        for key, value in node.items():
+            yield from _allow_statements(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _allow_statements(value, f"{where}[{i}]")
+
+
+def _is_key_admin_root(statement: dict[str, Any]) -> bool:
+    # KMS's default key policy statement: the account root may use IAM policies to
+    # grant access to the key. Without it the key cannot be administered at all.
+    principal = json.dumps(statement.get("Principal", {}))
+    return statement.get("Action") == "kms:*" and ":root" in principal
+
+
+@pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: p.name)
+def test_no_wildcard_actions_in_any_allow_statement(synth, path) -> None:
+    for kind, template in synth(path).templates.items():
+        for where, statement in _allow_statements(template["Resources"]):
+            if _is_key_admin_root(statement):
+                continue
+            actions = (
+                statement["Action"]
+                if isinstance(statement["Action"], list)
+                else [statement["Action"]]
+            )
+            assert all("*" not in a for a in actions), f"{kind}{where}: {actions}"

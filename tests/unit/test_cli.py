@@ -64,3 +64,39 @@ def test_schema_is_json_for_editors(capsys) -> None:
     schema = json.loads(capsys.readouterr().out)
     assert schema["title"] == "novapod environment configuration"
     assert "network" in schema["properties"]
+
+
+def test_plan_json_follows_the_published_schema(capsys) -> None:
+    import jsonschema
+
+    from novapod.planning import CAPACITY_PLAN_JSON_SCHEMA
+    from tests.conftest import ROOT
+
+    assert main(["plan", str(ROOT / "config/examples/single-rig-purchase.yaml"), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    jsonschema.validate(document, CAPACITY_PLAN_JSON_SCHEMA)
+    (plan,) = document["training_plans"]
+    assert (plan["name"], plan["instance_count"], plan["duration_hours"]) == ("lite-sft", 4, 144)
+    assert plan["target_resources"] == ["hyperpod-cluster"]
+    assert [j["name"] for j in document["jobs"]] == ["sft-lora", "eval"]
+    assert document["jobs"][0]["instance_hours"] == 480
+
+
+def test_plan_table_lists_jobs_and_plans(capsys) -> None:
+    from tests.conftest import ROOT
+
+    assert main(["plan", str(ROOT / "config/examples/single-rig-purchase.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "lite-sft" in out and "sft-lora" in out and "ml.p5.48xlarge" in out
+
+
+def test_plan_reports_planning_errors_as_config_errors(tmp_path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "name: dev\nregion: us-east-1\nnetwork:\n  vpc:\n    zone_ids: [use1-az4, use1-az6]\n"
+        "capacity:\n  workloads:\n    - {name: cpt, model: nova-2-lite, technique: cpt, hours_per_run: 5}\n"
+    )
+    result = run("plan", str(path))
+    assert result.returncode == 2
+    assert result.stderr.startswith("capacity.workloads[0]: workload 'cpt': cpt is not documented")
+    assert "Traceback" not in result.stderr

@@ -258,3 +258,167 @@ def test_random_yaml_text_gives_config_or_config_error(tmp_path_factory, text: s
 def test_round_trip_through_yaml() -> None:
     text = yaml.safe_dump(VALID)
     assert parse_config(yaml.safe_load(text)) == parse_config(VALID)
+
+
+# --------------------------------------------------------------------------- capacity
+
+SFT = {
+    "name": "sft",
+    "model": "lite",
+    "technique": "sft-lora",
+    "hours_per_run": 10,
+    "runs": 3,
+    "plan": "main",
+}
+APPROVED = {"approve": True, "max_upfront_fee": "20000"}
+ARN = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/my-plan"
+
+
+def with_capacity(capacity: dict[str, Any]) -> dict[str, Any]:
+    return {**VALID, "capacity": capacity}
+
+
+@pytest.mark.parametrize(
+    "purchase",
+    [None, {"approve": False, "max_upfront_fee": "1"}, {"approve": True}],
+    ids=["missing", "not-approved", "no-cap"],
+)
+def test_buying_needs_explicit_approval_and_a_cap(purchase) -> None:
+    plan: dict[str, Any] = {"name": "main"}
+    if purchase is not None:
+        plan["purchase"] = purchase
+    issues = dict(errors_of(with_capacity({"workloads": [SFT], "training_plans": [plan]})))
+    message = issues["capacity.training_plans[0].purchase"]
+    assert "non-refundable purchase" in message
+    assert "novapod offerings CONFIG --plan main" in message
+
+
+def test_approved_purchase_resolves_to_a_request() -> None:
+    config = parse_config(
+        with_capacity(
+            {"workloads": [SFT], "training_plans": [{"name": "main", "purchase": APPROVED}]}
+        )
+    )
+    ((spec, request),) = config.training_plan_requests()
+    assert spec.purchase is not None and str(spec.purchase.max_upfront_fee) == "20000"
+    assert (request.instance_type, request.instance_count, request.duration_hours) == (
+        "ml.p5.48xlarge",
+        4,
+        48,
+    )
+
+
+def test_workloads_without_listed_plans_buy_nothing() -> None:
+    config = parse_config(with_capacity({"workloads": [{**SFT, "plan": None}]}))
+    assert config.training_plan_requests() == []
+    assert [p.name for p in config.capacity_plan().training_plans] == ["p5-48xlarge"]
+
+
+@pytest.mark.parametrize(
+    ("capacity", "path", "words"),
+    [
+        (
+            {"training_plans": [{"name": "own", "existing_arn": ARN}]},
+            "capacity.training_plans[0].instance_type",
+            "an adopted plan needs it",
+        ),
+        (
+            {
+                "training_plans": [
+                    {
+                        "name": "own",
+                        "existing_arn": ARN,
+                        "instance_type": "ml.p5.48xlarge",
+                        "instance_count": 4,
+                        "purchase": APPROVED,
+                    }
+                ]
+            },
+            "capacity.training_plans[0].purchase",
+            "never bought",
+        ),
+        (
+            {
+                "training_plans": [
+                    {
+                        "name": "own",
+                        "existing_arn": "arn:aws:s3:::bucket",
+                        "instance_type": "ml.p5.48xlarge",
+                        "instance_count": 4,
+                    }
+                ]
+            },
+            "capacity.training_plans[0].existing_arn",
+            "does not match",
+        ),
+        (
+            {
+                "workloads": [SFT],
+                "training_plans": [{"name": "main", "instance_count": 2, "purchase": APPROVED}],
+            },
+            "capacity.training_plans[0]",
+            "smaller than the 4 instances",
+        ),
+        (
+            {"workloads": [SFT, SFT], "training_plans": [{"name": "main", "purchase": APPROVED}]},
+            "capacity.workloads",
+            "repeated: sft",
+        ),
+        (
+            {"workloads": [{**SFT, "technique": "rlhf"}]},
+            "capacity.workloads[0].technique",
+            "'rlhf' is not allowed",
+        ),
+        (
+            {"workloads": [{**SFT, "sequence_length": 200000}]},
+            "capacity.workloads[0]",
+            "sequence_length",
+        ),
+        (
+            {
+                "workloads": [SFT],
+                "training_plans": [{"name": "main", "purchase": {**APPROVED, "currency": "usd"}}],
+            },
+            "capacity.training_plans[0].purchase.currency",
+            "does not match",
+        ),
+        (
+            {
+                "workloads": [SFT],
+                "training_plans": [
+                    {"name": "main", "purchase": {**APPROVED, "max_upfront_fee": "-5"}}
+                ],
+            },
+            "capacity.training_plans[0].purchase.max_upfront_fee",
+            "more than 0",
+        ),
+        (
+            {
+                "workloads": [SFT],
+                "training_plans": [
+                    {"name": "main", "start_after": "2027-01-01", "purchase": APPROVED}
+                ],
+            },
+            "capacity.training_plans[0].start_after",
+            "",
+        ),
+        ({"pending_timeout_minutes": 90}, "capacity.pending_timeout_minutes", "at most 55"),
+    ],
+    ids=[
+        "adopt-needs-type",
+        "adopt-and-buy",
+        "bad-arn",
+        "count-too-small",
+        "dup-workload",
+        "technique",
+        "sequence",
+        "currency",
+        "fee",
+        "naive-time",
+        "timeout",
+    ],
+)
+def test_capacity_mistakes(capacity, path, words) -> None:
+    issues = dict(errors_of(with_capacity(capacity)))
+    assert path in issues, issues
+    assert words in issues[path]

@@ -1,0 +1,166 @@
+"""CapacityStack: the TrainingPlan custom resource, its Provider and its IAM."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from novapod.config import load_config
+from novapod.naming import TRAINING_PLAN_NAME, training_plan_name
+from tests.conftest import DEFAULT_CONFIG, ROOT, resources
+
+PURCHASE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"
+ADOPT = ROOT / "config" / "examples" / "adopt-existing-plan.yaml"
+
+
+def plan_resource(template: dict[str, Any], logical_id: str) -> dict[str, Any]:
+    resource = template["Resources"][logical_id]
+    assert resource["Type"] == "Custom::NovapodTrainingPlan"
+    return resource
+
+
+def statements(template: dict[str, Any], role_fragment: str) -> list[dict[str, Any]]:
+    out = []
+    for logical_id, policy in resources(template, "AWS::IAM::Policy").items():
+        if role_fragment in logical_id:
+            out += policy["Properties"]["PolicyDocument"]["Statement"]
+    assert out, f"no policy for {role_fragment}"
+    return out
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def test_purchase_properties_carry_request_and_guardrails(synth) -> None:
+    template = synth(PURCHASE).templates["capacity"]
+    props = plan_resource(template, "TrainingPlanLiteSft")["Properties"]
+    config = load_config(PURCHASE)
+    ((_, request),) = config.training_plan_requests()
+    assert props["Mode"] == "purchase"
+    assert props["PlanName"] == training_plan_name("nova-lite", request)
+    assert TRAINING_PLAN_NAME.match(props["PlanName"]) and len(props["PlanName"]) <= 64
+    assert props["PlanName"].startswith("novapod-nova-lite-lite-sft-")
+    assert (props["InstanceType"], props["InstanceCount"], props["DurationHours"]) == (
+        "ml.p5.48xlarge",
+        "4",
+        "144",  # 4 x 30 h SFT + 4 x 2 h evaluation = 128 h, rounded up to 6 days
+    )
+    assert props["PurchaseApproved"] == "true"
+    assert (props["MaxUpfrontFee"], props["Currency"]) == ("60000", "USD")
+    assert props["ChoicePolicy"] == "cheapest"
+    assert props["TargetResources"] == ["hyperpod-cluster"]
+    assert props["StartTimeAfter"] == "2027-01-04T00:00:00+00:00"
+    assert props["EndTimeBefore"] == "2027-02-28T00:00:00+00:00"
+    assert set(props["SubnetIdsByZoneId"]) == {"use1-az4", "use1-az6"}
+    assert all(len(ids) == 1 for ids in props["SubnetIdsByZoneId"].values())
+    assert "PrivateSubnetUse1Az4" in json.dumps(props["SubnetIdsByZoneId"]["use1-az4"])
+    assert props["PendingTimeoutSeconds"] == "3000"
+    assert "ExistingArn" not in props
+
+
+def test_adoption_has_no_purchase_path(synth) -> None:
+    template = synth(ADOPT).templates["capacity"]
+    props = plan_resource(template, "TrainingPlanReserved")["Properties"]
+    assert props["Mode"] == "adopt"
+    assert props["ExistingArn"].endswith(":training-plan/team-p5-january")
+    assert props["PlanName"] == "team-p5-january"
+    for key in ("PurchaseApproved", "MaxUpfrontFee", "ChoicePolicy", "DurationHours"):
+        assert key not in props
+    describe = [
+        s
+        for s in statements(template, "IsCompleteRole")
+        if "sagemaker:DescribeTrainingPlan" in as_list(s["Action"])
+    ]
+    assert any(props["ExistingArn"] in as_list(s["Resource"]) for s in describe)
+
+
+def test_plan_name_ignores_guardrails_but_not_purchase_inputs() -> None:
+    config = load_config(PURCHASE)
+    ((_, request),) = config.training_plan_requests()
+    from dataclasses import replace
+
+    assert training_plan_name("nova-lite", request) == training_plan_name(
+        "nova-lite", replace(request, jobs=())
+    )
+    assert training_plan_name("nova-lite", request) != training_plan_name(
+        "nova-lite", replace(request, instance_count=8)
+    )
+    assert training_plan_name("nova-lite", request) != training_plan_name(
+        "nova-lite", replace(request, duration_hours=168)
+    )
+    long = replace(request, name="a" * 24)
+    assert len(training_plan_name("x" * 20, long)) <= 64
+
+
+def test_provider_timeouts(synth) -> None:
+    template = synth(PURCHASE).templates["capacity"]
+    functions = {
+        r["Properties"]["Handler"]: r["Properties"]
+        for r in resources(template, "AWS::Lambda::Function").values()
+    }
+    assert functions["handler.index.on_event"]["Timeout"] == 300  # well under Lambda's 900
+    assert functions["handler.index.is_complete"]["Timeout"] == 120
+    assert functions["handler.index.on_event"]["Runtime"].startswith("python3.")
+    (machine,) = resources(template, "AWS::StepFunctions::StateMachine").values()
+    definition = "".join(
+        p for p in machine["Properties"]["DefinitionString"]["Fn::Join"][1] if isinstance(p, str)
+    )
+    interval = int(re.search(r'"IntervalSeconds":(\d+)', definition).group(1))
+    attempts = int(re.search(r'"MaxAttempts":(\d+)', definition).group(1))
+    assert interval == 60
+    assert interval * attempts <= 3600  # CloudFormation's 1 h custom-resource limit
+    assert interval * attempts > 3000  # longer than the handler's own Pending timeout
+    assert machine["Properties"]["LoggingConfiguration"]["Level"] == "ALL"
+
+
+def test_log_groups_have_retention(synth) -> None:
+    template = synth(PURCHASE).templates["capacity"]
+    groups = resources(template, "AWS::Logs::LogGroup")
+    assert len(groups) == 4
+    assert all(g["Properties"]["RetentionInDays"] == 365 for g in groups.values())
+
+
+def test_iam_is_least_privilege(synth) -> None:
+    template = synth(PURCHASE).templates["capacity"]
+    plan_arn = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-nova-lite-*"
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = as_list(statement["Action"])
+            assert all("*" not in a for a in actions), actions
+    on_event = statements(template, "OnEventRole")
+    by_action = {a: as_list(s["Resource"]) for s in on_event for a in as_list(s["Action"])}
+    assert by_action["sagemaker:CreateTrainingPlan"] == [plan_arn]
+    assert by_action["sagemaker:AddTags"] == [plan_arn]
+    assert by_action["sagemaker:SearchTrainingPlanOfferings"] == ["*"]
+    assert by_action["ec2:DescribeAvailabilityZones"] == ["*"]
+    for action, scope in by_action.items():
+        if scope == ["*"]:
+            assert action in {
+                "sagemaker:SearchTrainingPlanOfferings",
+                "ec2:DescribeAvailabilityZones",
+            }
+    is_complete = statements(template, "IsCompleteRole")
+    assert {a for s in is_complete for a in as_list(s["Action"])} == {
+        "sagemaker:DescribeTrainingPlan"
+    }
+
+
+def test_no_managed_policies_on_our_roles(synth) -> None:
+    template = synth(PURCHASE).templates["capacity"]
+    for role in resources(template, "AWS::IAM::Role").values():
+        assert "ManagedPolicyArns" not in role["Properties"]
+
+
+@pytest.mark.parametrize("path", [PURCHASE, ADOPT], ids=["purchase", "adopt"])
+def test_capacity_depends_on_network_only(synth, path) -> None:
+    result = synth(path)
+    assert result.dependencies["capacity"] == {"network"}
+    assert "eks" not in result.dependencies["capacity"]
+
+
+def test_default_config_has_no_capacity_stack(synth) -> None:
+    assert "capacity" not in synth(DEFAULT_CONFIG).templates
