@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from novapod import addressing, planning
+from novapod.facts import eks_facts
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "default.yaml"
 
@@ -354,6 +355,13 @@ class Purchase(_Model):
     currency: str = Field("USD", pattern=r"^[A-Z]{3}$")
 
 
+TargetResource = Literal["hyperpod-cluster", "training-job"]
+
+
+def _hyperpod_target() -> list[TargetResource]:
+    return ["hyperpod-cluster"]
+
+
 class TrainingPlanSpec(_Model):
     """A training plan novapod buys (with approval and a fee cap) or adopts by ARN."""
 
@@ -363,9 +371,7 @@ class TrainingPlanSpec(_Model):
     duration_hours: int | None = Field(None, ge=24, le=4368)
     start_after: AwareDatetime | None = None
     end_before: AwareDatetime | None = None
-    target_resources: list[Literal["hyperpod-cluster", "training-job"]] = Field(
-        default_factory=lambda: ["hyperpod-cluster"], min_length=1
-    )
+    target_resources: list[TargetResource] = Field(default_factory=_hyperpod_target, min_length=1)
     choice: Literal["cheapest", "earliest"] = Field(
         "cheapest", description="Which matching offering to buy."
     )
@@ -424,6 +430,140 @@ class Capacity(_Model):
         return self
 
 
+# ------------------------------------------------------------------- EKS, HyperPod
+
+GroupName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")]
+DeepHealthCheck = Literal["InstanceStress", "InstanceConnectivity"]
+PRINCIPAL_ARN = r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[A-Za-z0-9_+=,.@/-]+$"
+RIG_FSX_MAX_GIB = 100800
+
+
+class Eks(_Model):
+    """The EKS cluster that orchestrates HyperPod."""
+
+    kubernetes_version: str = Field(
+        default_factory=lambda: eks_facts().default_version,
+        description="One of the versions in novapod/data/eks.yaml with pinned add-ons.",
+    )
+    authentication_mode: Literal["API_AND_CONFIG_MAP", "API"] = "API_AND_CONFIG_MAP"
+    endpoint: Literal["private", "public-and-private"] = Field(
+        "private", description="public-and-private needs public_access_cidrs."
+    )
+    public_access_cidrs: list[str] = Field(default_factory=list, max_length=40)
+    admin_principals: list[Annotated[str, StringConstraints(pattern=PRINCIPAL_ARN)]] = Field(
+        default_factory=list, description="IAM roles/users granted cluster admin (access entries)."
+    )
+    log_retention_days: int = Field(365, description="Control-plane and bootstrap log retention.")
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _version(cls, value: str) -> str:
+        facts = eks_facts()
+        if value not in facts.supported_versions:
+            raise ValueError(
+                f"{value} is outside what HyperPod supports; use one of "
+                f"{', '.join(facts.supported_versions)}"
+            )
+        if facts.addon_versions(value) is None:
+            raise ValueError(
+                f"novapod has no pinned add-on versions for {value} yet; use "
+                f"{', '.join(facts.addons)} or add pins to novapod/data/eks.yaml"
+            )
+        return value
+
+    @field_validator("public_access_cidrs")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        for cidr in value:
+            try:
+                network = ipaddress.IPv4Network(cidr, strict=True)
+            except ValueError as exc:
+                raise ValueError(f"{cidr!r} is not an IPv4 CIDR ({exc})") from None
+            if network.prefixlen == 0:
+                raise ValueError(
+                    "0.0.0.0/0 opens the API endpoint to the internet; list your CIDRs"
+                )
+        return value
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, value: int) -> int:
+        return _log_retention(value)
+
+    @model_validator(mode="after")
+    def _endpoint(self) -> Eks:
+        if self.endpoint == "public-and-private" and not self.public_access_cidrs:
+            raise _at("public_access_cidrs", "a public endpoint needs an allow-list of CIDRs")
+        if self.endpoint == "private" and self.public_access_cidrs:
+            raise _at("public_access_cidrs", "only used with endpoint: public-and-private")
+        return self
+
+
+class RestrictedGroup(_Model):
+    """A restricted instance group (Nova customization) on a training plan's capacity."""
+
+    name: GroupName
+    training_plan: PlanName = Field(description="Name of an entry in capacity.training_plans.")
+    instance_type: str | None = Field(None, pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$")
+    instance_count: int | None = Field(None, ge=0, le=64, description="Default: the plan's count.")
+    fsx_size_gib: int = Field(1200, description="Service-managed FSx: 1200 or a multiple of 2400.")
+    fsx_throughput: int = Field(250, description="MB/s per TiB: 125, 250, 500 or 1000.")
+    deep_health_checks: list[DeepHealthCheck] = Field(default_factory=list)
+    threads_per_core: Literal[1, 2] | None = None
+
+    @field_validator("fsx_size_gib")
+    @classmethod
+    def _fsx_size(cls, value: int) -> int:
+        if not (value == 1200 or (value > 0 and value % 2400 == 0)) or value > RIG_FSX_MAX_GIB:
+            raise ValueError(
+                f"{value} GiB is not an FSx for Lustre size; use 1200 or a multiple of 2400 "
+                f"up to {RIG_FSX_MAX_GIB}"
+            )
+        return value
+
+    @field_validator("fsx_throughput")
+    @classmethod
+    def _fsx_throughput(cls, value: int) -> int:
+        if value not in FSX_THROUGHPUTS:
+            raise ValueError(f"{value} is not offered; use one of 125, 250, 500, 1000")
+        return value
+
+
+class StandardGroup(_Model):
+    """A standard instance group (system pods, CPU work such as distillation)."""
+
+    name: GroupName
+    instance_type: str = Field(pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$")
+    instance_count: int = Field(ge=0, le=256)
+    ebs_volume_gib: int = Field(500, ge=1, le=16384)
+    training_plan: PlanName | None = None
+    deep_health_checks: list[DeepHealthCheck] = Field(default_factory=list)
+    threads_per_core: Literal[1, 2] | None = None
+
+
+class HyperPod(_Model):
+    node_recovery: Literal["Automatic", "None"] = "Automatic"
+    restricted_instance_groups: list[RestrictedGroup] = Field(default_factory=list)
+    instance_groups: list[StandardGroup] = Field(default_factory=list)
+    fsx_deletion_policy: Literal["Keep", "DeleteIfNotUsed"] = Field(
+        "Keep", description="What happens to a RIG's service-managed FSx when the group goes."
+    )
+
+    @model_validator(mode="after")
+    def _groups(self) -> HyperPod:
+        names = [g.name for g in self.restricted_instance_groups] + [
+            g.name for g in self.instance_groups
+        ]
+        if not names:
+            raise ValueError("a HyperPod cluster needs at least one instance group")
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(
+                f"instance group names must be unique; repeated: {', '.join(repeated)}"
+            )
+        return self
+
+
 class NovapodConfig(_Model):
     """One novapod environment."""
 
@@ -443,6 +583,8 @@ class NovapodConfig(_Model):
     network: Network
     storage: Storage = Storage()
     capacity: Capacity = Capacity()
+    eks: Eks | None = Field(None, description="The EKS cluster; needed by hyperpod.")
+    hyperpod: HyperPod | None = None
 
     @model_validator(mode="after")
     def _cross_checks(self) -> NovapodConfig:
@@ -482,16 +624,92 @@ class NovapodConfig(_Model):
             self.capacity_plan()
         except planning.PlanningError as exc:
             raise _at(self._planning_path(str(exc)), str(exc), root=True) from None
+        self._check_hyperpod()
         return self
+
+    def _check_hyperpod(self) -> None:
+        if self.hyperpod is None:
+            return
+        if self.eks is None:
+            raise _at("hyperpod", "HyperPod is orchestrated by EKS; add an eks section", root=True)
+        plans = {spec.name: request for spec, request in self.training_plan_requests()}
+        groups: list[tuple[str, RestrictedGroup | StandardGroup]] = [
+            (f"hyperpod.restricted_instance_groups[{i}]", g)
+            for i, g in enumerate(self.hyperpod.restricted_instance_groups)
+        ] + [
+            (f"hyperpod.instance_groups[{i}]", g)
+            for i, g in enumerate(self.hyperpod.instance_groups)
+        ]
+        used: dict[str, str] = {}
+        for path, group in groups:
+            if group.training_plan is None:
+                continue
+            request = plans.get(group.training_plan)
+            if request is None:
+                raise _at(
+                    f"{path}.training_plan",
+                    f"{group.training_plan} is not in capacity.training_plans; add it there "
+                    f"(bought or adopted) or use one of {', '.join(plans) or 'none yet'}",
+                    root=True,
+                )
+            if group.training_plan in used:
+                raise _at(
+                    f"{path}.training_plan",
+                    f"{group.training_plan} already serves {used[group.training_plan]}; a plan "
+                    "binds one instance group",
+                    root=True,
+                )
+            used[group.training_plan] = group.name
+            if "hyperpod-cluster" not in request.target_resources:
+                raise _at(
+                    f"{path}.training_plan",
+                    f"{group.training_plan} is not bought for hyperpod-cluster; add it to the "
+                    "plan's target_resources",
+                    root=True,
+                )
+            if group.instance_type and group.instance_type != request.instance_type:
+                raise _at(
+                    f"{path}.instance_type",
+                    f"{group.instance_type} differs from plan {group.training_plan}'s "
+                    f"{request.instance_type}; use the plan's type or leave it out",
+                    root=True,
+                )
+            if group.instance_count is not None and group.instance_count > request.instance_count:
+                raise _at(
+                    f"{path}.instance_count",
+                    f"{group.instance_count} exceeds the {request.instance_count} instances of "
+                    f"plan {group.training_plan}; use {request.instance_count} or fewer",
+                    root=True,
+                )
+
+    def warnings(self) -> list[str]:
+        """Things that are valid but probably wrong; the CLI prints them."""
+        out: list[str] = []
+        if self.hyperpod and self.hyperpod.restricted_instance_groups:
+            regions = eks_facts().rig_regions
+            if self.region not in regions:
+                out.append(
+                    f"region: restricted instance groups have been seen only in "
+                    f"{', '.join(regions)}; check that {self.region} offers them"
+                )
+        return out
+
+    def plan_request(self, name: str) -> planning.PlanRequest:
+        return dict((s.name, r) for s, r in self.training_plan_requests())[name]
 
     def _planning_path(self, message: str) -> str:
         """The config path a planner message is about (it names a workload or plan)."""
         match = re.match(r"(workload|training plan) '?([a-z0-9-]+)'?", message)
         if match:
             kind, name = match.groups()
-            items = self.capacity.workloads if kind == "workload" else self.capacity.training_plans
-            for i, item in enumerate(items):
-                if item.name == name:
+            names = [
+                item.name
+                for item in (
+                    self.capacity.workloads if kind == "workload" else self.capacity.training_plans
+                )
+            ]
+            for i, item_name in enumerate(names):
+                if item_name == name:
                     key = "workloads" if kind == "workload" else "training_plans"
                     return f"capacity.{key}[{i}]"
         return "capacity"

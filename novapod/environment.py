@@ -17,6 +17,8 @@ from constructs import Construct
 
 from novapod.config import NovapodConfig
 from novapod.stacks.capacity import CapacityStack
+from novapod.stacks.eks import EksStack
+from novapod.stacks.hyperpod import HyperPodStack
 from novapod.stacks.network import NetworkStack
 from novapod.stacks.storage import StorageStack
 
@@ -28,6 +30,8 @@ class EnvironmentStacks:
     network: NetworkStack
     storage: StorageStack
     capacity: CapacityStack | None
+    eks: EksStack | None
+    hyperpod: HyperPodStack | None
 
 
 def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentStacks:
@@ -46,6 +50,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         f"{prefix}-storage",
         storage=config.storage,
         name=prefix,
+        lifecycle_scripts=bool(config.hyperpod and config.hyperpod.instance_groups),
         network=network.handle,
         security_group=network.security_group,
         env=env,
@@ -61,9 +66,42 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             env=env,
             description=f"novapod {config.name}: training plans (bought with approval, or adopted)",
         )
+    eks = None
+    if config.eks is not None:
+        eks = EksStack(
+            scope,
+            f"{prefix}-eks",
+            spec=config.eks,
+            cluster_name=prefix,
+            network=network.handle,
+            security_group=network.security_group,
+            key=storage.key,
+            env=env,
+            description=f"novapod {config.name}: EKS cluster with the HyperPod dependencies",
+        )
+    hyperpod = None
+    if config.hyperpod is not None:
+        assert eks is not None  # the config requires eks with hyperpod
+        hyperpod = HyperPodStack(
+            scope,
+            f"{prefix}-hyperpod",
+            config=config,
+            cluster_name=prefix,
+            eks_cluster_arn=eks.cluster.cluster_arn,
+            network=network.handle,
+            security_group=network.security_group,
+            storage_policies=storage.node_policies,
+            lifecycle_scripts=storage.lifecycle_scripts,
+            plans=capacity.plans if capacity else {},
+            bootstrap=eks.bootstrap,
+            env=env,
+            description=f"novapod {config.name}: SageMaker HyperPod cluster",
+        )
     for key, value in {**config.tags, "novapod:environment": config.name}.items():
         Tags.of(scope).add(key, value)
-    return EnvironmentStacks(network=network, storage=storage, capacity=capacity)
+    return EnvironmentStacks(
+        network=network, storage=storage, capacity=capacity, eks=eks, hyperpod=hyperpod
+    )
 
 
 def create_app(config: NovapodConfig, *, outdir: str | Path | None = None) -> App:

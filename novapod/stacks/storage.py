@@ -10,11 +10,14 @@ from typing import Any
 
 from aws_cdk import CfnOutput, CfnResource, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from novapod.config import Storage
+from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.buckets import access_log_bucket, encrypted_bucket
+from novapod.constructs.lifecycle_scripts import LifecycleScripts
 from novapod.constructs.lustre import LinkedLustre
 from novapod.constructs.network import VpcHandle
 
@@ -39,6 +42,7 @@ class StorageStack(Stack):
         *,
         storage: Storage,
         name: str,
+        lifecycle_scripts: bool,
         network: VpcHandle,
         security_group: ec2.ISecurityGroup,
         **kwargs: Any,
@@ -95,9 +99,74 @@ class StorageStack(Stack):
             self.lustre.association.override_logical_id(PINNED_IDS["lustre_association"])
             CfnOutput(self, "LustreFileSystemId", value=self.lustre.file_system.file_system_id)
 
+        self.node_policies = self._node_policies()
+        self.lifecycle_scripts = (
+            LifecycleScripts(self, "LifecycleScripts", bucket=self.artifacts_bucket, key=self.key)
+            if lifecycle_scripts
+            else None
+        )
+
         CfnOutput(self, "DataBucketName", value=self.data_bucket.bucket_name)
         CfnOutput(self, "ArtifactsBucketName", value=self.artifacts_bucket.bucket_name)
         CfnOutput(self, "KeyArn", value=self.key.key_arn)
+
+    def _node_policies(self) -> list[iam.ManagedPolicy]:
+        """What HyperPod nodes may do with the buckets and key: read inputs, write outputs.
+
+        Defined here, beside the buckets, so no bucket ARN crosses a stack boundary
+        inside a policy document; execution roles attach these by ARN.
+        """
+        data, artifacts = self.data_bucket, self.artifacts_bucket
+        read = iam.ManagedPolicy(
+            self,
+            "ReadInputsPolicy",
+            description="novapod: list both buckets, read data and artifacts objects",
+            statements=[
+                iam.PolicyStatement(
+                    sid="ListBuckets",
+                    actions=["s3:ListBucket"],
+                    resources=[data.bucket_arn, artifacts.bucket_arn],
+                ),
+                iam.PolicyStatement(
+                    sid="ReadObjects",
+                    actions=["s3:GetObject"],
+                    resources=[data.arn_for_objects("*"), artifacts.arn_for_objects("*")],
+                ),
+                iam.PolicyStatement(
+                    sid="DecryptWithTheKey",
+                    actions=["kms:Decrypt", "kms:DescribeKey"],
+                    resources=[self.key.key_arn],
+                ),
+            ],
+        )
+        write = iam.ManagedPolicy(
+            self,
+            "WriteOutputsPolicy",
+            description="novapod: write job outputs to the artifacts bucket",
+            statements=[
+                iam.PolicyStatement(
+                    sid="WriteObjects",
+                    actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                    resources=[artifacts.arn_for_objects("*")],
+                ),
+                iam.PolicyStatement(
+                    sid="EncryptWithTheKey",
+                    actions=["kms:GenerateDataKey"],
+                    resources=[self.key.key_arn],
+                ),
+            ],
+        )
+        reasons = {
+            data: "Training inputs are arbitrary object keys in the environment's data bucket "
+            "(object actions only; listing is on the bucket ARN).",
+            artifacts: "Job outputs, manifests, evaluation results and lifecycle scripts are "
+            "arbitrary keys in the artifacts bucket (object actions only).",
+        }
+        for policy, buckets in ((read, (data, artifacts)), (write, (artifacts,))):
+            for bucket in buckets:
+                objects = nag_resource(self, bucket.arn_for_objects("*"))
+                acknowledge(policy, f"AwsSolutions-IAM5[Resource::{objects}]", reasons[bucket])
+        return [read, write]
 
 
 def _pin(construct: Construct, logical_id: str) -> None:

@@ -145,8 +145,10 @@ def test_iam_is_least_privilege(synth) -> None:
             }
     is_complete = statements(template, "IsCompleteRole")
     assert {a for s in is_complete for a in as_list(s["Action"])} == {
-        "sagemaker:DescribeTrainingPlan"
+        "sagemaker:DescribeTrainingPlan",
+        "ec2:DescribeAvailabilityZones",
     }
+    assert not any("sagemaker:CreateTrainingPlan" in as_list(s["Action"]) for s in is_complete)
 
 
 def test_no_managed_policies_on_our_roles(synth) -> None:

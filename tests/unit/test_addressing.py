@@ -28,7 +28,9 @@ def test_adding_public_subnets_never_moves_private_ones() -> None:
 
 
 def test_too_many_subnets_is_refused_with_sizes() -> None:
-    with pytest.raises(addressing.AddressPlanError, match=r"cannot hold 3 private /20, 3 public /24"):
+    with pytest.raises(
+        addressing.AddressPlanError, match=r"cannot hold 3 private /20, 3 public /24"
+    ):
         addressing.plan_subnets("10.0.0.0/19", ["a", "b", "c"], 20, 24)
 
 

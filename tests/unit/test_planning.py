@@ -402,7 +402,9 @@ def test_plan_settings_without_workloads_are_refused() -> None:
 
 
 def test_fully_specified_plan_without_workloads_is_a_standalone_request() -> None:
-    spare = PlanSettings("spare", instance_type="ml.p5.48xlarge", instance_count=4, duration_hours=48)
+    spare = PlanSettings(
+        "spare", instance_type="ml.p5.48xlarge", instance_count=4, duration_hours=48
+    )
     plan = _plan(Workload("w", "micro", "cpt", hours_per_run=1), plans=(spare,))
     (standalone,) = [p for p in plan.training_plans if p.name == "spare"]
     assert (standalone.instance_count, standalone.duration_hours, standalone.jobs) == (4, 48, ())
@@ -412,9 +414,18 @@ def test_fully_specified_plan_without_workloads_is_a_standalone_request() -> Non
 @pytest.mark.parametrize(
     ("settings", "fragment"),
     [
-        (PlanSettings("s", instance_type="ml.r5.24xlarge", instance_count=1, duration_hours=24), "do not sell ml.r5.24xlarge"),
-        (PlanSettings("s", instance_type="ml.p5.48xlarge", instance_count=3, duration_hours=24), "instance_count 3 is not a count"),
-        (PlanSettings("s", instance_type="ml.p5.48xlarge", instance_count=2, duration_hours=30), "duration_hours 30 is not whole days"),
+        (
+            PlanSettings("s", instance_type="ml.r5.24xlarge", instance_count=1, duration_hours=24),
+            "do not sell ml.r5.24xlarge",
+        ),
+        (
+            PlanSettings("s", instance_type="ml.p5.48xlarge", instance_count=3, duration_hours=24),
+            "instance_count 3 is not a count",
+        ),
+        (
+            PlanSettings("s", instance_type="ml.p5.48xlarge", instance_count=2, duration_hours=30),
+            "duration_hours 30 is not whole days",
+        ),
     ],
 )
 def test_invalid_standalone_plans_are_refused(settings: PlanSettings, fragment: str) -> None:

@@ -12,14 +12,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import cast
 
-from aws_cdk import CustomResource, Duration, Fn, RemovalPolicy, Stack
+from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from novapod.config import TrainingPlanSpec
 from novapod.constructs.acknowledge import acknowledge, nag_resource
@@ -110,6 +111,14 @@ class TrainingPlanProvider(Construct):
             log_retention_days=log_retention_days,
         )
         self._describe(self.is_complete, plan_arns)
+        # Once the plan is ready, is_complete maps its zone name to a zone ID.
+        self.is_complete.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="MapZoneNamesToIds",
+                actions=["ec2:DescribeAvailabilityZones"],
+                resources=["*"],
+            )
+        )
 
         total = min(pending_timeout_minutes + PROVIDER_MARGIN_MINUTES, MAX_TOTAL_MINUTES)
         framework_logs = logs.LogGroup(
@@ -216,13 +225,17 @@ class TrainingPlanProvider(Construct):
         return role
 
     def _acknowledge(self, framework_roles: list[iam.Role], own_plans_arn: str) -> None:
-        on_event_policy = _default_policy(self.on_event.role)
         acknowledge(
-            on_event_policy,
+            _default_policy(self.on_event.role),
             "AwsSolutions-IAM5[Resource::*]",
             NO_RESOURCE_LEVEL.format(
                 action="sagemaker:SearchTrainingPlanOfferings and ec2:DescribeAvailabilityZones"
             ),
+        )
+        acknowledge(
+            _default_policy(self.is_complete.role),
+            "AwsSolutions-IAM5[Resource::*]",
+            NO_RESOURCE_LEVEL.format(action="ec2:DescribeAvailabilityZones"),
         )
         for function in (self.on_event, self.is_complete):
             acknowledge(
@@ -242,16 +255,17 @@ class TrainingPlanProvider(Construct):
                     "versions (ARN:*), as CDK grants it.",
                 )
         waiter = self.provider.node.find_child("waiter-state-machine")
+        waiter_policy = waiter.node.find_child("Role").node.find_child("DefaultPolicy")
         for child in ("framework-isComplete", "framework-onTimeout"):
-            function = self.provider.node.find_child(child)
+            framework = cast(lambda_.Function, self.provider.node.find_child(child))
             acknowledge(
-                _default_policy(waiter.node.find_child("Role")),  # type: ignore[arg-type]
-                f"AwsSolutions-IAM5[Resource::{nag_resource(self, function.function_arn)}:*]",  # type: ignore[attr-defined]
+                waiter_policy,
+                f"AwsSolutions-IAM5[Resource::{nag_resource(self, framework.function_arn)}:*]",
                 "The Provider's waiter state machine invokes its own framework function and "
                 "that function's versions (ARN:*).",
             )
         acknowledge(
-            _default_policy(waiter.node.find_child("Role")),  # type: ignore[arg-type]
+            waiter_policy,
             "AwsSolutions-IAM5[Resource::*]",
             "Step Functions log delivery (logs:CreateLogDelivery, PutResourcePolicy, ...) has "
             "no resource-level permissions; CDK grants these for the waiter's execution logs.",
@@ -264,10 +278,9 @@ class TrainingPlanProvider(Construct):
         )
 
 
-def _default_policy(role: iam.IRole | None) -> Construct:
+def _default_policy(role: iam.IRole | None) -> IConstruct:
     assert role is not None
-    policy = role.node.find_child("DefaultPolicy")
-    return policy
+    return role.node.find_child("DefaultPolicy")
 
 
 class TrainingPlan(Construct):
@@ -355,8 +368,13 @@ class TrainingPlan(Construct):
 
     @property
     def subnet_ids(self) -> list[str]:
-        """Private subnets of ours in the plan's zone (for OverrideVpcConfig)."""
-        return list(Fn.split(",", self._att("SubnetIds")))
+        """A private subnet of ours in the plan's zone (for OverrideVpcConfig).
+
+        One subnet, as an attribute of its own: a comma-joined list would need
+        Fn::Split over a cross-stack reference, which cfn-lint rejects. All subnets of
+        the zone are in the `SubnetIds` attribute (comma-joined) for reference.
+        """
+        return [self._att("SubnetId")]
 
     @property
     def start_time(self) -> str:

@@ -1,0 +1,151 @@
+"""Execution roles of HyperPod instance groups: one per group kind, least privilege.
+
+What a node needs (reference section 5): the SageMaker cluster-instance managed
+policy, ENI management for EFA and the VPC CNI, ECR pulls, EKS Pod Identity on this
+cluster, FSx describe; and, through StorageStack's managed policies, S3 read of inputs
+and write of outputs (object actions on `bucket/*`, list on the bucket) and use of
+the environment's KMS key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Stack
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from novapod.constructs.acknowledge import acknowledge, nag_resource
+
+INSTANCE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
+ENI_ACTIONS = (
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:UnassignPrivateIpAddresses",
+    "ec2:CreateNetworkInterfacePermission",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DeleteNetworkInterfacePermission",
+    "ec2:AttachNetworkInterface",
+    "ec2:DetachNetworkInterface",
+    "ec2:ModifyNetworkInterfaceAttribute",
+)
+DESCRIBE_ACTIONS = (
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeInstances",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeSecurityGroups",
+    "ec2:DescribeVpcs",
+    "ec2:DescribeDhcpOptions",
+    "ec2:DescribeTags",
+    "fsx:DescribeFileSystems",
+    "ecr:GetAuthorizationToken",
+)
+ECR_PULL = ("ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability")
+# Nova customization images live in AWS-owned repositories whose names start so.
+NOVA_REPOSITORIES = "nova-*"
+
+
+class ExecutionRole(Construct):
+    """The role HyperPod nodes of one group kind (`restricted` or `standard`) assume."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        kind: str,
+        cluster_arn: str,
+        subnet_ids: Sequence[str],
+        security_group_id: str,
+        storage_policies: Sequence[iam.IManagedPolicy],
+    ) -> None:
+        super().__init__(scope, id_)
+        if kind not in {"restricted", "standard"}:
+            raise ValueError(f"unknown instance group kind {kind!r}")
+        stack = Stack.of(self)
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description=f"novapod HyperPod {kind} instance groups",
+            managed_policies=[
+                iam.ManagedPolicy.from_aws_managed_policy_name(INSTANCE_POLICY),
+                # S3 and KMS access, defined by StorageStack beside the buckets and key.
+                *storage_policies,
+            ],
+        )
+
+        def arn(service: str, resource: str, name: str, region: str | None = None) -> str:
+            return stack.format_arn(
+                service=service, resource=resource, resource_name=name, region=region
+            )
+
+        interfaces = arn("ec2", "network-interface", "*")
+        statements = [
+            iam.PolicyStatement(
+                sid="CreateInterfacesInOurSubnets",
+                actions=["ec2:CreateNetworkInterface"],
+                resources=[
+                    interfaces,
+                    *(arn("ec2", "subnet", s) for s in subnet_ids),
+                    arn("ec2", "security-group", security_group_id),
+                ],
+            ),
+            iam.PolicyStatement(
+                sid="ManageInterfaces", actions=list(ENI_ACTIONS), resources=[interfaces]
+            ),
+            iam.PolicyStatement(
+                sid="TagNewInterfaces",
+                actions=["ec2:CreateTags"],
+                resources=[interfaces],
+                conditions={"StringEquals": {"ec2:CreateAction": "CreateNetworkInterface"}},
+            ),
+            iam.PolicyStatement(
+                sid="DescribeWithoutResourceLevel", actions=list(DESCRIBE_ACTIONS), resources=["*"]
+            ),
+            iam.PolicyStatement(
+                sid="PullImages",
+                actions=list(ECR_PULL),
+                resources=[
+                    stack.format_arn(
+                        service="ecr",
+                        account="*",
+                        resource="repository",
+                        resource_name=NOVA_REPOSITORIES if kind == "restricted" else "*",
+                    )
+                ],
+            ),
+            iam.PolicyStatement(
+                sid="PodIdentityOnThisCluster",
+                actions=["eks-auth:AssumeRoleForPodIdentity"],
+                resources=[cluster_arn],
+            ),
+        ]
+        self.policy = iam.Policy(self, "Policy", statements=statements, roles=[self.role])
+        self._acknowledge(kind, interfaces)
+
+    def _acknowledge(self, kind: str, interfaces: str) -> None:
+        acknowledge(
+            self.role,
+            f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{INSTANCE_POLICY}]",
+            f"{INSTANCE_POLICY} is the AWS-maintained policy HyperPod requires on every "
+            "cluster instance role (node registration, health reporting, logs).",
+        )
+        reasons = {
+            "Resource::*": "EC2 Describe*, fsx:DescribeFileSystems and "
+            "ecr:GetAuthorizationToken have no resource-level permissions.",
+            f"Resource::{nag_resource(self, interfaces)}": "Network interfaces that the VPC "
+            "CNI and EFA create do not exist yet; creation is limited to our subnets and group.",
+        }
+        repository = NOVA_REPOSITORIES if kind == "restricted" else "*"
+        ecr = Stack.of(self).format_arn(
+            service="ecr", account="*", resource="repository", resource_name=repository
+        )
+        reasons[f"Resource::{nag_resource(self, ecr)}"] = (
+            "Nova images live in AWS-owned accounts that differ per region; pulls are "
+            "limited to repositories named nova-*."
+            if kind == "restricted"
+            else "Standard groups run EKS system images from AWS-owned registries that differ "
+            "per region and add-on; pulls only (no push)."
+        )
+        for finding, reason in reasons.items():
+            acknowledge(self.policy, f"AwsSolutions-IAM5[{finding}]", reason)

@@ -1,0 +1,660 @@
+"""Pure decisions of the TrainingPlan custom resource: no AWS calls, no boto3.
+
+The handler (`index.py`) and the read-only `novapod offerings` command parse, filter,
+choose and check here; they only perform the one call a decision asks for.
+Everything a user may see as an error is one sentence in a `TrainingPlanError`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any, Literal
+
+ChoicePolicy = Literal["cheapest", "earliest"]
+Mode = Literal["purchase", "adopt"]
+Step = Literal["adopt", "purchase"]
+Verdict = Literal["ready", "pending"]
+
+HYPERPOD_CLUSTER = "hyperpod-cluster"
+TARGET_RESOURCES: tuple[str, ...] = (HYPERPOD_CLUSTER, "training-job")
+CHOICE_POLICIES: tuple[str, ...] = ("cheapest", "earliest")
+READY_STATUSES = frozenset({"Scheduled", "Active"})
+DEFAULT_PENDING_TIMEOUT_SECONDS = 3000
+
+# Bounds from the SageMaker service model (TrainingPlanName, ReservedCapacityInstanceCount,
+# TrainingPlanDurationHoursInput, TagList).
+_PLAN_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}")
+_PLAN_ARN = re.compile(
+    r"arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/"
+    r"(?P<name>[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63})"
+)
+_CURRENCY = re.compile(r"[A-Z]{3}")
+_MAX_INSTANCE_COUNT = 256
+_MAX_DURATION_HOURS = 87600
+_MAX_TAGS = 50
+_NEVER = datetime.max.replace(tzinfo=UTC)
+_NO_FEE = Decimal("Infinity")
+
+
+class TrainingPlanError(Exception):
+    """A failure reported to CloudFormation; its message is one clear sentence."""
+
+
+class PropertyError(TrainingPlanError, ValueError):
+    """A resource property that is missing or invalid; the message names it."""
+
+
+@dataclass(frozen=True)
+class OfferingRequest:
+    """What to search for and how to pick; shared by the handler and the CLI.
+
+    `subnet_ids_by_zone_id=None` keeps offerings in any single zone (the CLI before a
+    VPC exists); a mapping keeps only zones where it lists at least one subnet.
+    """
+
+    instance_type: str
+    instance_count: int
+    duration_hours: int
+    start_time_after: datetime | None = None
+    end_time_before: datetime | None = None
+    target_resources: tuple[str, ...] = (HYPERPOD_CLUSTER,)
+    choice_policy: ChoicePolicy = "cheapest"
+    subnet_ids_by_zone_id: Mapping[str, tuple[str, ...]] | None = None
+
+    def search_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of SearchTrainingPlanOfferings."""
+        kwargs: dict[str, Any] = {
+            "InstanceType": self.instance_type,
+            "InstanceCount": self.instance_count,
+            "DurationHours": self.duration_hours,
+            "TargetResources": list(self.target_resources),
+        }
+        if self.start_time_after is not None:
+            kwargs["StartTimeAfter"] = self.start_time_after
+        if self.end_time_before is not None:
+            kwargs["EndTimeBefore"] = self.end_time_before
+        return kwargs
+
+    def describe(self) -> str:
+        window = ""
+        if self.start_time_after is not None:
+            window += f" starting after {iso(self.start_time_after)}"
+        if self.end_time_before is not None:
+            window += f" ending before {iso(self.end_time_before)}"
+        return f"{self.instance_count} x {self.instance_type} for {self.duration_hours} h{window}"
+
+
+@dataclass(frozen=True)
+class PlanProperties:
+    """The resource properties of one TrainingPlan, parsed and validated."""
+
+    mode: Mode
+    plan_name: str
+    existing_arn: str | None
+    instance_type: str | None
+    instance_count: int | None
+    duration_hours: int | None
+    start_time_after: datetime | None
+    end_time_before: datetime | None
+    target_resources: tuple[str, ...]
+    choice_policy: ChoicePolicy
+    purchase_approved: bool
+    max_upfront_fee: Decimal | None
+    currency: str | None
+    pending_timeout_seconds: int
+    subnet_ids_by_zone_id: Mapping[str, tuple[str, ...]]
+    tags: tuple[tuple[str, str], ...]
+
+    @property
+    def lookup_name(self) -> str:
+        """The name to describe: the adopted ARN's plan, else PlanName."""
+        if self.existing_arn is not None:
+            return plan_name_from_arn(self.existing_arn)
+        return self.plan_name
+
+    def offering_request(self) -> OfferingRequest:
+        if (
+            self.mode != "purchase"
+            or self.instance_type is None
+            or self.instance_count is None
+            or self.duration_hours is None
+        ):
+            raise TrainingPlanError(f"training plan {self.plan_name} is not in purchase mode")
+        return OfferingRequest(
+            instance_type=self.instance_type,
+            instance_count=self.instance_count,
+            duration_hours=self.duration_hours,
+            start_time_after=self.start_time_after,
+            end_time_before=self.end_time_before,
+            target_resources=self.target_resources,
+            choice_policy=self.choice_policy,
+            subnet_ids_by_zone_id=self.subnet_ids_by_zone_id,
+        )
+
+    def tag_list(self) -> list[dict[str, str]]:
+        return [{"Key": k, "Value": v} for k, v in self.tags]
+
+
+# --- properties -------------------------------------------------------------------------
+
+
+def parse_properties(raw: Mapping[str, Any]) -> PlanProperties:
+    """Parse CloudFormation resource properties (scalars arrive as strings)."""
+    mode = _one_of(raw, "Mode", ("purchase", "adopt"), default=None)
+    plan_name = _required_str(raw, "PlanName")
+    if len(plan_name) > 64 or not _PLAN_NAME.fullmatch(plan_name):
+        raise PropertyError(
+            f"PlanName {plan_name!r} must be 1-64 letters, digits and inner hyphens"
+        )
+    subnets = _subnet_ids_by_zone_id(raw)
+    targets = _target_resources(raw)
+    tags = _tags(raw)
+    existing_arn = _required_str(raw, "ExistingArn") if mode == "adopt" else None
+    if existing_arn is not None:
+        plan_name_from_arn(existing_arn)  # raises unless it is a training-plan ARN
+    purchase = mode == "purchase"
+    instance_type = (_required_str if purchase else _optional_str)(raw, "InstanceType")
+    if instance_type is not None and not instance_type.startswith("ml."):
+        raise PropertyError(f"InstanceType {instance_type!r} must be an ml.* instance type")
+    start, end = _timestamp(raw, "StartTimeAfter"), _timestamp(raw, "EndTimeBefore")
+    if start is not None and end is not None and start >= end:
+        raise PropertyError("StartTimeAfter must be earlier than EndTimeBefore")
+    fee = _decimal(raw, "MaxUpfrontFee") if purchase else None
+    currency = _required_str(raw, "Currency") if purchase else None
+    if currency is not None and not _CURRENCY.fullmatch(currency):
+        raise PropertyError(f"Currency {currency!r} must be a three-letter code such as USD")
+    approved = raw.get("PurchaseApproved")
+    return PlanProperties(
+        mode="purchase" if purchase else "adopt",
+        plan_name=plan_name,
+        existing_arn=existing_arn,
+        instance_type=instance_type,
+        instance_count=_int(raw, "InstanceCount", 1, _MAX_INSTANCE_COUNT, required=purchase),
+        duration_hours=_int(raw, "DurationHours", 1, _MAX_DURATION_HOURS, required=purchase),
+        start_time_after=start,
+        end_time_before=end,
+        target_resources=targets,
+        choice_policy=_choice_policy(raw),
+        purchase_approved=approved is True or approved == "true",
+        max_upfront_fee=fee,
+        currency=currency,
+        pending_timeout_seconds=_int(raw, "PendingTimeoutSeconds", 1, 86400, required=False)
+        or DEFAULT_PENDING_TIMEOUT_SECONDS,
+        subnet_ids_by_zone_id=subnets,
+        tags=tags,
+    )
+
+
+def plan_name_from_arn(arn: str) -> str:
+    match = _PLAN_ARN.fullmatch(arn)
+    if match is None:
+        raise PropertyError(f"ExistingArn {arn!r} is not a training-plan ARN")
+    return match.group("name")
+
+
+def _present(raw: Mapping[str, Any], key: str) -> bool:
+    return raw.get(key) not in (None, "")
+
+
+def _required_str(raw: Mapping[str, Any], key: str) -> str:
+    value = raw.get(key)
+    if not isinstance(value, str) or not value:
+        raise PropertyError(f"{key} is required and must be a non-empty string")
+    return value
+
+
+def _optional_str(raw: Mapping[str, Any], key: str) -> str | None:
+    return _required_str(raw, key) if _present(raw, key) else None
+
+
+def _one_of(
+    raw: Mapping[str, Any], key: str, allowed: Sequence[str], *, default: str | None
+) -> str:
+    if not _present(raw, key) and default is not None:
+        return default
+    value = raw.get(key)
+    if value not in allowed:
+        raise PropertyError(f"{key} must be one of {', '.join(allowed)}, not {value!r}")
+    return str(value)
+
+
+def _choice_policy(raw: Mapping[str, Any]) -> ChoicePolicy:
+    policy = _one_of(raw, "ChoicePolicy", CHOICE_POLICIES, default="cheapest")
+    return "earliest" if policy == "earliest" else "cheapest"
+
+
+def _int(raw: Mapping[str, Any], key: str, low: int, high: int, *, required: bool) -> int | None:
+    if not _present(raw, key):
+        if required:
+            raise PropertyError(f"{key} is required")
+        return None
+    value = raw[key]
+    try:
+        number = value if isinstance(value, int) and not isinstance(value, bool) else int(value)
+    except (TypeError, ValueError):
+        raise PropertyError(f"{key} must be a whole number, not {value!r}") from None
+    if not low <= number <= high:
+        raise PropertyError(f"{key} must be between {low} and {high}, not {number}")
+    return number
+
+
+def _decimal(raw: Mapping[str, Any], key: str) -> Decimal:
+    value = raw.get(key)
+    if not _present(raw, key) or isinstance(value, bool):
+        raise PropertyError(f"{key} is required and must be a decimal number")
+    try:
+        number = Decimal(str(value))
+    except InvalidOperation:
+        raise PropertyError(f"{key} must be a decimal number, not {value!r}") from None
+    if not number.is_finite() or number < 0:
+        raise PropertyError(f"{key} must be a finite number of at least 0, not {value!r}")
+    return number
+
+
+def _timestamp(raw: Mapping[str, Any], key: str) -> datetime | None:
+    if not _present(raw, key):
+        return None
+    value = raw[key]
+    try:
+        return as_utc(datetime.fromisoformat(str(value)))
+    except ValueError:
+        raise PropertyError(f"{key} must be an ISO-8601 timestamp, not {value!r}") from None
+
+
+def _json(raw: Mapping[str, Any], key: str) -> Any:
+    value = raw.get(key)
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            raise PropertyError(f"{key} is a string but not valid JSON") from None
+    return value
+
+
+def _subnet_ids_by_zone_id(raw: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    key = "SubnetIdsByZoneId"
+    value = _json(raw, key)
+    if not isinstance(value, dict):
+        raise PropertyError(f"{key} must be an object of zone ID to a list of subnet IDs")
+    out: dict[str, tuple[str, ...]] = {}
+    for zone_id, subnet_ids in value.items():
+        if not isinstance(subnet_ids, list) or not all(
+            isinstance(s, str) and s.startswith("subnet-") for s in subnet_ids
+        ):
+            raise PropertyError(f"{key}[{zone_id!r}] must be a list of subnet IDs")
+        if subnet_ids:
+            out[str(zone_id)] = tuple(subnet_ids)
+    if not out:
+        raise PropertyError(f"{key} must list at least one private subnet")
+    return out
+
+
+def _target_resources(raw: Mapping[str, Any]) -> tuple[str, ...]:
+    key = "TargetResources"
+    if not _present(raw, key):
+        return (HYPERPOD_CLUSTER,)
+    value = _json(raw, key)
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(v, str) and v in TARGET_RESOURCES for v in value)
+    ):
+        raise PropertyError(
+            f"{key} must be a non-empty list of {', '.join(TARGET_RESOURCES)}, not {value!r}"
+        )
+    return tuple(dict.fromkeys(value))
+
+
+def _tags(raw: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    key = "Tags"
+    if not _present(raw, key):
+        return ()
+    value = _json(raw, key)
+    if not isinstance(value, list) or len(value) > _MAX_TAGS:
+        raise PropertyError(f"{key} must be a list of at most {_MAX_TAGS} Key/Value objects")
+    tags: list[tuple[str, str]] = []
+    for tag in value:
+        if (
+            not isinstance(tag, dict)
+            or not isinstance(tag.get("Key"), str)
+            or not tag["Key"]
+            or not isinstance(tag.get("Value"), str)
+        ):
+            raise PropertyError(f"{key} entries must be objects with a Key and a string Value")
+        tags.append((tag["Key"], tag["Value"]))
+    return tuple(tags)
+
+
+# --- times and fees ---------------------------------------------------------------------
+
+
+def as_utc(value: Any) -> datetime | None:
+    """A timezone-aware UTC datetime from a datetime or ISO string; naive means UTC."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    if not isinstance(value, datetime):
+        return None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def iso(value: Any) -> str:
+    """ISO-8601 UTC with a Z, or "" when there is no time."""
+    moment = as_utc(value)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ") if moment is not None else ""
+
+
+def upfront_fee(offering: Mapping[str, Any]) -> Decimal | None:
+    try:
+        fee = Decimal(str(offering.get("UpfrontFee", "")).strip())
+    except InvalidOperation:
+        return None
+    return fee if fee.is_finite() else None
+
+
+def offering_start(offering: Mapping[str, Any]) -> datetime | None:
+    starts = [as_utc(r.get("StartTime")) for r in offering.get("ReservedCapacityOfferings", [])]
+    known = [s for s in starts if s is not None]
+    return min(known) if known else None
+
+
+# --- offerings --------------------------------------------------------------------------
+
+
+def _zone_names(offering: Mapping[str, Any]) -> list[str | None]:
+    return [r.get("AvailabilityZone") for r in offering.get("ReservedCapacityOfferings", [])]
+
+
+def offerings_in_zones(
+    offerings: Sequence[Mapping[str, Any]],
+    zone_name_to_id: Mapping[str, str],
+    subnet_ids_by_zone_id: Mapping[str, Sequence[str]] | None,
+) -> list[dict[str, Any]]:
+    """Offerings whose reserved capacity all sits in one zone where we have subnets.
+
+    Each kept offering is a copy with `AvailabilityZone`, `AvailabilityZoneId` and
+    `SubnetIds` added. With `subnet_ids_by_zone_id=None` any single zone is kept.
+    """
+    kept: list[dict[str, Any]] = []
+    for offering in offerings:
+        names = set(_zone_names(offering))
+        if len(names) != 1:
+            continue
+        (name,) = names
+        zone_id = zone_name_to_id.get(name) if name else None
+        if zone_id is None:
+            continue
+        subnet_ids: Sequence[str] = ()
+        if subnet_ids_by_zone_id is not None:
+            subnet_ids = subnet_ids_by_zone_id.get(zone_id, ())
+            if not subnet_ids:
+                continue
+        kept.append(
+            {
+                **offering,
+                "AvailabilityZone": name,
+                "AvailabilityZoneId": zone_id,
+                "SubnetIds": list(subnet_ids),
+            }
+        )
+    return kept
+
+
+def choose_offering(
+    candidates: Sequence[Mapping[str, Any]], policy: ChoicePolicy
+) -> dict[str, Any] | None:
+    """`cheapest`: lowest UpfrontFee, ties to the earliest start; `earliest`: the reverse.
+
+    Remaining ties keep the service's order (its first offering is its best match).
+    """
+
+    def key(indexed: tuple[int, Mapping[str, Any]]) -> tuple[Decimal | datetime | int, ...]:
+        index, offering = indexed
+        fee = upfront_fee(offering)
+        start = offering_start(offering)
+        by_fee = fee if fee is not None else _NO_FEE
+        by_start = start if start is not None else _NEVER
+        if policy == "earliest":
+            return (by_start, by_fee, index)
+        return (by_fee, by_start, index)
+
+    if not candidates:
+        return None
+    _, chosen = min(enumerate(candidates), key=key)
+    return dict(chosen)
+
+
+def check_fee_cap(
+    offering: Mapping[str, Any],
+    max_fee: Decimal | None,
+    currency: str | None,
+    *,
+    candidates: Sequence[Mapping[str, Any]] = (),
+) -> str | None:
+    """Why the offering must not be bought under the cap, or None when it may be.
+
+    `candidates` (the offerings in our zones) name the cheapest fee in the refusal.
+    """
+    offering_id = offering.get("TrainingPlanOfferingId", "?")
+    if max_fee is None or currency is None:
+        return (
+            f"offering {offering_id} cannot be checked without MaxUpfrontFee and Currency, "
+            "so no plan was bought"
+        )
+    offered_currency = offering.get("CurrencyCode")
+    if offered_currency != currency:
+        return (
+            f"offering {offering_id} is priced in {offered_currency or 'an unknown currency'} "
+            f"but MaxUpfrontFee is in {currency}, so no plan was bought"
+        )
+    fee = upfront_fee(offering)
+    if fee is None:
+        return (
+            f"offering {offering_id} has no readable UpfrontFee "
+            f"({offering.get('UpfrontFee')!r}), so no plan was bought"
+        )
+    if fee <= max_fee:
+        return None
+    fees = [upfront_fee(c) for c in candidates if c.get("CurrencyCode") == currency]
+    cheapest = min([f for f in fees if f is not None] + [fee])
+    return (
+        f"the chosen offering {offering_id} costs {fee} {currency}, above MaxUpfrontFee "
+        f"{max_fee} {currency} (the cheapest offering in our zones costs {cheapest} {currency}), "
+        "so no plan was bought; raise the cap or change the request"
+    )
+
+
+def no_offering_message(
+    request: OfferingRequest,
+    offerings: Sequence[Mapping[str, Any]],
+    zone_name_to_id: Mapping[str, str],
+) -> str:
+    """Why nothing can be bought: no offering at all, or none in a zone of ours."""
+    if not offerings:
+        return (
+            f"SearchTrainingPlanOfferings found no offering for {request.describe()}, so no "
+            "plan was bought; widen the window or change the instance count"
+        )
+
+    def label(name: str | None) -> str:
+        return f"{name} ({zone_name_to_id.get(name or '', 'unknown zone ID')})"
+
+    offered = sorted({" + ".join(sorted(map(label, set(_zone_names(o))))) for o in offerings})
+    ours = sorted((request.subnet_ids_by_zone_id or {}).keys())
+    return (
+        f"none of the {len(offerings)} offerings for {request.describe()} lies in a single "
+        f"Availability Zone where the VPC has private subnets (offered: {', '.join(offered)}; "
+        f"our subnets: {', '.join(ours) or 'none'}), so no plan was bought"
+    )
+
+
+# --- buying, adopting, waiting ----------------------------------------------------------
+
+
+def purchase_refusal(props: PlanProperties) -> str | None:
+    """Why this event must not buy, checked before any AWS call."""
+    if props.mode == "purchase" and not props.purchase_approved:
+        return (
+            f"buying training plan {props.plan_name} is not approved: PurchaseApproved must be "
+            '"true" for the custom resource to spend money'
+        )
+    return None
+
+
+def next_step(
+    described: Mapping[str, Any] | None, props: PlanProperties, *, may_purchase: bool = True
+) -> Step:
+    """Adopt the plan that exists (after validating it), else buy when allowed."""
+    if described is None:
+        if props.mode == "adopt":
+            raise TrainingPlanError(
+                f"training plan {props.existing_arn} does not exist, so it cannot be adopted"
+            )
+        if not may_purchase:
+            raise TrainingPlanError(
+                f"training plan {props.plan_name} does not exist and this update keeps the "
+                "plan name, so it buys nothing; change the plan request to buy a new plan"
+            )
+        return "purchase"
+    validate_plan(described, props)
+    return "adopt"
+
+
+def validate_plan(plan: Mapping[str, Any], props: PlanProperties) -> None:
+    """Raise when an existing plan cannot serve the request."""
+    problems = adoption_problems(plan, props)
+    if problems:
+        raise TrainingPlanError(
+            f"training plan {plan.get('TrainingPlanName', props.lookup_name)} exists but "
+            f"does not fit this request: {'; '.join(problems)}"
+        )
+
+
+def adoption_problems(plan: Mapping[str, Any], props: PlanProperties) -> list[str]:
+    """What makes an existing plan unusable for the request (empty when it fits).
+
+    A Pending plan may not list its reserved capacity yet: its instance type is checked
+    once listed (again when it becomes ready).
+    """
+    problems: list[str] = []
+    arn = plan.get("TrainingPlanArn")
+    if props.existing_arn is not None and arn != props.existing_arn:
+        problems.append(f"its ARN is {arn}, not {props.existing_arn}")
+    status = plan.get("Status")
+    if status in ("Expired", "Failed"):
+        detail = f" ({plan['StatusMessage']})" if plan.get("StatusMessage") else ""
+        problems.append(f"it is {status}{detail}")
+    types = {s.get("InstanceType") for s in plan.get("ReservedCapacitySummaries", [])}
+    if props.instance_type is not None and types and types != {props.instance_type}:
+        problems.append(
+            f"its instance type is {', '.join(sorted(map(str, types)))}, not {props.instance_type}"
+        )
+    total = plan.get("TotalInstanceCount")
+    if props.instance_count is not None and (total or 0) < props.instance_count:
+        problems.append(f"it has {total or 0} instances, fewer than {props.instance_count}")
+    missing = [t for t in props.target_resources if t not in plan.get("TargetResources", [])]
+    if missing:
+        problems.append(
+            f"its target resources {list(plan.get('TargetResources', []))} lack "
+            f"{', '.join(missing)}"
+        )
+    return problems
+
+
+def status_verdict(plan: Mapping[str, Any]) -> Verdict:
+    """`ready` from Scheduled on, `pending` while Pending; Failed and Expired raise."""
+    name = plan.get("TrainingPlanName", "?")
+    status = plan.get("Status")
+    if status in READY_STATUSES:
+        return "ready"
+    if status == "Pending":
+        return "pending"
+    if status == "Failed":
+        raise TrainingPlanError(
+            f"training plan {name} is Failed: {plan.get('StatusMessage') or 'no status message'}"
+        )
+    if status == "Expired":
+        raise TrainingPlanError(
+            f"training plan {name} is Expired (it ended {iso(plan.get('EndTime')) or 'earlier'})"
+            " and reserves no capacity; change the plan request to buy a new plan"
+        )
+    raise TrainingPlanError(f"training plan {name} has an unknown status {status!r}")
+
+
+def pending_timed_out(since: datetime, now: datetime, timeout_seconds: int) -> bool:
+    return (now - since).total_seconds() >= timeout_seconds
+
+
+def pending_timeout_message(plan_name: str) -> str:
+    return (
+        f"training plan {plan_name} is bought and Pending (awaiting payment or fulfilment); "
+        "pay the invoice / wait, then re-run the deploy: it adopts the plan and does not buy "
+        "again"
+    )
+
+
+def plan_zone(
+    plan: Mapping[str, Any],
+    zone_name_to_id: Mapping[str, str],
+    subnet_ids_by_zone_id: Mapping[str, Sequence[str]],
+) -> tuple[str, str, tuple[str, ...]]:
+    """(zone name, zone ID, our subnet IDs there) of a plan's reserved capacity."""
+    name = plan.get("TrainingPlanName", "?")
+    zones = {
+        (s.get("AvailabilityZone"), s.get("AvailabilityZoneId"))
+        for s in plan.get("ReservedCapacitySummaries", [])
+    }
+    resolved = {(z, zid or zone_name_to_id.get(z or "")) for z, zid in zones}
+    if not resolved:
+        raise TrainingPlanError(f"training plan {name} lists no reserved capacity and no zone")
+    if len(resolved) > 1:
+        listed = ", ".join(sorted(f"{z} ({zid})" for z, zid in resolved))
+        raise TrainingPlanError(
+            f"training plan {name} reserves capacity in several zones ({listed}), and a "
+            "restricted instance group needs one"
+        )
+    ((zone_name, zone_id),) = resolved
+    if not zone_name or not zone_id:
+        raise TrainingPlanError(
+            f"training plan {name} reserves capacity in zone {zone_name or '?'}, which this "
+            "account's DescribeAvailabilityZones does not map to a zone ID"
+        )
+    subnet_ids = tuple(subnet_ids_by_zone_id.get(zone_id, ()))
+    if not subnet_ids:
+        raise TrainingPlanError(
+            f"training plan {name} reserves capacity in {zone_name} ({zone_id}) but the VPC has "
+            f"no private subnet there (our zones: {', '.join(sorted(subnet_ids_by_zone_id))})"
+        )
+    return zone_name, zone_id, subnet_ids
+
+
+def plan_data(
+    plan: Mapping[str, Any],
+    zone_name_to_id: Mapping[str, str],
+    subnet_ids_by_zone_id: Mapping[str, Sequence[str]],
+) -> dict[str, str]:
+    """The custom resource's attributes for a ready plan (all strings)."""
+    zone_name, zone_id, subnet_ids = plan_zone(plan, zone_name_to_id, subnet_ids_by_zone_id)
+    return {
+        "PlanArn": str(plan["TrainingPlanArn"]),
+        "PlanName": str(plan["TrainingPlanName"]),
+        "Status": str(plan["Status"]),
+        "AvailabilityZone": zone_name,
+        "AvailabilityZoneId": zone_id,
+        "SubnetIds": ",".join(subnet_ids),
+        # The first of them on its own, for OverrideVpcConfig without Fn::Split.
+        "SubnetId": subnet_ids[0],
+        "StartTime": iso(plan.get("StartTime")),
+        "EndTime": iso(plan.get("EndTime")),
+        "UpfrontFee": str(plan.get("UpfrontFee", "")),
+        "CurrencyCode": str(plan.get("CurrencyCode", "")),
+    }

@@ -1,0 +1,51 @@
+"""EKS and HyperPod facts kept as data (novapod/data/eks.yaml), loaded once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+ADDON_NAMES = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
+
+
+@dataclass(frozen=True)
+class EksFacts:
+    supported_versions: tuple[str, ...]
+    default_version: str
+    addons: dict[str, dict[str, str]]  # kubernetes version -> add-on -> version
+    min_vpc_cni_for_rig: str
+    rig_regions: tuple[str, ...]
+
+    def addon_versions(self, kubernetes_version: str) -> dict[str, str] | None:
+        return self.addons.get(kubernetes_version)
+
+
+@cache
+def eks_facts() -> EksFacts:
+    data: dict[str, Any] = yaml.safe_load(
+        resources.files("novapod").joinpath("data/eks.yaml").read_text(encoding="utf-8")
+    )
+    addons = {
+        str(k): {str(a): str(v) for a, v in pins.items()} for k, pins in data["addons"].items()
+    }
+    for version, pins in addons.items():
+        missing = [a for a in ADDON_NAMES if a not in pins]
+        if missing:
+            raise ValueError(f"novapod/data/eks.yaml: add-ons for {version} lack {missing}")
+    return EksFacts(
+        supported_versions=tuple(str(v) for v in data["supported_kubernetes_versions"]),
+        default_version=str(data["default_kubernetes_version"]),
+        addons=addons,
+        min_vpc_cni_for_rig=str(data["min_vpc_cni_for_rig"]),
+        rig_regions=tuple(data["rig_regions"]),
+    )
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """v1.20.1-eksbuild.3 -> (1, 20, 1)."""
+    core = version.lstrip("v").split("-", 1)[0]
+    return tuple(int(p) for p in core.split("."))

@@ -1,0 +1,148 @@
+"""EksStack: the EKS cluster HyperPod is orchestrated by, prepared for HyperPod.
+
+Native `AWS::EKS::Cluster` (aws_eks_v2), EKS Auto Mode off, the standard managed
+add-ons at pinned versions, all control-plane logs with retention, secrets encrypted
+with the environment's key, a private endpoint unless config opens it to a CIDR list.
+The HyperPod dependencies are installed by the ClusterBootstrap custom resource.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from aws_cdk import CfnOutput, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from novapod.config import Eks
+from novapod.constructs.acknowledge import acknowledge
+from novapod.constructs.log_retention import retention
+from novapod.constructs.network import VpcHandle
+from novapod.facts import ADDON_NAMES, eks_facts
+
+ALL_LOG_TYPES = (
+    eks.ClusterLoggingTypes.API,
+    eks.ClusterLoggingTypes.AUDIT,
+    eks.ClusterLoggingTypes.AUTHENTICATOR,
+    eks.ClusterLoggingTypes.CONTROLLER_MANAGER,
+    eks.ClusterLoggingTypes.SCHEDULER,
+)
+CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+
+
+class EksStack(Stack):
+    """Exposes `cluster` (eks_v2.Cluster) and `cluster_name`."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        spec: Eks,
+        cluster_name: str,
+        network: VpcHandle,
+        security_group: ec2.ISecurityGroup,
+        key: kms.IKey,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, id_, **kwargs)
+        self.cluster_name = cluster_name
+        # EKS creates this log group itself, without retention, unless it exists first.
+        control_plane_logs = logs.LogGroup(
+            self,
+            "ControlPlaneLogs",
+            log_group_name=f"/aws/eks/{cluster_name}/cluster",
+            retention=retention(spec.log_retention_days),
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        endpoint = (
+            eks.EndpointAccess.PRIVATE
+            if spec.endpoint == "private"
+            else eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*spec.public_access_cidrs)
+        )
+        self.cluster = eks.Cluster(
+            self,
+            "Cluster",
+            cluster_name=cluster_name,
+            version=eks.KubernetesVersion.of(spec.kubernetes_version),
+            vpc=network.vpc,
+            vpc_subnets=[network.subnet_selection],
+            # The HyperPod group: control-plane ENIs and HyperPod nodes reach each other.
+            security_group=security_group,
+            # Auto Mode off: HyperPod documents the standard add-ons, not Auto Mode.
+            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+            default_capacity=0,
+            endpoint_access=endpoint,
+            cluster_logging=list(ALL_LOG_TYPES),
+            secrets_encryption_key=key,
+            bootstrap_cluster_creator_admin_permissions=False,
+        )
+        # Envelope encryption of Kubernetes secrets: the cluster role uses the key.
+        self.cluster.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="EncryptKubernetesSecrets",
+                actions=["kms:Encrypt", "kms:Decrypt", "kms:DescribeKey", "kms:CreateGrant"],
+                resources=[key.key_arn],
+            )
+        )
+        cfn_cluster = self.cluster.node.default_child
+        assert isinstance(cfn_cluster, eks.CfnCluster)
+        cfn_cluster.add_property_override(
+            "AccessConfig.AuthenticationMode", spec.authentication_mode
+        )
+        cfn_cluster.node.add_dependency(control_plane_logs)
+
+        pins = eks_facts().addon_versions(spec.kubernetes_version)
+        assert pins is not None  # the config refuses versions without pins
+        self.addons: dict[str, eks.CfnAddon] = {}
+        for name in ADDON_NAMES:
+            self.addons[name] = eks.CfnAddon(
+                self,
+                "Addon" + "".join(p.capitalize() for p in name.split("-")),
+                cluster_name=self.cluster.cluster_name,
+                addon_name=name,
+                addon_version=pins[name],
+                # With Auto Mode off EKS bootstraps self-managed copies of these; the
+                # managed add-on takes them over.
+                resolve_conflicts="OVERWRITE",
+                preserve_on_delete=False,
+            )
+            self.addons[name].node.add_dependency(self.cluster)
+
+        for i, principal in enumerate(spec.admin_principals):
+            eks.AccessEntry(
+                self,
+                f"Admin{i}",
+                cluster=cast(eks.ICluster, self.cluster),
+                principal=principal,
+                access_policies=[
+                    eks.AccessPolicy.from_access_policy_name(
+                        CLUSTER_ADMIN_POLICY, access_scope_type=eks.AccessScopeType.CLUSTER
+                    )
+                ],
+            )
+
+        # Set once ClusterBootstrap is composed here; HyperPod depends on it.
+        self.bootstrap: Construct | None = None
+        self._acknowledge()
+        CfnOutput(self, "ClusterName", value=self.cluster.cluster_name)
+        CfnOutput(self, "ClusterArn", value=self.cluster.cluster_arn)
+
+    def _acknowledge(self) -> None:
+        acknowledge(
+            self.cluster,
+            "@aws-cdk/aws-eks:clusterMustManuallyTagSubnet",
+            "novapod tags the private subnets it creates with kubernetes.io/role/internal-elb; "
+            "subnets of an imported VPC are tagged by their owner (see the README).",
+        )
+        role = self.cluster.role
+        acknowledge(
+            role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEKSClusterPolicy]",
+            "AmazonEKSClusterPolicy is the policy EKS requires on the cluster service role; "
+            "AWS maintains it with the permissions the control plane needs.",
+        )

@@ -1,0 +1,172 @@
+"""HyperPodStack: the SageMaker HyperPod cluster, orchestrated by EKS.
+
+Restricted instance groups run on training-plan capacity: each takes its plan's ARN
+and the subnets the TrainingPlan resource reports for the plan's zone, so the nodes
+land where the capacity is. Standard groups run system pods and CPU work with our
+lifecycle scripts. The cluster waits for ClusterBootstrap (HyperPod dependencies).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from novapod.config import HyperPod, NovapodConfig, RestrictedGroup, StandardGroup
+from novapod.constructs.execution_role import ExecutionRole
+from novapod.constructs.lifecycle_scripts import LifecycleScripts
+from novapod.constructs.network import VpcHandle
+from novapod.constructs.training_plan.construct import TrainingPlan
+
+CLUSTER_LOGICAL_ID = "HyperPodCluster"
+
+
+class HyperPodStack(Stack):
+    """Exposes `cluster` (CfnCluster) and the execution roles by group kind."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        config: NovapodConfig,
+        cluster_name: str,
+        eks_cluster_arn: str,
+        network: VpcHandle,
+        security_group: ec2.ISecurityGroup,
+        storage_policies: Sequence[iam.IManagedPolicy],
+        lifecycle_scripts: LifecycleScripts | None,
+        plans: Mapping[str, TrainingPlan],
+        bootstrap: Construct | None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, id_, **kwargs)
+        spec = config.hyperpod
+        assert spec is not None
+        self.spec: HyperPod = spec
+        self.config = config
+        self.plans = plans
+        self.security_group_id = security_group.security_group_id
+
+        def role(id_: str, kind: str) -> ExecutionRole:
+            return ExecutionRole(
+                self,
+                id_,
+                kind=kind,
+                cluster_arn=eks_cluster_arn,
+                subnet_ids=[s.subnet_id for s in network.private_subnets],
+                security_group_id=self.security_group_id,
+                storage_policies=storage_policies,
+            )
+
+        self.roles: dict[str, ExecutionRole] = {}
+        if spec.restricted_instance_groups:
+            self.roles["restricted"] = role("RestrictedGroupRole", "restricted")
+        scripts = lifecycle_scripts
+        if spec.instance_groups:
+            if scripts is None:
+                raise ValueError("standard instance groups need the lifecycle scripts deployed")
+            self.roles["standard"] = role("StandardGroupRole", "standard")
+
+        self.cluster = sagemaker.CfnCluster(
+            self,
+            "Cluster",
+            cluster_name=cluster_name,
+            orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
+                eks=sagemaker.CfnCluster.ClusterOrchestratorEksConfigProperty(
+                    cluster_arn=eks_cluster_arn
+                )
+            ),
+            vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
+                security_group_ids=[self.security_group_id],
+                subnets=[s.subnet_id for s in network.private_subnets],
+            ),
+            node_recovery=spec.node_recovery,
+            restricted_instance_groups=[
+                self._restricted(g) for g in spec.restricted_instance_groups
+            ]
+            or None,
+            restricted_instance_groups_config=(
+                sagemaker.CfnCluster.RestrictedInstanceGroupsConfigProperty(
+                    shared_environment_config=sagemaker.CfnCluster.SharedEnvironmentConfigProperty(
+                        f_sx_lustre_deletion_policy=spec.fsx_deletion_policy
+                    )
+                )
+                if spec.restricted_instance_groups
+                else None
+            ),
+            instance_groups=[self._standard(g, scripts) for g in spec.instance_groups] or None,
+        )
+        self.cluster.override_logical_id(CLUSTER_LOGICAL_ID)
+        if bootstrap is not None:
+            # The HyperPod dependencies chart must be in the cluster before HyperPod.
+            self.cluster.node.add_dependency(bootstrap)
+        CfnOutput(self, "ClusterArn", value=self.cluster.attr_cluster_arn)
+
+    def _plan_vpc(self, plan_name: str | None) -> tuple[str | None, Any]:
+        if plan_name is None:
+            return None, None
+        plan = self.plans[plan_name]
+        override = sagemaker.CfnCluster.VpcConfigProperty(
+            security_group_ids=[self.security_group_id], subnets=plan.subnet_ids
+        )
+        return plan.plan_arn, override
+
+    def _count(self, group: RestrictedGroup | StandardGroup) -> int:
+        if group.instance_count is not None:
+            return group.instance_count
+        assert group.training_plan is not None
+        return self.config.plan_request(group.training_plan).instance_count
+
+    def _restricted(
+        self, group: RestrictedGroup
+    ) -> sagemaker.CfnCluster.ClusterRestrictedInstanceGroupProperty:
+        plan_arn, override = self._plan_vpc(group.training_plan)
+        request = self.config.plan_request(group.training_plan)
+        return sagemaker.CfnCluster.ClusterRestrictedInstanceGroupProperty(
+            instance_group_name=group.name,
+            instance_type=group.instance_type or request.instance_type,
+            instance_count=self._count(group),
+            execution_role=self.roles["restricted"].role.role_arn,
+            training_plan_arn=plan_arn,
+            override_vpc_config=override,
+            environment_config=sagemaker.CfnCluster.EnvironmentConfigProperty(
+                f_sx_lustre_config=sagemaker.CfnCluster.FSxLustreConfigProperty(
+                    size_in_gib=group.fsx_size_gib,
+                    per_unit_storage_throughput=group.fsx_throughput,
+                )
+            ),
+            on_start_deep_health_checks=list(group.deep_health_checks) or None,
+            threads_per_core=group.threads_per_core,
+        )
+
+    def _standard(
+        self, group: StandardGroup, scripts: LifecycleScripts | None
+    ) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
+        assert scripts is not None
+        plan_arn, override = self._plan_vpc(group.training_plan)
+        return sagemaker.CfnCluster.ClusterInstanceGroupProperty(
+            instance_group_name=group.name,
+            instance_type=group.instance_type,
+            instance_count=group.instance_count,
+            execution_role=self.roles["standard"].role.role_arn,
+            life_cycle_config=sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(
+                source_s3_uri=scripts.source_s3_uri, on_create=scripts.on_create
+            ),
+            instance_storage_configs=[
+                sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
+                    ebs_volume_config=sagemaker.CfnCluster.ClusterEbsVolumeConfigProperty(
+                        volume_size_in_gb=group.ebs_volume_gib
+                    )
+                )
+            ],
+            training_plan_arn=plan_arn,
+            override_vpc_config=override,
+            on_start_deep_health_checks=list(group.deep_health_checks) or None,
+            threads_per_core=group.threads_per_core,
+        )

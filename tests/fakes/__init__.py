@@ -1,0 +1,1 @@
+"""Fakes that stand in for AWS in tests."""

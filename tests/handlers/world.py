@@ -1,0 +1,118 @@
+"""The handler tests' world: the fake AWS's standard zones and offerings, a fake
+clock and CloudFormation-style resource properties."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tests.fakes.aws_control_plane import FakeControlPlane
+from tests.handlers.lifecycle import ProviderDriver, Stack
+
+T0 = datetime(2030, 1, 1, tzinfo=UTC)
+ZONES = {
+    "us-east-1a": "use1-az4",
+    "us-east-1b": "use1-az6",
+    "us-east-1c": "use1-az1",
+    "us-east-1d": "use1-az2",
+}
+OUR_SUBNETS = {"use1-az4": ["subnet-0a"], "use1-az6": ["subnet-0b1", "subnet-0b2"]}
+PLAN = "nova-p5-4x48h-1a2b3c"
+OTHER_PLAN = "nova-p5-4x72h-4d5e6f"
+
+
+class FakeClock:
+    """The handler's clock; the driver and the handler's pauses advance it, nothing sleeps."""
+
+    def __init__(self, start: datetime) -> None:
+        self.moment = start
+
+    def now(self) -> datetime:
+        return self.moment
+
+    def advance(self, seconds: float) -> None:
+        self.moment += timedelta(seconds=seconds)
+
+
+@dataclass
+class World:
+    """The fake AWS with a standard set of zones and offerings, plus the driver."""
+
+    plane: FakeControlPlane
+    clock: FakeClock
+    driver: ProviderDriver
+
+    def stack(self) -> Stack:
+        return Stack(self.driver)
+
+    @staticmethod
+    def props(**overrides: Any) -> dict[str, Any]:
+        """Purchase-mode properties as CloudFormation passes them (scalars as strings).
+
+        An override of None removes the property.
+        """
+        props: dict[str, Any] = {
+            "Mode": "purchase",
+            "PlanName": PLAN,
+            "InstanceType": "ml.p5.48xlarge",
+            "InstanceCount": "4",
+            "DurationHours": "48",
+            "StartTimeAfter": "2030-01-01T00:00:00Z",
+            "EndTimeBefore": "2030-01-31T00:00:00Z",
+            "TargetResources": ["hyperpod-cluster"],
+            "ChoicePolicy": "cheapest",
+            "PurchaseApproved": "true",
+            "MaxUpfrontFee": "100000",
+            "Currency": "USD",
+            "PendingTimeoutSeconds": "600",
+            "SubnetIdsByZoneId": json.dumps(OUR_SUBNETS),
+            "Tags": [{"Key": "project", "Value": "novapod"}],
+        }
+        props.update(overrides)
+        return {k: v for k, v in props.items() if v is not None}
+
+    @staticmethod
+    def adopt_props(arn: str, **overrides: Any) -> dict[str, Any]:
+        props: dict[str, Any] = {
+            "Mode": "adopt",
+            "PlanName": arn.rsplit("/", 1)[-1],
+            "ExistingArn": arn,
+            "InstanceType": "ml.p5.48xlarge",
+            "InstanceCount": "4",
+            "SubnetIdsByZoneId": OUR_SUBNETS,
+        }
+        props.update(overrides)
+        return {k: v for k, v in props.items() if v is not None}
+
+
+def standard_offerings(plane: FakeControlPlane) -> None:
+    """Four 4 x p5 48 h offerings: only two sit in one zone of ours.
+
+    tpo-cheap (us-east-1b, 90000) is the cheapest that fits; tpo-early (us-east-1a,
+    120000) starts first; the cheaper ones are elsewhere or split over two zones.
+    """
+    plane.set_zones(ZONES)
+    plane.add_offering(
+        "tpo-elsewhere", zones=["us-east-1c"], start=T0 + timedelta(days=3), fee="50000.00"
+    )
+    plane.add_offering(
+        "tpo-split",
+        zones=["us-east-1a", "us-east-1b"],
+        start=T0 + timedelta(days=2),
+        fee="60000.00",
+    )
+    plane.add_offering(
+        "tpo-cheap", zones=["us-east-1b"], start=T0 + timedelta(days=5), fee="90000.00"
+    )
+    plane.add_offering(
+        "tpo-early", zones=["us-east-1a"], start=T0 + timedelta(days=1), fee="120000.00"
+    )
+    plane.add_offering(
+        "tpo-cheap-72h",
+        zones=["us-east-1a"],
+        start=T0 + timedelta(days=4),
+        fee="95000.00",
+        duration_hours=72,
+    )
