@@ -7,15 +7,22 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
+import boto3  # type: ignore[import-untyped]
+from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
+
 from novapod import planning
-from novapod.config import ConfigError, json_schema, load_config
+from novapod.config import ConfigError, NovapodConfig, json_schema, load_config
+from novapod.constructs.training_plan.handler import decisions, offerings
 
 EXIT_OK = 0
 EXIT_INVALID = 2
+EXIT_AWS = 1
 
 
 def _validate(args: argparse.Namespace) -> int:
     config = load_config(args.config)
+    for warning in config.warnings():
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"{args.config}: valid (environment {config.name}, region {config.region})")
     return EXIT_OK
 
@@ -34,6 +41,91 @@ def _plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _offerings(args: argparse.Namespace) -> int:
+    """Read-only: the search, filter and choice the TrainingPlan handler would make."""
+    config = load_config(args.config)
+    requests = {r.name: r for r in config.capacity_plan().training_plans}
+    explicit = {spec.name: spec for spec in config.capacity.training_plans}
+    for listed, request in config.training_plan_requests():
+        requests.setdefault(listed.name, request)
+    if not requests:
+        raise ConfigError([("capacity", "no workloads or training plans to search offerings for")])
+    name = args.plan or (next(iter(requests)) if len(requests) == 1 else None)
+    if name is None or name not in requests:
+        known = ", ".join(requests)
+        where = f"--plan {name}: no such plan" if name else "--plan: several plans"
+        raise ConfigError([("", f"{where}; choose one of {known}")])
+    request = requests[name]
+    spec = explicit.get(name)
+    if spec is not None and spec.adopted:
+        print(f"training plan {name} is adopted from {spec.existing_arn}; nothing to search")
+        return EXIT_OK
+    search = decisions.OfferingRequest(
+        instance_type=request.instance_type,
+        instance_count=request.instance_count,
+        duration_hours=request.duration_hours,
+        start_time_after=decisions.as_utc(request.start_after),
+        end_time_before=decisions.as_utc(request.end_before),
+        target_resources=tuple(request.target_resources),
+        choice_policy=spec.choice if spec else "cheapest",
+        subnet_ids_by_zone_id=_our_zones(config),
+    )
+    session = boto3.session.Session(region_name=config.region)
+    try:
+        found = offerings.find(session.client("sagemaker"), session.client("ec2"), search)
+    except (BotoCoreError, ClientError) as error:
+        print(f"novapod offerings: the search failed: {error}", file=sys.stderr)
+        return EXIT_AWS
+    print(f"training plan {name}: {search.describe()}, zones {', '.join(config.network.zone_ids)}")
+    print(f"{len(found.offerings)} offered, {len(found.candidates)} in one of our zones")
+    chosen_id = (found.chosen or {}).get("TrainingPlanOfferingId")
+    rows = [("", "offering", "upfront fee", "currency", "zone", "zone id", "start", "end")]
+    for offering in found.candidates:
+        capacity = offering.get("ReservedCapacityOfferings", [{}])
+        rows.append(
+            (
+                "*" if offering.get("TrainingPlanOfferingId") == chosen_id else "",
+                str(offering.get("TrainingPlanOfferingId", "?")),
+                str(offering.get("UpfrontFee", "?")),
+                str(offering.get("CurrencyCode", "?")),
+                str(offering.get("AvailabilityZone", "?")),
+                str(offering.get("AvailabilityZoneId", "?")),
+                decisions.iso(capacity[0].get("StartTime")),
+                decisions.iso(capacity[-1].get("EndTime")),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    if found.chosen is None:
+        print("nothing would be bought: no offering fits our zones")
+        return EXIT_OK
+    chosen = chosen_id
+    purchase = spec.purchase if spec else None
+    if purchase is None or not purchase.approve:
+        print(
+            f"would choose {chosen} ({search.choice_policy}); nothing is bought until the plan "
+            "is in capacity.training_plans with purchase.approve and max_upfront_fee"
+        )
+        return EXIT_OK
+    refusal = decisions.check_fee_cap(
+        found.chosen, purchase.max_upfront_fee, purchase.currency, candidates=found.candidates
+    )
+    print(refusal or f"a deploy would buy {chosen} ({search.choice_policy}, within the cap)")
+    return EXIT_OK
+
+
+def _our_zones(config: NovapodConfig) -> dict[str, tuple[str, ...]]:
+    """Zone ID -> subnet IDs; subnets of a VPC novapod creates do not exist yet."""
+    existing = config.network.existing_vpc
+    if existing is not None:
+        out: dict[str, tuple[str, ...]] = {}
+        for subnet in existing.private_subnets:
+            out[subnet.zone_id] = (*out.get(subnet.zone_id, ()), subnet.subnet_id)
+        return out
+    return {zone: ("(created at deploy)",) for zone in config.network.zone_ids}
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="novapod",
@@ -49,6 +141,13 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("config", help="path to the environment's YAML file")
     plan.add_argument("--json", action="store_true", help="machine-readable output")
     plan.set_defaults(run=_plan)
+    offerings = commands.add_parser(
+        "offerings",
+        help="search training-plan offerings with your AWS credentials (buys nothing)",
+    )
+    offerings.add_argument("config", help="path to the environment's YAML file")
+    offerings.add_argument("--plan", help="training plan name (from `novapod plan`)")
+    offerings.set_defaults(run=_offerings)
     schema = commands.add_parser("schema", help="print the config's JSON Schema (for editors)")
     schema.set_defaults(run=_schema)
     return parser

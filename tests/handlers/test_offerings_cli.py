@@ -1,0 +1,85 @@
+"""`novapod offerings`: the handler's search, filter and choice with the user's credentials."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from novapod.cli import main
+from tests.fakes.aws_control_plane import FakeControlPlane
+from tests.handlers.world import T0, ZONES
+
+CONFIG = """
+name: dev
+region: us-east-1
+network:
+  vpc:
+    zone_ids: [use1-az4, use1-az6]
+capacity:
+  workloads:
+    - {name: sft, model: lite, technique: sft-lora, runs: 2, hours_per_run: 24, plan: main}
+"""
+APPROVED = """
+  training_plans:
+    - name: main
+      purchase: {approve: true, max_upfront_fee: LIMIT}
+"""
+
+
+@pytest.fixture
+def fake(control_plane: FakeControlPlane) -> FakeControlPlane:
+    control_plane.reset()
+    control_plane.set_zones(ZONES)
+    control_plane.add_offering("tpo-elsewhere", zones=["us-east-1c"], start=T0, fee="10.00")
+    control_plane.add_offering(
+        "tpo-cheap", zones=["us-east-1b"], start=T0 + timedelta(days=5), fee="90000.00"
+    )
+    control_plane.add_offering(
+        "tpo-early", zones=["us-east-1a"], start=T0 + timedelta(days=1), fee="120000.00"
+    )
+    return control_plane
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "env.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_lists_candidates_in_our_zones_and_the_choice(fake, tmp_path, capsys) -> None:
+    assert main(["offerings", str(write(tmp_path, CONFIG)), "--plan", "main"]) == 0
+    out = capsys.readouterr().out
+    assert "3 offered, 2 in one of our zones" in out
+    assert "tpo-elsewhere" not in out
+    chosen = [line for line in out.splitlines() if line.startswith("*")]
+    assert len(chosen) == 1 and "tpo-cheap" in chosen[0] and "use1-az6" in chosen[0]
+    assert "nothing is bought until" in out
+    (search,) = fake.calls_to("SearchTrainingPlanOfferings")
+    assert search["InstanceType"] == "ml.p5.48xlarge"
+    assert (search["InstanceCount"], search["DurationHours"]) == (4, 48)
+    assert fake.calls_to("CreateTrainingPlan") == []
+
+
+@pytest.mark.parametrize(
+    ("limit", "verdict"),
+    [("100000", "a deploy would buy tpo-cheap"), ("50000", "above MaxUpfrontFee 50000 USD")],
+)
+def test_reports_the_fee_cap_verdict(fake, tmp_path, capsys, limit, verdict) -> None:
+    path = write(tmp_path, CONFIG + APPROVED.replace("LIMIT", limit))
+    assert main(["offerings", str(path)]) == 0
+    assert verdict in capsys.readouterr().out
+    assert fake.calls_to("CreateTrainingPlan") == []
+
+
+def test_unknown_plan_is_a_config_error(fake, tmp_path, capsys) -> None:
+    assert main(["offerings", str(write(tmp_path, CONFIG)), "--plan", "nope"]) == 2
+    assert "--plan nope: no such plan; choose one of main" in capsys.readouterr().err
+
+
+def test_aws_errors_are_one_line(fake, tmp_path, capsys) -> None:
+    fake.error("SearchTrainingPlanOfferings", "ResourceLimitExceeded", message="too many searches")
+    assert main(["offerings", str(write(tmp_path, CONFIG))]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("novapod offerings: the search failed:") and "Traceback" not in err
