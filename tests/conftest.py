@@ -77,3 +77,29 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Synthesi
         return _synthesize(str(path), str(base / Path(path).stem))
 
     return run
+
+
+def producer_value(result: Synthesized, value: dict) -> object:
+    """What a cross-stack reference points at: the producing stack's output value."""
+    reference = value["Fn::GetStackOutput"]
+    kind = next(k for k, n in result.stack_names.items() if n == reference["StackName"])
+    return result.templates[kind]["Outputs"][reference["OutputName"]]["Value"]
+
+
+def joined(value: object, result: Synthesized | None = None) -> str:
+    """A string or Fn::Join rendered as text, intrinsics as ${Ref} / ${Id.Attr}.
+
+    With `result`, cross-stack references render as what they point at.
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::GetStackOutput" in value and result is not None:
+        return joined(producer_value(result, value), result)
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return separator.join(joined(p, result) for p in parts)
+    if isinstance(value, dict) and "Ref" in value:
+        return "${" + value["Ref"] + "}"
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        return "${" + ".".join(value["Fn::GetAtt"]) + "}"
+    raise AssertionError(f"cannot render {value!r}")

@@ -1,0 +1,193 @@
+"""HyperPodStack: restricted groups bound to training plans, standard groups, roles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from novapod.stacks.hyperpod import CLUSTER_LOGICAL_ID
+from tests.conftest import ROOT, joined, producer_value, resources
+
+EXAMPLES = ROOT / "config" / "examples"
+PURCHASE = EXAMPLES / "single-rig-purchase.yaml"
+TWO = EXAMPLES / "two-rigs-two-plans.yaml"
+MIXED = EXAMPLES / "rig-plus-standard.yaml"
+ADOPT = EXAMPLES / "adopt-existing-plan.yaml"
+EXISTING = EXAMPLES / "existing-vpc.yaml"
+
+
+def cluster(result) -> dict[str, Any]:
+    return result.templates["hyperpod"]["Resources"][CLUSTER_LOGICAL_ID]
+
+
+def groups(result, key: str = "RestrictedInstanceGroups") -> dict[str, dict[str, Any]]:
+    return {g["InstanceGroupName"]: g for g in cluster(result)["Properties"].get(key, [])}
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        (PURCHASE, {"nova-lite": "TrainingPlanLiteSft"}),
+        (TWO, {"rig-lite": "TrainingPlanLite", "rig-pro": "TrainingPlanPro"}),
+        (ADOPT, {"nova-pro": "TrainingPlanReserved"}),
+    ],
+    ids=["one", "two", "adopted"],
+)
+def test_each_rig_runs_on_its_plan_in_the_plans_zone(synth, path, expected) -> None:
+    result = synth(path)
+    rigs = groups(result)
+    assert set(rigs) == set(expected)
+    for name, plan_id in expected.items():
+        rig = rigs[name]
+        assert producer_value(result, rig["TrainingPlanArn"]) == {
+            "Fn::GetAtt": [plan_id, "PlanArn"]
+        }
+        (subnet,) = rig["OverrideVpcConfig"]["Subnets"]
+        assert producer_value(result, subnet) == {"Fn::GetAtt": [plan_id, "SubnetId"]}
+        (group,) = rig["OverrideVpcConfig"]["SecurityGroupIds"]
+        assert producer_value(result, group) == {
+            "Fn::GetAtt": ["HyperPodSecurityGroup1B7ACBFE", "GroupId"]
+        }
+
+
+def test_rig_count_type_fsx_and_health_checks(synth) -> None:
+    rigs = groups(synth(TWO))
+    assert (rigs["rig-lite"]["InstanceType"], rigs["rig-lite"]["InstanceCount"]) == (
+        "ml.p5.48xlarge",
+        4,
+    )
+    assert rigs["rig-pro"]["InstanceCount"] == 8  # Pro DPO needs 6, plans sell 8
+    assert rigs["rig-pro"]["EnvironmentConfig"] == {
+        "FSxLustreConfig": {"SizeInGiB": 4800, "PerUnitStorageThroughput": 500}
+    }
+    one = groups(synth(PURCHASE))["nova-lite"]
+    assert one["OnStartDeepHealthChecks"] == ["InstanceStress", "InstanceConnectivity"]
+    adopted = groups(synth(ADOPT))["nova-pro"]
+    assert adopted["InstanceCount"] == 6  # explicit, below the adopted plan's 8
+    assert "LifeCycleConfig" not in adopted  # no lifecycle scripts on restricted groups
+
+
+def test_cluster_is_orchestrated_by_our_eks_in_our_private_subnets(synth) -> None:
+    result = synth(PURCHASE)
+    props = cluster(result)["Properties"]
+    assert props["ClusterName"] == "novapod-nova-lite"
+    assert producer_value(result, props["Orchestrator"]["Eks"]["ClusterArn"]) == {
+        "Fn::GetAtt": ["ClusterEB0386A7", "Arn"]
+    }
+    subnets = [producer_value(result, s) for s in props["VpcConfig"]["Subnets"]]
+    assert subnets == [{"Ref": "PrivateSubnetUse1Az4"}, {"Ref": "PrivateSubnetUse1Az6"}]
+    assert props["NodeRecovery"] == "Automatic"
+    assert props["RestrictedInstanceGroupsConfig"] == {
+        "SharedEnvironmentConfig": {"FSxLustreDeletionPolicy": "Keep"}
+    }
+
+
+def test_standard_groups_run_lifecycle_scripts_from_s3(synth) -> None:
+    result = synth(MIXED)
+    standard = groups(result, "InstanceGroups")
+    assert set(standard) == {"system", "distillation"}
+    system = standard["system"]
+    assert system["LifeCycleConfig"]["OnCreate"] == "on_create.sh"
+    uri = joined(system["LifeCycleConfig"]["SourceS3Uri"], result)
+    assert uri.startswith("s3://${ArtifactsBucket}/lifecycle-scripts/") and uri.endswith("/")
+    assert system["InstanceStorageConfigs"] == [{"EbsVolumeConfig": {"VolumeSizeInGB": 200}}]
+    assert "TrainingPlanArn" not in system
+    (deployment,) = resources(result.templates["storage"], "Custom::CDKBucketDeployment").values()
+    prefix = joined(deployment["Properties"]["DestinationBucketKeyPrefix"])
+    assert uri == f"s3://${{ArtifactsBucket}}/{prefix}"
+
+
+def role_statements(result, logical_fragment: str) -> list[dict[str, Any]]:
+    template = result.templates["hyperpod"]
+    out = []
+    for logical_id, policy in resources(template, "AWS::IAM::Policy").items():
+        if logical_fragment in logical_id:
+            out += policy["Properties"]["PolicyDocument"]["Statement"]
+    return out
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+@pytest.mark.parametrize(
+    ("fragment", "kind"), [("RestrictedGroupRole", "restricted"), ("StandardGroupRole", "standard")]
+)
+def test_execution_role_statements(synth, fragment, kind) -> None:
+    result = synth(MIXED)
+    statements = {s["Sid"]: s for s in role_statements(result, fragment)}
+    assert "fsx:DescribeFileSystems" in statements["DescribeWithoutResourceLevel"]["Action"]
+    assert statements["PodIdentityOnThisCluster"]["Action"] == "eks-auth:AssumeRoleForPodIdentity"
+    assert producer_value(result, statements["PodIdentityOnThisCluster"]["Resource"]) == {
+        "Fn::GetAtt": ["ClusterEB0386A7", "Arn"]
+    }
+    eni = statements["ManageInterfaces"]
+    assert joined(eni["Resource"]).endswith(":network-interface/*")
+    assert "ec2:CreateTags" not in as_list(eni["Action"])
+    assert statements["TagNewInterfaces"]["Condition"] == {
+        "StringEquals": {"ec2:CreateAction": "CreateNetworkInterface"}
+    }
+    repository = joined(statements["PullImages"]["Resource"])
+    assert repository.endswith("repository/nova-*" if kind == "restricted" else "repository/*")
+    for statement in statements.values():
+        assert all("*" not in a for a in as_list(statement["Action"]))
+    # The role's S3/KMS access comes from StorageStack's managed policies.
+    template = result.templates["hyperpod"]
+    (role,) = [
+        r for k, r in resources(template, "AWS::IAM::Role").items() if k.startswith(fragment)
+    ]
+    attached = [
+        producer_value(result, p)
+        for p in role["Properties"]["ManagedPolicyArns"]
+        if "Fn::GetStackOutput" in p
+    ]
+    assert sorted(a["Ref"] for a in attached) == sorted(
+        k for k in resources(result.templates["storage"], "AWS::IAM::ManagedPolicy")
+    )
+    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
+        "Service": "sagemaker.amazonaws.com"
+    }
+
+
+def test_storage_policies_use_object_arns_for_object_actions(synth) -> None:
+    storage = synth(MIXED).templates["storage"]
+    policies = resources(storage, "AWS::IAM::ManagedPolicy")
+    statements = [
+        s for p in policies.values() for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    for statement in statements:
+        actions = as_list(statement["Action"])
+        targets = [joined(r) for r in as_list(statement["Resource"])]
+        if any(a.startswith("s3:") and a != "s3:ListBucket" for a in actions):
+            assert all(t.endswith("/*") for t in targets), statement
+        if "s3:ListBucket" in actions:
+            assert all(not t.endswith("/*") for t in targets), statement
+    by_sid = {s["Sid"]: s for s in statements}
+    assert [joined(r) for r in as_list(by_sid["WriteObjects"]["Resource"])] == [
+        "${ArtifactsBucket.Arn}/*"
+    ]
+    assert sorted(joined(r) for r in by_sid["ReadObjects"]["Resource"]) == [
+        "${ArtifactsBucket.Arn}/*",
+        "${DataBucket.Arn}/*",
+    ]
+
+
+def test_only_the_needed_role_kinds_exist(synth) -> None:
+    assert {k for k in resources(synth(PURCHASE).templates["hyperpod"], "AWS::IAM::Role")} == {
+        k
+        for k in resources(synth(PURCHASE).templates["hyperpod"], "AWS::IAM::Role")
+        if k.startswith("RestrictedGroupRole")
+    }
+    existing = resources(synth(EXISTING).templates["hyperpod"], "AWS::IAM::Role")
+    assert all(k.startswith("StandardGroupRole") for k in existing) and existing
+
+
+@pytest.mark.parametrize("path", [PURCHASE, TWO, MIXED, ADOPT, EXISTING], ids=lambda p: p.stem)
+def test_hyperpod_depends_on_eks_and_capacity_not_the_reverse(synth, path) -> None:
+    result = synth(path)
+    assert "eks" in result.dependencies["hyperpod"]
+    if "capacity" in result.templates:
+        assert "capacity" in result.dependencies["hyperpod"]
+        assert "eks" not in result.dependencies["capacity"]
+        assert "hyperpod" not in result.dependencies["eks"]
