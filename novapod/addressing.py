@@ -86,35 +86,42 @@ def plan_subnets(
 ) -> list[SubnetAllocation]:
     """Allocate one private (and optionally one public) subnet per zone inside cidr.
 
-    Raises AddressPlanError when the subnets do not fit.
+    Zone i's private subnet is the i-th private-sized block from the bottom of the
+    range, its public subnet the i-th public-sized block from the top. Appending a
+    zone therefore never moves an existing subnet (a moved CIDR replaces the subnet
+    and everything in it). Raises AddressPlanError when the subnets do not fit.
     """
     network = ipaddress.ip_network(cidr, strict=True)
-    requests: list[tuple[str, str, int]] = [(z, "private", private_prefix) for z in zone_ids]
-    if public_prefix is not None:
-        requests += [(z, "public", public_prefix) for z in zone_ids]
-    for _, kind, prefix in requests:
-        if prefix < network.prefixlen:
+    for kind, prefix in (("private", private_prefix), ("public", public_prefix)):
+        if prefix is not None and prefix < network.prefixlen:
             raise AddressPlanError(f"a /{prefix} {kind} subnet is larger than the VPC CIDR {cidr}")
-    allocations: list[SubnetAllocation] = []
-    cursor = int(network.network_address)
+    base = int(network.network_address)
     end = int(network.broadcast_address) + 1
-    for zone_id, kind, prefix in requests:
-        size = 2 ** (32 - prefix)
-        start = -(-cursor // size) * size  # align up to the subnet's own size
-        if start + size > end:
-            wanted = ", ".join(f"{len(zone_ids)} {k} /{p}" for k, p in _kinds(requests))
-            raise AddressPlanError(
-                f"{cidr} cannot hold {wanted} subnets; use a larger VPC CIDR or smaller subnets"
-            )
-        allocations.append(
-            SubnetAllocation(zone_id, kind, str(ipaddress.ip_network((start, prefix))))
+    private_size = 2 ** (32 - private_prefix)
+    allocations = [
+        SubnetAllocation(
+            z, "private", str(ipaddress.ip_network((base + i * private_size, private_prefix)))
         )
-        cursor = start + size
+        for i, z in enumerate(zone_ids)
+    ]
+    lowest_free = base + len(zone_ids) * private_size
+    if public_prefix is not None:
+        public_size = 2 ** (32 - public_prefix)
+        allocations += [
+            SubnetAllocation(
+                z, "public", str(ipaddress.ip_network((end - (i + 1) * public_size, public_prefix)))
+            )
+            for i, z in enumerate(zone_ids)
+        ]
+        top_taken = end - len(zone_ids) * public_size
+    else:
+        top_taken = end
+    if lowest_free > top_taken:
+        kinds = [("private", private_prefix)] + (
+            [("public", public_prefix)] if public_prefix is not None else []
+        )
+        wanted = ", ".join(f"{len(zone_ids)} {k} /{p}" for k, p in kinds)
+        raise AddressPlanError(
+            f"{cidr} cannot hold {wanted} subnets; use a larger VPC CIDR or smaller subnets"
+        )
     return allocations
-
-
-def _kinds(requests: list[tuple[str, str, int]]) -> list[tuple[str, int]]:
-    seen: dict[str, int] = {}
-    for _, kind, prefix in requests:
-        seen.setdefault(kind, prefix)
-    return list(seen.items())

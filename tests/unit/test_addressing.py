@@ -11,14 +11,20 @@ from hypothesis import strategies as st
 from novapod import addressing
 
 
-def test_private_subnets_first_then_public_each_aligned() -> None:
+def test_private_subnets_from_the_bottom_public_from_the_top() -> None:
     plan = addressing.plan_subnets("10.0.0.0/16", ["use1-az4", "use1-az6"], 20, 24)
     assert [(a.zone_id, a.kind, a.cidr) for a in plan] == [
         ("use1-az4", "private", "10.0.0.0/20"),
         ("use1-az6", "private", "10.0.16.0/20"),
-        ("use1-az4", "public", "10.0.32.0/24"),
-        ("use1-az6", "public", "10.0.33.0/24"),
+        ("use1-az4", "public", "10.0.255.0/24"),
+        ("use1-az6", "public", "10.0.254.0/24"),
     ]
+
+
+def test_appending_a_zone_never_moves_an_existing_subnet() -> None:
+    two = addressing.plan_subnets("10.0.0.0/16", ["a1-az1", "a1-az2"], 20, 24)
+    three = addressing.plan_subnets("10.0.0.0/16", ["a1-az1", "a1-az2", "a1-az3"], 20, 24)
+    assert set(two) <= set(three)
 
 
 def test_adding_public_subnets_never_moves_private_ones() -> None:

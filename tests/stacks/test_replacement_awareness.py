@@ -1,0 +1,94 @@
+"""Which config edits keep the HyperPod cluster (and other stateful resources), which replace it.
+
+Each variant edits the single-RIG example and is synthesized once; the comparison uses
+the create-only properties of the CloudFormation schemas shipped with cfn-lint.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from novapod.replacement import replacements
+from novapod.stacks.hyperpod import CLUSTER_LOGICAL_ID
+from tests.conftest import ROOT
+
+BASE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"
+
+
+def edit(data: dict[str, Any], change: str) -> dict[str, Any]:
+    data = copy.deepcopy(data)
+    rig = data["hyperpod"]["restricted_instance_groups"][0]
+    if change == "node-recovery":
+        data["hyperpod"]["node_recovery"] = "None"
+    elif change == "fewer-instances":
+        rig["instance_count"] = 2
+    elif change == "health-checks":
+        rig["deep_health_checks"] = ["InstanceStress"]
+    elif change == "fsx-deletion-policy":
+        data["hyperpod"]["fsx_deletion_policy"] = "DeleteIfNotUsed"
+    elif change == "eks-admins":
+        data["eks"]["admin_principals"].append("arn:aws:iam::111122223333:role/Other")
+    elif change == "add-zone":
+        data["network"]["vpc"]["zone_ids"].append("use1-az1")
+    elif change == "rename-environment":
+        data["name"] = "renamed"
+    else:
+        raise AssertionError(change)
+    return data
+
+
+@pytest.fixture(scope="module")
+def variant(synth, tmp_path_factory):
+    base = yaml.safe_load(BASE.read_text())
+    folder = tmp_path_factory.mktemp("variants")
+
+    def make(change: str):
+        path = Path(folder) / f"{change}.yaml"
+        path.write_text(yaml.safe_dump(edit(base, change)))
+        return synth(path)
+
+    return make
+
+
+def replaced(synth, result, kind: str) -> set[str]:
+    before = synth(BASE).templates[kind]
+    return {r.logical_id for r in replacements(before, result.templates[kind])}
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["node-recovery", "fewer-instances", "health-checks", "fsx-deletion-policy", "eks-admins"],
+)
+def test_edits_that_keep_the_cluster(synth, variant, change) -> None:
+    result = variant(change)
+    for kind in ("network", "storage", "capacity", "eks", "hyperpod"):
+        assert replaced(synth, result, kind) == set(), kind
+    if change != "eks-admins":  # the edit reaches the cluster, as an in-place update
+        before = synth(BASE).templates["hyperpod"]["Resources"][CLUSTER_LOGICAL_ID]
+        assert result.templates["hyperpod"]["Resources"][CLUSTER_LOGICAL_ID] != before
+
+
+def test_adding_a_zone_replaces_the_hyperpod_cluster_but_no_stateful_resource(
+    synth, variant
+) -> None:
+    result = variant("add-zone")
+    assert CLUSTER_LOGICAL_ID in replaced(synth, result, "hyperpod")  # VpcConfig is create-only
+    assert replaced(synth, result, "storage") == set()
+    # Existing subnets, routes and NAT gateways stay; the new zone's are added.
+    assert replaced(synth, result, "network") == set()
+
+
+def test_renaming_the_environment_replaces_the_clusters(synth, variant) -> None:
+    result = variant("rename-environment")
+    base = synth(BASE)
+    hyperpod = {
+        r.reason for r in replacements(base.templates["hyperpod"], result.templates["hyperpod"])
+    }
+    assert "ClusterName changes" in hyperpod
+    eks = {r.reason for r in replacements(base.templates["eks"], result.templates["eks"])}
+    assert "Name changes" in eks
