@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from cfnlint.schema import PROVIDER_SCHEMA_MANAGER  # type: ignore[import-untyped]
+from cfnlint.schema._exceptions import ResourceNotFoundError  # type: ignore[import-untyped]
+
 _MISSING = object()
 
 
@@ -30,11 +33,9 @@ class Replacement:
 @cache
 def create_only_properties(resource_type: str, region: str = "us-east-1") -> tuple[str, ...]:
     """JSON pointers of the create-only properties of a resource type (empty if unknown)."""
-    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER  # heavy: load on first use
-
     try:
         schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema(region, resource_type).schema
-    except Exception:  # noqa: BLE001 - custom and unknown types have no schema
+    except ResourceNotFoundError:  # a type the schemas do not know
         return ()
     return tuple(schema.get("createOnlyProperties", ()))
 
