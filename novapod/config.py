@@ -287,18 +287,12 @@ class Lustre(_Model):
     @field_validator("storage_capacity_gib")
     @classmethod
     def _capacity(cls, value: int) -> int:
-        if not (value == 1200 or (value > 0 and value % 2400 == 0)) or value > 100800 * 4:
-            raise ValueError(
-                f"{value} GiB is not a PERSISTENT_2 size; use 1200 or a multiple of 2400"
-            )
-        return value
+        return _lustre_size(value, limit=None)
 
     @field_validator("throughput_per_unit")
     @classmethod
     def _throughput(cls, value: int) -> int:
-        if value not in FSX_THROUGHPUTS:
-            raise ValueError(f"{value} is not offered; use one of 125, 250, 500, 1000")
-        return value
+        return _lustre_throughput(value)
 
 
 class Storage(_Model):
@@ -514,19 +508,12 @@ class RestrictedGroup(_Model):
     @field_validator("fsx_size_gib")
     @classmethod
     def _fsx_size(cls, value: int) -> int:
-        if not (value == 1200 or (value > 0 and value % 2400 == 0)) or value > RIG_FSX_MAX_GIB:
-            raise ValueError(
-                f"{value} GiB is not an FSx for Lustre size; use 1200 or a multiple of 2400 "
-                f"up to {RIG_FSX_MAX_GIB}"
-            )
-        return value
+        return _lustre_size(value, limit=RIG_FSX_MAX_GIB)
 
     @field_validator("fsx_throughput")
     @classmethod
     def _fsx_throughput(cls, value: int) -> int:
-        if value not in FSX_THROUGHPUTS:
-            raise ValueError(f"{value} is not offered; use one of 125, 250, 500, 1000")
-        return value
+        return _lustre_throughput(value)
 
 
 class StandardGroup(_Model):
@@ -780,6 +767,22 @@ def _adopted_request(spec: TrainingPlanSpec) -> planning.PlanRequest:
         reserved_instance_hours=0.0,
         waste_instance_hours=0.0,
     )
+
+
+def _lustre_size(value: int, *, limit: int | None) -> int:
+    """FSx for Lustre (SSD) sizes: 1200 GiB or a multiple of 2400 GiB."""
+    if not (value == 1200 or (value > 0 and value % 2400 == 0)) or (limit and value > limit):
+        bound = f" up to {limit}" if limit else ""
+        raise ValueError(
+            f"{value} GiB is not an FSx for Lustre size; use 1200 or a multiple of 2400{bound}"
+        )
+    return value
+
+
+def _lustre_throughput(value: int) -> int:
+    if value not in FSX_THROUGHPUTS:
+        raise ValueError(f"{value} is not offered; use one of 125, 250, 500, 1000")
+    return value
 
 
 def _log_retention(value: int) -> int:

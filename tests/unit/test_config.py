@@ -422,3 +422,153 @@ def test_capacity_mistakes(capacity, path, words) -> None:
     issues = dict(errors_of(with_capacity(capacity)))
     assert path in issues, issues
     assert words in issues[path]
+
+
+# ------------------------------------------------------------------- EKS, HyperPod
+
+PLANNED = {
+    "workloads": [SFT],
+    "training_plans": [{"name": "main", "purchase": APPROVED}],
+}
+
+
+def with_cluster(
+    hyperpod: dict[str, Any] | None, eks: dict[str, Any] | None = None, capacity=PLANNED
+) -> dict[str, Any]:
+    data = {**VALID, "capacity": capacity, "eks": {} if eks is None else eks}
+    if hyperpod is not None:
+        data["hyperpod"] = hyperpod
+    return data
+
+
+RIG = {"name": "rig", "training_plan": "main"}
+
+
+@pytest.mark.parametrize(
+    ("data", "path", "words"),
+    [
+        (
+            {**VALID, "hyperpod": {"restricted_instance_groups": [RIG]}, "capacity": PLANNED},
+            "hyperpod",
+            "add an eks section",
+        ),
+        (
+            with_cluster({"restricted_instance_groups": [{**RIG, "training_plan": "other"}]}),
+            "hyperpod.restricted_instance_groups[0].training_plan",
+            "not in capacity.training_plans",
+        ),
+        (
+            with_cluster(
+                {"restricted_instance_groups": [{**RIG, "instance_type": "ml.p4d.24xlarge"}]}
+            ),
+            "hyperpod.restricted_instance_groups[0].instance_type",
+            "differs from plan main's ml.p5.48xlarge",
+        ),
+        (
+            with_cluster({"restricted_instance_groups": [{**RIG, "instance_count": 8}]}),
+            "hyperpod.restricted_instance_groups[0].instance_count",
+            "exceeds the 4 instances of plan main",
+        ),
+        (
+            with_cluster({"restricted_instance_groups": [RIG, {**RIG, "name": "rig2"}]}),
+            "hyperpod.restricted_instance_groups[1].training_plan",
+            "already serves rig",
+        ),
+        (
+            with_cluster(
+                {
+                    "restricted_instance_groups": [RIG],
+                    "instance_groups": [
+                        {"name": "rig", "instance_type": "ml.m5.2xlarge", "instance_count": 1}
+                    ],
+                }
+            ),
+            "hyperpod",
+            "repeated: rig",
+        ),
+        (with_cluster({}), "hyperpod", "at least one instance group"),
+        (
+            with_cluster({"restricted_instance_groups": [{**RIG, "fsx_size_gib": 2000}]}),
+            "hyperpod.restricted_instance_groups[0].fsx_size_gib",
+            "up to 100800",
+        ),
+        (
+            with_cluster({"restricted_instance_groups": [{**RIG, "name": "Rig_1"}]}),
+            "hyperpod.restricted_instance_groups[0].name",
+            "does not match",
+        ),
+        (
+            with_cluster(None, eks={"kubernetes_version": "1.28"}),
+            "eks.kubernetes_version",
+            "outside what HyperPod supports",
+        ),
+        (
+            with_cluster(None, eks={"kubernetes_version": "1.35"}),
+            "eks.kubernetes_version",
+            "no pinned add-on versions for 1.35",
+        ),
+        (
+            with_cluster(None, eks={"endpoint": "public-and-private"}),
+            "eks.public_access_cidrs",
+            "allow-list",
+        ),
+        (
+            with_cluster(
+                None, eks={"endpoint": "public-and-private", "public_access_cidrs": ["0.0.0.0/0"]}
+            ),
+            "eks.public_access_cidrs",
+            "opens the API endpoint",
+        ),
+        (
+            with_cluster(None, eks={"admin_principals": ["arn:aws:iam::123:role/x"]}),
+            "eks.admin_principals[0]",
+            "does not match",
+        ),
+        (
+            with_cluster(
+                {"restricted_instance_groups": [RIG]},
+                capacity={
+                    **PLANNED,
+                    "training_plans": [
+                        {"name": "main", "target_resources": ["training-job"], "purchase": APPROVED}
+                    ],
+                },
+            ),
+            "hyperpod.restricted_instance_groups[0].training_plan",
+            "not bought for hyperpod-cluster",
+        ),
+    ],
+    ids=[
+        "no-eks",
+        "unknown-plan",
+        "type-mismatch",
+        "count-exceeds",
+        "plan-twice",
+        "dup-group",
+        "no-groups",
+        "fsx-size",
+        "group-name",
+        "k8s-old",
+        "k8s-unpinned",
+        "public-no-cidrs",
+        "public-any",
+        "principal",
+        "training-job-plan",
+    ],
+)
+def test_cluster_mistakes(data, path, words) -> None:
+    issues = dict(errors_of(data))
+    assert path in issues, issues
+    assert words in issues[path]
+
+
+def test_rig_outside_known_regions_warns() -> None:
+    data = with_cluster({"restricted_instance_groups": [RIG]})
+    assert parse_config(data).warnings() == []
+    data = {
+        **data,
+        "region": "ca-central-1",
+        "network": {"vpc": {"zone_ids": ["cac1-az1", "cac1-az2"]}},
+    }
+    (warning,) = parse_config(data).warnings()
+    assert warning.startswith("region: restricted instance groups have been seen only in us-east-1")
