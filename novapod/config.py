@@ -615,6 +615,14 @@ class NovapodConfig(_Model):
         return self
 
     def _check_hyperpod(self) -> None:
+        if self.eks is not None and self.network.closed:
+            raise _at(
+                "network.closed",
+                "the HyperPod dependencies install (ClusterBootstrap) downloads helm, kubectl, "
+                "yq and the chart from the internet, which a closed network cannot reach; "
+                "use closed: false with eks (mirrors in S3 are not supported yet)",
+                root=True,
+            )
         if self.hyperpod is None:
             return
         if self.eks is None:

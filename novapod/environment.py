@@ -76,6 +76,9 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             network=network.handle,
             security_group=network.security_group,
             key=storage.key,
+            install_rig_dependencies=bool(
+                config.hyperpod and config.hyperpod.restricted_instance_groups
+            ),
             env=env,
             description=f"novapod {config.name}: EKS cluster with the HyperPod dependencies",
         )
@@ -93,7 +96,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             storage_policies=storage.node_policies,
             lifecycle_scripts=storage.lifecycle_scripts,
             plans=capacity.plans if capacity else {},
-            bootstrap=eks.bootstrap,
+            bootstrap=eks.bootstrap.resource,
             env=env,
             description=f"novapod {config.name}: SageMaker HyperPod cluster",
         )

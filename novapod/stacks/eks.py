@@ -20,6 +20,7 @@ from constructs import Construct
 
 from novapod.config import Eks
 from novapod.constructs.acknowledge import acknowledge
+from novapod.constructs.cluster_bootstrap.construct import ClusterBootstrap
 from novapod.constructs.log_retention import retention
 from novapod.constructs.network import VpcHandle
 from novapod.facts import ADDON_NAMES, eks_facts
@@ -47,6 +48,7 @@ class EksStack(Stack):
         network: VpcHandle,
         security_group: ec2.ISecurityGroup,
         key: kms.IKey,
+        install_rig_dependencies: bool,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, **kwargs)
@@ -126,8 +128,21 @@ class EksStack(Stack):
                 ],
             )
 
-        # Set once ClusterBootstrap is composed here; HyperPod depends on it.
-        self.bootstrap: Construct | None = None
+        # The HyperPod dependencies, installed before the HyperPod cluster (which depends
+        # on this resource) by a CodeBuild project in the private subnets.
+        self.bootstrap = ClusterBootstrap(
+            self,
+            "HyperPodDependencies",
+            cluster=cast(eks.ICluster, self.cluster),
+            vpc=network.vpc,
+            subnets=[s.subnet for s in network.private_subnets],
+            security_group=security_group,
+            install_rig_dependencies=install_rig_dependencies,
+            log_retention_days=spec.log_retention_days,
+        )
+        for addon in self.addons.values():
+            # The chart expects a working CNI, DNS and pod identity.
+            self.bootstrap.resource.node.add_dependency(addon)
         self._acknowledge()
         CfnOutput(self, "ClusterName", value=self.cluster.cluster_name)
         CfnOutput(self, "ClusterArn", value=self.cluster.cluster_arn)

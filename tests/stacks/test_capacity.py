@@ -147,6 +147,15 @@ def test_iam_is_least_privilege(synth) -> None:
     assert {a for s in is_complete for a in as_list(s["Action"])} == {
         "sagemaker:DescribeTrainingPlan",
         "ec2:DescribeAvailabilityZones",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+    }
+    (logs,) = [s for s in is_complete if "logs:PutLogEvents" in as_list(s["Action"])]
+    assert logs["Resource"] == {
+        "Fn::GetAtt": [
+            next(k for k in resources(template, "AWS::Logs::LogGroup") if "IsCompleteLogs" in k),
+            "Arn",
+        ]
     }
     assert not any("sagemaker:CreateTrainingPlan" in as_list(s["Action"]) for s in is_complete)
 

@@ -191,3 +191,20 @@ def test_hyperpod_depends_on_eks_and_capacity_not_the_reverse(synth, path) -> No
         assert "capacity" in result.dependencies["hyperpod"]
         assert "eks" not in result.dependencies["capacity"]
         assert "hyperpod" not in result.dependencies["eks"]
+
+
+@pytest.mark.parametrize(
+    ("path", "rig"), [(PURCHASE, True), (EXISTING, False)], ids=["rig", "standard-only"]
+)
+def test_cluster_waits_for_the_hyperpod_dependencies(synth, path, rig) -> None:
+    result = synth(path)
+    eks = result.templates["eks"]
+    (bootstrap,) = resources(eks, "Custom::NovapodClusterBootstrap").values()
+    assert bootstrap["Properties"]["InstallRigDependencies"] == ("true" if rig else "false")
+    # The bootstrap runs after the managed add-ons (CNI, DNS, pod identity) exist ...
+    assert set(resources(eks, "AWS::EKS::Addon")) <= set(bootstrap.get("DependsOn", []))
+    # ... and the HyperPod cluster is in a stack that deploys after the EKS stack, which
+    # completes only when the bootstrap resource has.
+    assert "eks" in result.dependencies["hyperpod"]
+    project = next(iter(resources(eks, "AWS::CodeBuild::Project").values()))["Properties"]
+    assert len(project["VpcConfig"]["Subnets"]) == 2

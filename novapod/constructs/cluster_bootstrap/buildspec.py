@@ -1,0 +1,79 @@
+"""The CodeBuild buildspec of ClusterBootstrap, rendered from the pins (no CDK).
+
+The buildspec carries every pinned value as an environment variable and runs
+`bootstrap.sh` (fetched from the construct's S3 asset) with standard input closed, so
+nothing in the job can wait for an answer. A null pin becomes `UNPINNED`, which the
+script refuses. The custom-resource handler passes the same variables, taken from the
+event's own properties, as overrides with `BOOTSTRAP_MODE` and `CLUSTER_NAME`; CDK
+supplies the asset location.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from .pins import HyperPodDependencies
+
+Mode = Literal["install", "delete"]
+MODES: tuple[str, ...] = ("install", "delete")
+UNPINNED = "UNPINNED"
+MARKER_CONFIGMAP = "novapod-hyperpod-dependencies"
+# Where the build unpacks the scripts asset (not the source directory: the project
+# has no source; the asset is fetched by the first command).
+SCRIPTS_DIR = "/tmp/novapod-bootstrap"  # noqa: S108 - fixed path inside the build container
+SCRIPTS_ZIP = "/tmp/novapod-bootstrap.zip"  # noqa: S108
+
+
+def build_spec(pins: HyperPodDependencies, mode: Mode, rig: bool) -> dict[str, Any]:
+    """A buildspec (version 0.2) that runs `bootstrap.sh <mode>` with these pins."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    return {
+        "version": "0.2",
+        "env": {"shell": "bash", "variables": pin_variables(pins, mode=mode, rig=rig)},
+        "phases": {
+            "build": {
+                "commands": [
+                    'aws s3 cp "s3://${SCRIPTS_BUCKET}/${SCRIPTS_KEY}" '
+                    f"{SCRIPTS_ZIP} --only-show-errors",
+                    f"rm -rf {SCRIPTS_DIR} && unzip -q -o {SCRIPTS_ZIP} -d {SCRIPTS_DIR}",
+                    f'bash {SCRIPTS_DIR}/bootstrap.sh "${{BOOTSTRAP_MODE}}" < /dev/null',
+                ]
+            }
+        },
+    }
+
+
+def pin_variables(pins: HyperPodDependencies, *, mode: Mode, rig: bool) -> dict[str, str]:
+    """Environment of bootstrap.sh: the pins, the mode and the RIG switch."""
+
+    def value(pin: str | None) -> str:
+        return UNPINNED if pin is None else pin
+
+    chart, rig_pin = pins.chart, pins.rig
+    return {
+        "BOOTSTRAP_MODE": mode,
+        "INSTALL_RIG": "true" if rig else "false",
+        "PINS_SHA256": pins.digest(),
+        "MARKER_CONFIGMAP": MARKER_CONFIGMAP,
+        "HYPERPOD_REPO_URL": pins.repository,
+        "CHART_COMMIT": value(chart.commit),
+        "CHART_PATH": chart.path,
+        "CHART_RELEASE": chart.release,
+        "CHART_NAMESPACE": chart.namespace,
+        "CHART_TIMEOUT": chart.timeout,
+        "CHART_WAIT": "true" if chart.wait else "false",
+        "RIG_COMMIT": value(rig_pin.commit),
+        "RIG_SCRIPT": rig_pin.script,
+        "RIG_RELEASE": rig_pin.release,
+        "HELM_VERSION": pins.helm.version,
+        "HELM_URL": pins.helm.url,
+        "HELM_SHA256": value(pins.helm.sha256),
+        "HELM_ARCHIVE_MEMBER": value(pins.helm.archive_member),
+        "KUBECTL_VERSION": pins.kubectl.version,
+        "KUBECTL_URL": pins.kubectl.url,
+        "KUBECTL_SHA256": value(pins.kubectl.sha256),
+        "YQ_VERSION": pins.yq.version,
+        "YQ_URL": pins.yq.url,
+        "YQ_SHA256": value(pins.yq.sha256),
+    }

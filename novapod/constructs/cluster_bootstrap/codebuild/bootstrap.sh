@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# Install (or uninstall) the SageMaker HyperPod dependencies in an EKS cluster.
+#
+#   bootstrap.sh install   the dependencies chart, then (INSTALL_RIG=true) the RIG script
+#   bootstrap.sh delete    best-effort uninstall; reports what it could not remove
+#
+# Run by ClusterBootstrap's CodeBuild project; every pin arrives as an environment
+# variable rendered from novapod/data/hyperpod_dependencies.yaml (see buildspec.py).
+# Nothing here prompts: the RIG script's one y/N question is answered on its stdin.
+#
+# Idempotence: after each step the script records what it installed in the ConfigMap
+# $MARKER_CONFIGMAP (kube-system), keys chart_revision / rig_revision
+# ("<commit>:<path>"). A step whose release is deployed and whose recorded revision
+# equals the pinned one is skipped, so a second run changes nothing.
+set -euo pipefail
+shopt -s inherit_errexit
+
+# shellcheck source-path=SCRIPTDIR
+# shellcheck source=tools.sh
+source "$(dirname "${BASH_SOURCE[0]}")/tools.sh"
+
+NS=${CHART_NAMESPACE:-kube-system}
+RIG_RESTRICTED_KEY=sagemaker.amazonaws.com/instance-group-type
+
+usage() {
+  printf 'usage: %s install|delete\n' "${0##*/}" >&2
+  exit 2
+}
+
+setup_work_dir() {
+  WORK_DIR=$(mktemp -d)
+  trap 'rm -rf -- "$WORK_DIR"' EXIT
+  export KUBECONFIG="${WORK_DIR}/kubeconfig"
+  export HELM_CACHE_HOME="${WORK_DIR}/helm/cache"
+  export HELM_CONFIG_HOME="${WORK_DIR}/helm/config"
+  export HELM_DATA_HOME="${WORK_DIR}/helm/data"
+}
+
+# The kubeconfig context is the cluster ARN (the default); the RIG script reads the
+# region from it, so no --alias.
+connect() {
+  log "connecting to EKS cluster ${CLUSTER_NAME} (${AWS_REGION})"
+  aws eks update-kubeconfig --name "$CLUSTER_NAME" --region "$AWS_REGION" \
+    --kubeconfig "$KUBECONFIG"
+}
+
+# release_state NAME: prints deployed | other | absent; fails if helm cannot list.
+release_state() {
+  local name=$1 listed
+  listed=$(helm list --namespace "$NS" --all --short --filter "^${name}\$") || return 1
+  if [[ -z $listed ]]; then
+    echo absent
+    return 0
+  fi
+  listed=$(helm list --namespace "$NS" --deployed --short --filter "^${name}\$") || return 1
+  if [[ -n $listed ]]; then echo deployed; else echo other; fi
+}
+
+marker_get() {
+  kubectl get configmap "$MARKER_CONFIGMAP" --namespace "$NS" --ignore-not-found \
+    --output "jsonpath={.data.$1}"
+}
+
+marker_put() {
+  kubectl create configmap "$MARKER_CONFIGMAP" --namespace "$NS" \
+    --from-literal=chart_revision="$1" --from-literal=rig_revision="$2" \
+    --from-literal=pins_sha256="$PINS_SHA256" --from-literal=written_by=novapod-cluster-bootstrap \
+    --dry-run=client --output yaml |
+    kubectl apply --filename -
+}
+
+# checkout COMMIT: fetch exactly that commit into its own directory and print the path.
+checkout() {
+  local commit=$1 dir="${WORK_DIR}/src-$1" head
+  if [[ ! -d $dir ]]; then
+    git init --quiet "$dir" >&2
+    git -C "$dir" remote add origin "$HYPERPOD_REPO_URL" >&2
+    git -C "$dir" fetch --quiet --depth 1 origin "$commit" >&2 ||
+      fail "could not fetch commit ${commit} from ${HYPERPOD_REPO_URL}"
+    git -C "$dir" checkout --quiet --detach FETCH_HEAD >&2
+  fi
+  head=$(git -C "$dir" rev-parse HEAD)
+  [[ $head == "$commit" ]] || fail "checked out ${head}, not the pinned commit ${commit}"
+  echo "$dir"
+}
+
+install_chart() {
+  local src chart args
+  src=$(checkout "$CHART_COMMIT")
+  chart="${src}/${CHART_PATH}"
+  [[ -f "${chart}/Chart.yaml" ]] || fail "no Helm chart at ${CHART_PATH} in commit ${CHART_COMMIT}"
+  log "building chart dependencies of ${CHART_PATH}"
+  helm dependency build "$chart"
+  args=(upgrade --install "$CHART_RELEASE" "$chart" --namespace "$NS"
+    --timeout "$CHART_TIMEOUT" --description "novapod ${CHART_COMMIT}"
+    --set-string "global.region=${AWS_REGION}")
+  if [[ $CHART_WAIT == true ]]; then args+=(--wait); fi
+  log "helm ${args[*]}"
+  helm "${args[@]}"
+}
+
+# The RIG script derives its RIG copy of aws-node from the live DaemonSet. Once that
+# DaemonSet carries the RIG exclusion (from an earlier run), a second derivation would
+# demand and exclude restricted nodes at once and never schedule: refuse instead.
+assert_aws_node_unpatched() {
+  local keys
+  keys=$(kubectl get daemonset aws-node --namespace kube-system --output \
+    'jsonpath={.spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[*].matchExpressions[*].key}') ||
+    fail "cannot read DaemonSet kube-system/aws-node (the VPC CNI must be installed first)"
+  if [[ " ${keys} " == *" ${RIG_RESTRICTED_KEY} "* ]]; then
+    fail "DaemonSet aws-node already excludes restricted nodes (${RIG_RESTRICTED_KEY})" \
+      "from an earlier RIG install, but release ${RIG_RELEASE} is absent. Re-running the RIG" \
+      "script would derive a RIG DaemonSet that never schedules. Restore aws-node (e.g. update" \
+      "the vpc-cni add-on with --resolve-conflicts OVERWRITE) and redeploy."
+  fi
+}
+
+install_rig() {
+  local src script_dir script state
+  src=$(checkout "$RIG_COMMIT")
+  script="${src}/${RIG_SCRIPT}"
+  [[ -f $script ]] || fail "no RIG script at ${RIG_SCRIPT} in commit ${RIG_COMMIT}"
+  script_dir=$(dirname "$script")
+  log "running ${RIG_SCRIPT} at ${RIG_COMMIT} (its y/N question answered 'y')"
+  # The script works relative to helm_chart/ and asks one question on stdin.
+  (cd "$script_dir" && bash "./${script##*/}" <<<"y") ||
+    fail "${RIG_SCRIPT} failed; see its output above"
+  state=$(release_state "$RIG_RELEASE") || fail "cannot list Helm releases in ${NS}"
+  [[ $state == deployed ]] ||
+    fail "${RIG_SCRIPT} ended without a deployed ${RIG_RELEASE} release (state: ${state});" \
+      "did its prompt change?"
+}
+
+do_install() {
+  local rig=${INSTALL_RIG:-false} tools=(helm kubectl) chart_revision rig_revision
+  local recorded_chart recorded_rig state
+  require_set CLUSTER_NAME AWS_REGION HYPERPOD_REPO_URL CHART_PATH CHART_RELEASE \
+    CHART_TIMEOUT CHART_WAIT RIG_SCRIPT RIG_RELEASE MARKER_CONFIGMAP PINS_SHA256 \
+    HELM_URL HELM_ARCHIVE_MEMBER KUBECTL_URL
+  require_commit CHART_COMMIT "the HyperPod dependencies chart"
+  require_sha256 HELM_SHA256 helm
+  require_sha256 KUBECTL_SHA256 kubectl
+  if [[ $rig == true ]]; then
+    require_set YQ_URL
+    require_commit RIG_COMMIT "the RIG dependencies script"
+    require_sha256 YQ_SHA256 yq
+    tools+=(yq)
+  fi
+  chart_revision="${CHART_COMMIT}:${CHART_PATH}"
+  rig_revision="${RIG_COMMIT}:${RIG_SCRIPT}"
+
+  fetch_tools "${tools[@]}"
+  connect
+  recorded_chart=$(marker_get chart_revision) || fail "cannot read ConfigMap ${MARKER_CONFIGMAP}"
+  recorded_rig=$(marker_get rig_revision) || fail "cannot read ConfigMap ${MARKER_CONFIGMAP}"
+
+  state=$(release_state "$CHART_RELEASE") || fail "cannot list Helm releases in ${NS}"
+  if [[ $state == deployed && $recorded_chart == "$chart_revision" ]]; then
+    log "release ${CHART_RELEASE} is already at ${chart_revision}: nothing to do"
+  else
+    log "release ${CHART_RELEASE}: ${state}, recorded '${recorded_chart}'; installing ${chart_revision}"
+    install_chart
+    recorded_chart=$chart_revision
+    marker_put "$recorded_chart" "$recorded_rig"
+  fi
+
+  state=$(release_state "$RIG_RELEASE") || fail "cannot list Helm releases in ${NS}"
+  if [[ $rig != true ]]; then
+    if [[ $state != absent ]]; then
+      log "restricted instance groups are off; release ${RIG_RELEASE} (${state}) is left as it is"
+    fi
+  elif [[ $state == deployed && $recorded_rig == "$rig_revision" ]]; then
+    log "release ${RIG_RELEASE} is already at ${rig_revision}: nothing to do"
+  elif [[ $state != absent ]]; then
+    fail "release ${RIG_RELEASE} exists (${state}) at revision '${recorded_rig:-unknown}', not" \
+      "${rig_revision}. The upstream RIG script must run only once per cluster, so novapod" \
+      "does not re-run it over an installation. Uninstall ${RIG_RELEASE}, restore aws-node," \
+      "then redeploy."
+  else
+    assert_aws_node_unpatched
+    install_rig
+    recorded_rig=$rig_revision
+    marker_put "$recorded_chart" "$recorded_rig"
+  fi
+  log "done: ${CHART_RELEASE} at ${recorded_chart}; ${RIG_RELEASE} at ${recorded_rig:-not installed}"
+}
+
+do_delete() {
+  local removed=() absent=() failed=() releases=("$CHART_RELEASE") release state recorded_rig=""
+  require_set CLUSTER_NAME AWS_REGION CHART_RELEASE CHART_TIMEOUT RIG_RELEASE MARKER_CONFIGMAP \
+    HELM_URL HELM_ARCHIVE_MEMBER KUBECTL_URL
+  require_sha256 HELM_SHA256 helm
+  require_sha256 KUBECTL_SHA256 kubectl
+  fetch_tools helm kubectl
+  if ! connect; then
+    report_delete "cluster ${CLUSTER_NAME} unreachable"
+    return 1
+  fi
+  recorded_rig=$(marker_get rig_revision) || recorded_rig=""
+  # The RIG release goes first (it was installed last); only when novapod installed it.
+  if [[ ${INSTALL_RIG:-false} == true || -n $recorded_rig ]]; then
+    releases=("$RIG_RELEASE" "${releases[@]}")
+  fi
+  for release in "${releases[@]}"; do
+    if ! state=$(release_state "$release"); then
+      failed+=("${release} (could not list Helm releases)")
+    elif [[ $state == absent ]]; then
+      absent+=("$release")
+    elif helm uninstall "$release" --namespace "$NS" --wait --timeout "$CHART_TIMEOUT"; then
+      removed+=("$release")
+    else
+      failed+=("${release} (helm uninstall failed)")
+    fi
+  done
+  if ! kubectl delete configmap "$MARKER_CONFIGMAP" --namespace "$NS" --ignore-not-found; then
+    failed+=("ConfigMap ${NS}/${MARKER_CONFIGMAP}")
+  fi
+  report_delete ""
+  [[ ${#failed[@]} -eq 0 ]]
+}
+
+# Reads removed/absent/failed from do_delete's scope.
+report_delete() {
+  local problem=$1 item
+  log "uninstall report for cluster ${CLUSTER_NAME}:"
+  [[ -z $problem ]] || log "  could not start: ${problem}; nothing was removed"
+  for item in "${removed[@]}"; do log "  removed: ${item}"; done
+  for item in "${absent[@]}"; do log "  already absent: ${item}"; done
+  for item in "${failed[@]}"; do log "  NOT removed: ${item}"; done
+  log "  left in place by design: CustomResourceDefinitions the charts installed (Helm never"
+  log "  deletes CRDs) and, after a RIG install, the restricted-node exclusion on aws-node"
+}
+
+main() {
+  [[ $# -eq 1 ]] || usage
+  setup_work_dir
+  case $1 in
+    install) do_install ;;
+    delete) do_delete ;;
+    *) usage ;;
+  esac
+}
+
+main "$@"
