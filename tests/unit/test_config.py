@@ -448,6 +448,11 @@ RIG = {"name": "rig", "training_plan": "main"}
     ("data", "path", "words"),
     [
         (
+            {**with_cluster(None), "network": {**VALID["network"], "closed": True}},
+            "network.closed",
+            "cannot reach",
+        ),
+        (
             {**VALID, "hyperpod": {"restricted_instance_groups": [RIG]}, "capacity": PLANNED},
             "hyperpod",
             "add an eks section",
@@ -539,6 +544,7 @@ RIG = {"name": "rig", "training_plan": "main"}
         ),
     ],
     ids=[
+        "closed-with-eks",
         "no-eks",
         "unknown-plan",
         "type-mismatch",
