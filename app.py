@@ -21,6 +21,8 @@ def main() -> None:
         print(f"novapod: invalid configuration {path}", file=sys.stderr)
         print(error.render(), file=sys.stderr)
         sys.exit(2)
+    for warning in config.warnings():
+        print(f"novapod: warning: {warning}", file=sys.stderr)
     build_environment(app, config)
     add_policy_checks(app)
     app.synth()

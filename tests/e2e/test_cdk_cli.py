@@ -81,3 +81,22 @@ def test_cdk_binary_is_the_pinned_one() -> None:
     assert shutil.which(str(CDK))
     out = subprocess.run([str(CDK), "--version"], capture_output=True, text=True, check=True)
     assert out.stdout.startswith(pinned)
+
+
+def test_every_example_synthesizes_with_the_cdk_cli(tmp_path) -> None:
+    """The real CLI on every example, two at a time (cdk-nag runs inside each synth)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    examples = sorted((ROOT / "config" / "examples").glob("*.yaml"))
+
+    def run(example: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
+        return example, cdk_synth(tmp_path / example.stem, "-c", f"config={example}")
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(run, examples))
+    for example, result in results:
+        assert result.returncode == 0, f"{example.name}: {result.stderr[-2000:]}"
+        written = {p.name for p in (tmp_path / example.stem / "cdk.out").glob("*.template.json")}
+        assert any(name.endswith("-network.template.json") for name in written), example.name
+        if "hyperpod:" in example.read_text():
+            assert any(name.endswith("-hyperpod.template.json") for name in written), example.name
