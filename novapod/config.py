@@ -12,11 +12,13 @@ import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     ConfigDict,
@@ -73,12 +75,32 @@ LOG_RETENTION_DAYS = (
 
 MAX_PRIVATE_PREFIX = 21  # /21: ~25 ml.p5.48xlarge nodes per zone
 FSX_THROUGHPUTS = (125, 250, 500, 1000)
+RIG_FSX_MAX_GIB = 100800  # EnvironmentConfig.FSxLustreConfig.SizeInGiB maximum
 
 Name = Annotated[
     str,
     StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"),
 ]
 ZoneId = Annotated[str, StringConstraints(pattern=r"^[a-z]{2,5}\d{1,2}-az\d{1,2}$")]
+
+
+def _lustre_size(value: int, *, limit: int | None) -> int:
+    """FSx for Lustre (SSD) sizes: 1200 GiB or a multiple of 2400 GiB."""
+    if not (value == 1200 or (value > 0 and value % 2400 == 0)) or (limit and value > limit):
+        bound = f" up to {limit}" if limit else ""
+        raise ValueError(
+            f"{value} GiB is not an FSx for Lustre size; use 1200 or a multiple of 2400{bound}"
+        )
+    return value
+
+
+def _lustre_throughput(value: int) -> int:
+    if value not in FSX_THROUGHPUTS:
+        raise ValueError(f"{value} is not offered; use one of 125, 250, 500, 1000")
+    return value
+
+
+LustreThroughput = Annotated[int, AfterValidator(_lustre_throughput)]
 
 
 class ConfigError(Exception):
@@ -275,24 +297,18 @@ class Network(_Model):
 class Lustre(_Model):
     """A customer-managed FSx for Lustre file system (PERSISTENT_2) for standard groups."""
 
-    storage_capacity_gib: int = Field(1200, description="1200, or a multiple of 2400.")
-    throughput_per_unit: int = Field(250, description="MB/s per TiB: 125, 250, 500 or 1000.")
+    storage_capacity_gib: Annotated[int, AfterValidator(partial(_lustre_size, limit=None))] = Field(
+        1200, description="1200, or a multiple of 2400."
+    )
+    throughput_per_unit: LustreThroughput = Field(
+        250, description="MB/s per TiB: 125, 250, 500 or 1000."
+    )
     zone_id: ZoneId | None = Field(None, description="Zone of the file system; default the first.")
     data_repository_prefix: str = Field(
         "fsx/",
         pattern=r"^([A-Za-z0-9!_.*'()-]+/)*$",
         description="Prefix in the data bucket linked to /data on the file system.",
     )
-
-    @field_validator("storage_capacity_gib")
-    @classmethod
-    def _capacity(cls, value: int) -> int:
-        return _lustre_size(value, limit=None)
-
-    @field_validator("throughput_per_unit")
-    @classmethod
-    def _throughput(cls, value: int) -> int:
-        return _lustre_throughput(value)
 
 
 class Storage(_Model):
@@ -429,7 +445,6 @@ class Capacity(_Model):
 GroupName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")]
 DeepHealthCheck = Literal["InstanceStress", "InstanceConnectivity"]
 PRINCIPAL_ARN = r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[A-Za-z0-9_+=,.@/-]+$"
-RIG_FSX_MAX_GIB = 100800
 
 
 class Eks(_Model):
@@ -500,20 +515,14 @@ class RestrictedGroup(_Model):
     training_plan: PlanName = Field(description="Name of an entry in capacity.training_plans.")
     instance_type: str | None = Field(None, pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$")
     instance_count: int | None = Field(None, ge=0, le=64, description="Default: the plan's count.")
-    fsx_size_gib: int = Field(1200, description="Service-managed FSx: 1200 or a multiple of 2400.")
-    fsx_throughput: int = Field(250, description="MB/s per TiB: 125, 250, 500 or 1000.")
+    fsx_size_gib: Annotated[int, AfterValidator(partial(_lustre_size, limit=RIG_FSX_MAX_GIB))] = (
+        Field(1200, description="Service-managed FSx: 1200 or a multiple of 2400.")
+    )
+    fsx_throughput: LustreThroughput = Field(
+        250, description="MB/s per TiB: 125, 250, 500 or 1000."
+    )
     deep_health_checks: list[DeepHealthCheck] = Field(default_factory=list)
     threads_per_core: Literal[1, 2] | None = None
-
-    @field_validator("fsx_size_gib")
-    @classmethod
-    def _fsx_size(cls, value: int) -> int:
-        return _lustre_size(value, limit=RIG_FSX_MAX_GIB)
-
-    @field_validator("fsx_throughput")
-    @classmethod
-    def _fsx_throughput(cls, value: int) -> int:
-        return _lustre_throughput(value)
 
 
 class StandardGroup(_Model):
@@ -775,22 +784,6 @@ def _adopted_request(spec: TrainingPlanSpec) -> planning.PlanRequest:
         reserved_instance_hours=0.0,
         waste_instance_hours=0.0,
     )
-
-
-def _lustre_size(value: int, *, limit: int | None) -> int:
-    """FSx for Lustre (SSD) sizes: 1200 GiB or a multiple of 2400 GiB."""
-    if not (value == 1200 or (value > 0 and value % 2400 == 0)) or (limit and value > limit):
-        bound = f" up to {limit}" if limit else ""
-        raise ValueError(
-            f"{value} GiB is not an FSx for Lustre size; use 1200 or a multiple of 2400{bound}"
-        )
-    return value
-
-
-def _lustre_throughput(value: int) -> int:
-    if value not in FSX_THROUGHPUTS:
-        raise ValueError(f"{value} is not offered; use one of 125, 250, 500, 1000")
-    return value
 
 
 def _log_retention(value: int) -> int:

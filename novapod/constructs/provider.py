@@ -10,7 +10,7 @@ causes, each with its reason. Callers add their API permissions to the two roles
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -20,7 +20,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct
 
 from novapod.constructs.acknowledge import acknowledge, nag_resource
-from novapod.constructs.log_retention import retention
+from novapod.constructs.log_retention import log_group
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 MEMORY_MB = 256
@@ -45,7 +45,7 @@ class HandlerProvider(Construct):
     ) -> None:
         super().__init__(scope, id_)
         self._purpose = purpose
-        self._retention = retention(log_retention_days)
+        self._days = log_retention_days
         self._key = encryption_key
         self.on_event = self._function(
             "OnEvent", code=code, handler="handler.index.on_event", timeout=on_event_timeout
@@ -85,13 +85,7 @@ class HandlerProvider(Construct):
         return str(self.provider.service_token)
 
     def log_group(self, id_: str) -> logs.LogGroup:
-        return logs.LogGroup(
-            self,
-            id_,
-            retention=self._retention,
-            encryption_key=self._key,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
+        return log_group(self, id_, days=self._days, key=self._key)
 
     def _role(self, id_: str, log_group: logs.ILogGroup, what: str) -> iam.Role:
         role = iam.Role(

@@ -27,7 +27,7 @@ from constructs import Construct
 
 from novapod.config import LOG_RETENTION_DAYS
 from novapod.constructs.acknowledge import acknowledge, nag_resource
-from novapod.constructs.log_retention import retention
+from novapod.constructs.log_retention import log_group
 from novapod.constructs.provider import HandlerProvider, default_policy
 
 from .buildspec import build_spec, pin_variables
@@ -82,7 +82,7 @@ class ClusterBootstrap(Construct):
                 f"{log_retention_days} days"
             )
         self.pins: HyperPodDependencies = default_pins()
-        self._retention = retention(log_retention_days)
+        self._days = log_retention_days
         self._key = encryption_key
         missing = self.pins.missing(rig=install_rig_dependencies)
         if missing:
@@ -202,13 +202,7 @@ class ClusterBootstrap(Construct):
     # --- building blocks ------------------------------------------------------------
 
     def _log_group(self, id_: str) -> logs.LogGroup:
-        return logs.LogGroup(
-            self,
-            id_,
-            retention=self._retention,
-            encryption_key=self._key,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
+        return log_group(self, id_, days=self._days, key=self._key)
 
     def _encrypt_project(self, key: kms.IKey) -> None:
         # Set on the L1 and granted here with exact actions; CDK's own grant would add
