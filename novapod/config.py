@@ -30,7 +30,7 @@ from pydantic import (
 )
 
 from novapod import addressing, planning
-from novapod.facts import eks_facts
+from novapod.facts import cluster_instance_types, eks_facts, plan_instance_types
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "default.yaml"
 
@@ -76,6 +76,9 @@ LOG_RETENTION_DAYS = (
 MAX_PRIVATE_PREFIX = 21  # /21: ~25 ml.p5.48xlarge nodes per zone
 FSX_THROUGHPUTS = (125, 250, 500, 1000)
 RIG_FSX_MAX_GIB = 100800  # EnvironmentConfig.FSxLustreConfig.SizeInGiB maximum
+
+# Tag text every service here accepts (SageMaker's pattern, ASCII form).
+TAG_TEXT = r"^[A-Za-z0-9 _.:/=+@-]*$"
 
 Name = Annotated[
     str,
@@ -541,9 +544,6 @@ class HyperPod(_Model):
     node_recovery: Literal["Automatic", "None"] = "Automatic"
     restricted_instance_groups: list[RestrictedGroup] = Field(default_factory=list)
     instance_groups: list[StandardGroup] = Field(default_factory=list)
-    fsx_deletion_policy: Literal["Keep", "DeleteIfNotUsed"] = Field(
-        "Keep", description="What happens to a RIG's service-managed FSx when the group goes."
-    )
 
     @model_validator(mode="after")
     def _groups(self) -> HyperPod:
@@ -573,8 +573,8 @@ class NovapodConfig(_Model):
     )
     region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d{1,2}$")
     tags: dict[
-        Annotated[str, StringConstraints(min_length=1, max_length=128)],
-        Annotated[str, StringConstraints(max_length=256)],
+        Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=TAG_TEXT)],
+        Annotated[str, StringConstraints(max_length=256, pattern=TAG_TEXT)],
     ] = Field(default_factory=dict)
     network: Network
     storage: Storage = Storage()
@@ -621,7 +621,60 @@ class NovapodConfig(_Model):
         except planning.PlanningError as exc:
             raise _at(self._planning_path(str(exc)), str(exc), root=True) from None
         self._check_hyperpod()
+        self._check_service_limits()
         return self
+
+    def _check_service_limits(self) -> None:
+        reserved = [k for k in self.tags if k.lower().startswith("aws:")]
+        if reserved:
+            raise _at(
+                "tags", f"the aws: prefix is reserved by AWS; rename {reserved[0]}", root=True
+            )
+        if self.eks is not None:
+            principals = self.eks.admin_principals
+            repeated = sorted({p for p in principals if principals.count(p) > 1})
+            if repeated:
+                raise _at("eks.admin_principals", f"listed twice: {', '.join(repeated)}", root=True)
+        plan_types = plan_instance_types()
+        for i, (_, request) in enumerate(self.training_plan_requests()):
+            if request.instance_type not in plan_types:
+                raise _at(
+                    f"capacity.training_plans[{i}].instance_type",
+                    f"training plans do not sell {request.instance_type}; use one of "
+                    f"{', '.join(sorted(plan_types))}",
+                    root=True,
+                )
+        if self.hyperpod is None:
+            return
+        group_types = cluster_instance_types()
+        typed: list[tuple[str, str | None]] = [
+            (f"restricted_instance_groups[{i}]", g.instance_type)
+            for i, g in enumerate(self.hyperpod.restricted_instance_groups)
+        ] + [
+            (f"instance_groups[{i}]", g.instance_type)
+            for i, g in enumerate(self.hyperpod.instance_groups)
+        ]
+        for where, instance_type in typed:
+            if instance_type and instance_type not in group_types:
+                raise _at(
+                    f"hyperpod.{where}.instance_type",
+                    f"{instance_type} is not a HyperPod instance type (see the "
+                    "ClusterInstanceType values of the SageMaker API)",
+                    root=True,
+                )
+        if self.hyperpod.restricted_instance_groups:
+            missing = [
+                e
+                for e in (*GATEWAY_ENDPOINTS, *RIG_ENDPOINTS)
+                if e not in self.network.endpoint_names
+            ]
+            if missing:
+                raise _at(
+                    "network.endpoints",
+                    "restricted instance groups have no internet access and reach AWS only "
+                    f"through endpoints; add {', '.join(missing)}",
+                    root=True,
+                )
 
     def _check_hyperpod(self) -> None:
         if self.eks is not None and self.network.closed:

@@ -7,9 +7,14 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+import botocore.session  # type: ignore[import-untyped]
 import yaml
 
-ADDON_NAMES = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
+# Managed by novapod as EKS add-ons. CoreDNS is not among them: it is a Deployment, and
+# a managed coredns add-on on a cluster without nodes (HyperPod brings the first ones)
+# stays DEGRADED and stalls the stack; the RIG install also patches it. The copy EKS
+# bootstraps itself serves until then.
+ADDON_NAMES = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
 
 
 @dataclass(frozen=True)
@@ -49,3 +54,20 @@ def version_tuple(version: str) -> tuple[int, ...]:
     """v1.20.1-eksbuild.3 -> (1, 20, 1)."""
     core = version.lstrip("v").split("-", 1)[0]
     return tuple(int(p) for p in core.split("."))
+
+
+@cache
+def sagemaker_enum(shape: str) -> frozenset[str]:
+    """Allowed values of a SageMaker API enum, from the installed botocore model."""
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    return frozenset(model.shape_for(shape).enum)
+
+
+def plan_instance_types() -> frozenset[str]:
+    """Instance types SearchTrainingPlanOfferings accepts."""
+    return sagemaker_enum("ReservedCapacityInstanceType")
+
+
+def cluster_instance_types() -> frozenset[str]:
+    """Instance types a HyperPod instance group accepts."""
+    return sagemaker_enum("ClusterInstanceType")

@@ -25,9 +25,18 @@ class Replacement:
     logical_id: str
     resource_type: str
     reason: str  # the create-only property that changed, or why else
+    # CloudFormation refuses to replace a resource whose custom name stays the same.
+    blocked_by_name: str | None = None
 
     def __str__(self) -> str:
-        return f"{self.logical_id} ({self.resource_type}): {self.reason}"
+        text = f"{self.logical_id} ({self.resource_type}): {self.reason}"
+        if self.blocked_by_name:
+            text += (
+                f" - blocked: its custom {self.blocked_by_name} stays the same, and "
+                "CloudFormation cannot replace a custom-named resource; change the name too "
+                "or delete the resource first"
+            )
+        return text
 
 
 @cache
@@ -55,11 +64,30 @@ def replacements(
         if after["Type"] != type_:
             out.append(Replacement(logical_id, type_, f"type changes to {after['Type']}"))
             continue
-        for pointer in create_only_properties(type_, region):
-            for path, old_value, new_value in _values(pointer, before, after):
-                if old_value != new_value:
-                    out.append(Replacement(logical_id, type_, f"{path} changes"))
+        pointers = create_only_properties(type_, region)
+        changed = [
+            path
+            for pointer in pointers
+            for path, old_value, new_value in _values(pointer, before, after)
+            if old_value != new_value
+        ]
+        if not changed:
+            continue
+        name = _unchanged_custom_name(pointers, before, after)
+        out += [Replacement(logical_id, type_, f"{p} changes", name) for p in changed]
     return out
+
+
+def _unchanged_custom_name(
+    pointers: tuple[str, ...], before: Mapping[str, Any], after: Mapping[str, Any]
+) -> str | None:
+    for pointer in pointers:
+        if not pointer.endswith("Name"):
+            continue
+        for path, old_value, new_value in _values(pointer, before, after):
+            if old_value is not _MISSING and old_value == new_value:
+                return path
+    return None
 
 
 def _values(

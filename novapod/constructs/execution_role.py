@@ -24,10 +24,11 @@ ENI_ACTIONS = (
     "ec2:CreateNetworkInterfacePermission",
     "ec2:DeleteNetworkInterface",
     "ec2:DeleteNetworkInterfacePermission",
-    "ec2:AttachNetworkInterface",
-    "ec2:DetachNetworkInterface",
     "ec2:ModifyNetworkInterfaceAttribute",
 )
+# Attach and detach also authorize on the instance, which HyperPod runs in an account of
+# its own: the instance ARN can name no account of ours.
+ATTACH_ACTIONS = ("ec2:AttachNetworkInterface", "ec2:DetachNetworkInterface")
 DESCRIBE_ACTIONS = (
     "ec2:DescribeNetworkInterfaces",
     "ec2:DescribeInstances",
@@ -38,6 +39,7 @@ DESCRIBE_ACTIONS = (
     "ec2:DescribeTags",
     "fsx:DescribeFileSystems",
     "ecr:GetAuthorizationToken",
+    "cloudwatch:DescribeAlarms",
 )
 ECR_PULL = ("ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability")
 # Nova customization images live in AWS-owned repositories whose names start so.
@@ -94,6 +96,11 @@ class ExecutionRole(Construct):
                 sid="ManageInterfaces", actions=list(ENI_ACTIONS), resources=[interfaces]
             ),
             iam.PolicyStatement(
+                sid="AttachInterfaces",
+                actions=list(ATTACH_ACTIONS),
+                resources=[interfaces, self._any_instance()],
+            ),
+            iam.PolicyStatement(
                 sid="TagNewInterfaces",
                 actions=["ec2:CreateTags"],
                 resources=[interfaces],
@@ -123,6 +130,11 @@ class ExecutionRole(Construct):
         self.policy = iam.Policy(self, "Policy", statements=statements, roles=[self.role])
         self._acknowledge(kind, interfaces)
 
+    def _any_instance(self) -> str:
+        return Stack.of(self).format_arn(
+            service="ec2", account="*", resource="instance", resource_name="*"
+        )
+
     def _acknowledge(self, kind: str, interfaces: str) -> None:
         acknowledge(
             self.role,
@@ -131,8 +143,10 @@ class ExecutionRole(Construct):
             "cluster instance role (node registration, health reporting, logs).",
         )
         reasons = {
-            "Resource::*": "EC2 Describe*, fsx:DescribeFileSystems and "
-            "ecr:GetAuthorizationToken have no resource-level permissions.",
+            "Resource::*": "EC2 Describe*, fsx:DescribeFileSystems, cloudwatch:DescribeAlarms "
+            "and ecr:GetAuthorizationToken have no resource-level permissions.",
+            f"Resource::{nag_resource(self, self._any_instance())}": "HyperPod instances run "
+            "in a service-owned account, so attach/detach cannot name an instance of ours.",
             f"Resource::{nag_resource(self, interfaces)}": "Network interfaces that the VPC "
             "CNI and EFA create do not exist yet; creation is limited to our subnets and group.",
         }

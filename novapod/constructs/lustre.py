@@ -70,10 +70,14 @@ class LinkedLustre(Construct):
         )
         # FSx reaches an SSE-KMS bucket through a per-file-system service-linked role,
         # whose AWS-managed permissions do not cover customer keys.
+        # FSx reaches an SSE-KMS bucket through a per-file-system service-linked role
+        # (AWSServiceRoleForFSxS3Access_<fs-id>), whose AWS-managed permissions do not
+        # cover customer keys: the key policy must name that role itself, only via S3.
+        stack = Stack.of(self)
         key.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="FsxS3DataRepositoryUseOfTheKey",
-                principals=[iam.AccountRootPrincipal()],
+                principals=[iam.AnyPrincipal()],
                 actions=[
                     "kms:Decrypt",
                     "kms:Encrypt",
@@ -83,13 +87,20 @@ class LinkedLustre(Construct):
                 resources=["*"],  # in a key policy, "*" means this key
                 conditions={
                     "ArnLike": {
-                        "aws:PrincipalArn": Stack.of(self).format_arn(
+                        "aws:PrincipalArn": stack.format_arn(
                             service="iam",
                             region="",
                             resource="role",
-                            resource_name="aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/*",
+                            resource_name=(
+                                "aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/"
+                                "AWSServiceRoleForFSxS3Access_*"
+                            ),
                         )
-                    }
+                    },
+                    "StringEquals": {
+                        "kms:CallerAccount": stack.account,
+                        "kms:ViaService": f"s3.{stack.region}.amazonaws.com",
+                    },
                 },
             )
         )

@@ -91,15 +91,6 @@ class HyperPodStack(Stack):
                 self._restricted(g) for g in spec.restricted_instance_groups
             ]
             or None,
-            restricted_instance_groups_config=(
-                sagemaker.CfnCluster.RestrictedInstanceGroupsConfigProperty(
-                    shared_environment_config=sagemaker.CfnCluster.SharedEnvironmentConfigProperty(
-                        f_sx_lustre_deletion_policy=spec.fsx_deletion_policy
-                    )
-                )
-                if spec.restricted_instance_groups
-                else None
-            ),
             instance_groups=[self._standard(g, scripts) for g in spec.instance_groups] or None,
         )
         self.cluster.override_logical_id(CLUSTER_LOGICAL_ID)
@@ -115,7 +106,13 @@ class HyperPodStack(Stack):
         override = sagemaker.CfnCluster.VpcConfigProperty(
             security_group_ids=[self.security_group_id], subnets=plan.subnet_ids
         )
-        return plan.plan_arn, override
+        # The ARN is written out from the plan's deterministic name, not read across
+        # stacks: when what is bought changes, so does this template, and the cluster
+        # is updated onto the new plan (its subnet is re-read in the same deploy).
+        arn = plan.spec.existing_arn or Stack.of(self).format_arn(
+            service="sagemaker", resource="training-plan", resource_name=plan.plan_name
+        )
+        return arn, override
 
     def _count(self, group: RestrictedGroup | StandardGroup) -> int:
         if group.instance_count is not None:

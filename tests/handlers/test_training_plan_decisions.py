@@ -17,6 +17,7 @@ from novapod.constructs.training_plan.handler.decisions import (
     PropertyError,
     TrainingPlanError,
 )
+from tests.handlers.world import World
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 ZONES = {"us-east-1a": "use1-az4", "us-east-1b": "use1-az6", "us-east-1c": "use1-az1"}
@@ -525,3 +526,17 @@ def test_times_are_iso_utc() -> None:
     assert decisions.iso(datetime(2030, 1, 1)) == "2030-01-01T00:00:00Z"  # naive means UTC
     assert decisions.iso(None) == ""
     assert decisions.as_utc("not a time") is None
+
+
+def test_a_pending_plan_without_a_count_yet_is_adoptable_and_checked_when_ready() -> None:
+    props = decisions.parse_properties(World.props())
+    pending = {
+        "TrainingPlanArn": "arn:aws:sagemaker:us-east-1:111122223333:training-plan/x",
+        "Status": "Pending",
+        "TargetResources": ["hyperpod-cluster"],
+    }
+    assert decisions.adoption_problems(pending, props) == []
+    ready = {**pending, "Status": "Scheduled", "TotalInstanceCount": 0}
+    assert decisions.adoption_problems(ready, props) == ["it has 0 instances, fewer than 4"]
+    small = {**pending, "TotalInstanceCount": 2}
+    assert decisions.adoption_problems(small, props) == ["it has 2 instances, fewer than 4"]

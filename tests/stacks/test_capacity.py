@@ -102,8 +102,8 @@ def test_provider_timeouts(synth) -> None:
         r["Properties"]["Handler"]: r["Properties"]
         for r in resources(template, "AWS::Lambda::Function").values()
     }
-    assert functions["handler.index.on_event"]["Timeout"] == 300  # well under Lambda's 900
-    assert functions["handler.index.is_complete"]["Timeout"] == 120
+    assert functions["handler.index.on_event"]["Timeout"] == 600  # under Lambda's 900
+    assert functions["handler.index.is_complete"]["Timeout"] == 300
     assert functions["handler.index.on_event"]["Runtime"].startswith("python3.")
     (machine,) = resources(template, "AWS::StepFunctions::StateMachine").values()
     definition = "".join(

@@ -21,6 +21,7 @@ def cluster_props(template: dict[str, Any]) -> dict[str, Any]:
 
 def test_cluster_is_native_private_and_not_auto_mode(synth) -> None:
     props = cluster_props(synth(DEFAULT_CONFIG).templates["eks"])
+    assert props.get("BootstrapSelfManagedAddons", True) is True  # CoreDNS comes from here
     assert props["Name"] == "novapod-default"
     assert props["Version"] == "1.33"
     assert props["ComputeConfig"] == {"Enabled": False}
@@ -94,7 +95,9 @@ def test_addons_are_managed_at_pinned_versions(synth) -> None:
     pinned = eks_facts().addon_versions("1.33")
     assert pinned is not None
     found = {a["Properties"]["AddonName"]: a["Properties"] for a in addons.values()}
-    assert set(found) == {"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"}
+    # coredns stays self-managed: with no nodes before HyperPod, a managed one would be
+    # DEGRADED and stall the stack.
+    assert set(found) == {"vpc-cni", "kube-proxy", "eks-pod-identity-agent"}
     for name, props in found.items():
         assert props["AddonVersion"] == pinned[name]
         assert props["ResolveConflicts"] == "OVERWRITE"

@@ -40,9 +40,13 @@ def test_each_rig_runs_on_its_plan_in_the_plans_zone(synth, path, expected) -> N
     assert set(rigs) == set(expected)
     for name, plan_id in expected.items():
         rig = rigs[name]
-        assert producer_value(result, rig["TrainingPlanArn"]) == {
-            "Fn::GetAtt": [plan_id, "PlanArn"]
-        }
+        plan = result.templates["capacity"]["Resources"][plan_id]["Properties"]
+        if plan["Mode"] == "adopt":
+            assert rig["TrainingPlanArn"] == plan["ExistingArn"]
+        else:  # written from the deterministic name, so a new plan changes this template
+            assert rig["TrainingPlanArn"] == (
+                f"arn:aws:sagemaker:us-east-1:111122223333:training-plan/{plan['PlanName']}"
+            )
         (subnet,) = rig["OverrideVpcConfig"]["Subnets"]
         assert producer_value(result, subnet) == {"Fn::GetAtt": [plan_id, "SubnetId"]}
         (group,) = rig["OverrideVpcConfig"]["SecurityGroupIds"]
@@ -78,9 +82,9 @@ def test_cluster_is_orchestrated_by_our_eks_in_our_private_subnets(synth) -> Non
     subnets = [producer_value(result, s) for s in props["VpcConfig"]["Subnets"]]
     assert subnets == [{"Ref": "PrivateSubnetUse1Az4"}, {"Ref": "PrivateSubnetUse1Az6"}]
     assert props["NodeRecovery"] == "Automatic"
-    assert props["RestrictedInstanceGroupsConfig"] == {
-        "SharedEnvironmentConfig": {"FSxLustreDeletionPolicy": "Keep"}
-    }
+    # Per-group FSx (EnvironmentConfig); the cluster-wide SharedEnvironmentConfig would
+    # need its own FSxLustreConfig (required in the CreateCluster API).
+    assert "RestrictedInstanceGroupsConfig" not in props
 
 
 def test_standard_groups_run_lifecycle_scripts_from_s3(synth) -> None:
@@ -118,6 +122,16 @@ def test_execution_role_statements(synth, fragment, kind) -> None:
     result = synth(MIXED)
     statements = {s["Sid"]: s for s in role_statements(result, fragment)}
     assert "fsx:DescribeFileSystems" in statements["DescribeWithoutResourceLevel"]["Action"]
+    assert "cloudwatch:DescribeAlarms" in statements["DescribeWithoutResourceLevel"]["Action"]
+    attach = statements["AttachInterfaces"]
+    assert sorted(as_list(attach["Action"])) == [
+        "ec2:AttachNetworkInterface",
+        "ec2:DetachNetworkInterface",
+    ]
+    assert sorted(joined(r).rsplit(":", 1)[-1] for r in attach["Resource"]) == [
+        "instance/*",
+        "network-interface/*",
+    ]
     assert statements["PodIdentityOnThisCluster"]["Action"] == "eks-auth:AssumeRoleForPodIdentity"
     assert producer_value(result, statements["PodIdentityOnThisCluster"]["Resource"]) == {
         "Fn::GetAtt": ["ClusterEB0386A7", "Arn"]

@@ -29,12 +29,14 @@ def edit(data: dict[str, Any], change: str) -> dict[str, Any]:
         rig["instance_count"] = 2
     elif change == "health-checks":
         rig["deep_health_checks"] = ["InstanceStress"]
-    elif change == "fsx-deletion-policy":
-        data["hyperpod"]["fsx_deletion_policy"] = "DeleteIfNotUsed"
+    elif change == "fsx-throughput":
+        rig["fsx_throughput"] = 500
     elif change == "eks-admins":
         data["eks"]["admin_principals"].append("arn:aws:iam::111122223333:role/Other")
     elif change == "add-zone":
         data["network"]["vpc"]["zone_ids"].append("use1-az1")
+    elif change == "new-plan-window":
+        data["capacity"]["training_plans"][0]["start_after"] = "2027-01-11T00:00:00Z"
     elif change == "rename-environment":
         data["name"] = "renamed"
     else:
@@ -62,7 +64,7 @@ def replaced(synth, result, kind: str) -> set[str]:
 
 @pytest.mark.parametrize(
     "change",
-    ["node-recovery", "fewer-instances", "health-checks", "fsx-deletion-policy", "eks-admins"],
+    ["node-recovery", "fewer-instances", "health-checks", "fsx-throughput", "eks-admins"],
 )
 def test_edits_that_keep_the_cluster(synth, variant, change) -> None:
     result = variant(change)
@@ -77,7 +79,15 @@ def test_adding_a_zone_replaces_the_hyperpod_cluster_but_no_stateful_resource(
     synth, variant
 ) -> None:
     result = variant("add-zone")
-    assert CLUSTER_LOGICAL_ID in replaced(synth, result, "hyperpod")  # VpcConfig is create-only
+    (found,) = [
+        r
+        for r in replacements(synth(BASE).templates["hyperpod"], result.templates["hyperpod"])
+        if r.logical_id == CLUSTER_LOGICAL_ID
+    ]
+    assert found.reason == "VpcConfig changes"  # create-only
+    # ... and the cluster keeps its name, so CloudFormation would refuse the update:
+    # adding a zone needs the HyperPod cluster deleted first (see the README).
+    assert found.blocked_by_name == "ClusterName"
     assert replaced(synth, result, "storage") == set()
     # Existing subnets, routes and NAT gateways stay; the new zone's are added.
     assert replaced(synth, result, "network") == set()
@@ -92,3 +102,20 @@ def test_renaming_the_environment_replaces_the_clusters(synth, variant) -> None:
     assert "ClusterName changes" in hyperpod
     eks = {r.reason for r in replacements(base.templates["eks"], result.templates["eks"])}
     assert "Name changes" in eks
+
+
+def test_buying_a_different_plan_moves_the_group_onto_it_in_place(synth, variant) -> None:
+    """What is bought changes -> new plan name -> the HyperPod template changes too.
+
+    (Were the ARN only read across stacks, this template would not change and the
+    deploy would skip it, leaving the group on the old plan.)
+    """
+    base, result = synth(BASE), variant("new-plan-window")
+    old_plan = base.templates["capacity"]["Resources"]["TrainingPlanLiteSft"]["Properties"]
+    new_plan = result.templates["capacity"]["Resources"]["TrainingPlanLiteSft"]["Properties"]
+    assert old_plan["PlanName"] != new_plan["PlanName"]
+    group = result.templates["hyperpod"]["Resources"][CLUSTER_LOGICAL_ID]["Properties"][
+        "RestrictedInstanceGroups"
+    ][0]
+    assert group["TrainingPlanArn"].endswith(f"training-plan/{new_plan['PlanName']}")
+    assert replaced(synth, result, "hyperpod") == set()

@@ -578,3 +578,58 @@ def test_rig_outside_known_regions_warns() -> None:
     }
     (warning,) = parse_config(data).warnings()
     assert warning.startswith("region: restricted instance groups have been seen only in us-east-1")
+
+
+@pytest.mark.parametrize(
+    ("data", "path", "words"),
+    [
+        ({**VALID, "tags": {"aws:owner": "me"}}, "tags", "aws: prefix is reserved"),
+        ({**VALID, "tags": {"team": "ml;rm -rf"}}, "tags.team", "does not match"),
+        (
+            with_cluster(None, eks={"admin_principals": ["arn:aws:iam::111122223333:role/A"] * 2}),
+            "eks.admin_principals",
+            "listed twice",
+        ),
+        (
+            with_capacity(
+                {
+                    "training_plans": [
+                        {
+                            "name": "p",
+                            "instance_type": "ml.p5.2xlarge",
+                            "instance_count": 1,
+                            "duration_hours": 24,
+                            "purchase": APPROVED,
+                        }
+                    ]
+                }
+            ),
+            "capacity.training_plans[0].instance_type",
+            "do not sell ml.p5.2xlarge",
+        ),
+        (
+            with_cluster(
+                {
+                    "instance_groups": [
+                        {"name": "cpu", "instance_type": "ml.r5.24xlarge", "instance_count": 1}
+                    ]
+                }
+            ),
+            "hyperpod.instance_groups[0].instance_type",
+            "not a HyperPod instance type",
+        ),
+        (
+            {
+                **with_cluster({"restricted_instance_groups": [RIG]}),
+                "network": {**VALID["network"], "endpoints": ["s3", "sts"]},
+            },
+            "network.endpoints",
+            "add ecr.api, ecr.dkr",
+        ),
+    ],
+    ids=["aws-tag", "tag-chars", "dup-admin", "plan-type", "group-type", "rig-endpoints"],
+)
+def test_service_limits(data, path, words) -> None:
+    issues = dict(errors_of(data))
+    assert path in issues, issues
+    assert words in issues[path]

@@ -31,7 +31,19 @@ def test_create_only_change_is_reported_with_its_path() -> None:
     new = template(C=cluster(ClusterName="a", VpcConfig={"Subnets": ["s1", "s2"]}))
     (found,) = replacements(old, new)
     assert (found.logical_id, found.reason) == ("C", "VpcConfig changes")
-    assert str(found) == "C (AWS::SageMaker::Cluster): VpcConfig changes"
+    # The cluster keeps its custom name "a": CloudFormation would refuse this update.
+    assert found.blocked_by_name == "ClusterName"
+    assert str(found).startswith("C (AWS::SageMaker::Cluster): VpcConfig changes - blocked: ")
+
+
+def test_replacement_with_a_new_name_is_not_blocked() -> None:
+    old = template(C=cluster(ClusterName="a", VpcConfig={"Subnets": ["s1"]}))
+    new = template(C=cluster(ClusterName="b", VpcConfig={"Subnets": ["s2"]}))
+    assert {r.reason for r in replacements(old, new)} == {
+        "ClusterName changes",
+        "VpcConfig changes",
+    }
+    assert all(r.blocked_by_name is None for r in replacements(old, new))
 
 
 def test_nested_pointer_and_added_property() -> None:

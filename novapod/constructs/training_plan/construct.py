@@ -31,8 +31,10 @@ RESOURCE_TYPE = "Custom::NovapodTrainingPlan"
 QUERY_INTERVAL = Duration.minutes(1)
 PROVIDER_MARGIN_MINUTES = 5
 MAX_TOTAL_MINUTES = 60
-ON_EVENT_TIMEOUT = Duration.minutes(5)
-IS_COMPLETE_TIMEOUT = Duration.minutes(2)
+# Worst case of on_event: three reads with retries, one purchase call, confirming
+# describes; each read is bounded by botocore timeouts and attempts (handler/index.py).
+ON_EVENT_TIMEOUT = Duration.minutes(10)
+IS_COMPLETE_TIMEOUT = Duration.minutes(5)
 
 NO_RESOURCE_LEVEL = (
     "{action} has no resource-level permissions (the IAM service reference lists no "

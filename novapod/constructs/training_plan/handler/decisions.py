@@ -559,7 +559,10 @@ def adoption_problems(plan: Mapping[str, Any], props: PlanProperties) -> list[st
             f"its instance type is {', '.join(sorted(map(str, types)))}, not {props.instance_type}"
         )
     total = plan.get("TotalInstanceCount")
-    if props.instance_count is not None and (total or 0) < props.instance_count:
+    # Like its capacity, a Pending plan's count may not be filled in yet: check it once
+    # it is, and again when the plan is ready.
+    counted = bool(total) or status != "Pending"
+    if props.instance_count is not None and counted and (total or 0) < props.instance_count:
         problems.append(f"it has {total or 0} instances, fewer than {props.instance_count}")
     missing = [t for t in props.target_resources if t not in plan.get("TargetResources", [])]
     if missing:

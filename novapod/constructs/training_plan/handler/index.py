@@ -24,11 +24,11 @@ from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[impor
 from . import decisions, offerings
 from .decisions import PlanProperties, TrainingPlanError
 
-CONNECT_TIMEOUT_SECONDS: float = 10
+CONNECT_TIMEOUT_SECONDS: float = 5
 READ_TIMEOUT_SECONDS: float = 20
 # The purchase waits longer for its answer: a lost answer costs a confirming describe.
 CREATE_READ_TIMEOUT_SECONDS: float = 60
-MAX_ATTEMPTS = 5
+MAX_ATTEMPTS = 3
 # A failed CreateTrainingPlan may still have bought the plan (lost response, 5xx):
 # describe after each of these pauses before concluding that nothing was bought.
 CONFIRM_DELAYS_SECONDS: tuple[float, ...] = (0, 2, 5)
