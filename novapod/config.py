@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -34,23 +34,6 @@ from novapod.facts import cluster_instance_types, eks_facts, plan_instance_types
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "default.yaml"
 
-# Interface endpoints HyperPod nodes in restricted instance groups need (they have no
-# internet access), and the two that reinforcement fine-tuning adds.
-RIG_ENDPOINTS: tuple[str, ...] = (
-    "ecr.api",
-    "ecr.dkr",
-    "sts",
-    "logs",
-    "monitoring",
-    "eks",
-    "eks-auth",
-    "ssm",
-    "ssmmessages",
-    "ec2messages",
-)
-RFT_ENDPOINTS: tuple[str, ...] = ("lambda", "sqs")
-GATEWAY_ENDPOINTS: tuple[str, ...] = ("s3",)
-ALL_ENDPOINTS: tuple[str, ...] = GATEWAY_ENDPOINTS + RIG_ENDPOINTS + RFT_ENDPOINTS
 EndpointName = Literal[
     "s3",
     "ecr.api",
@@ -66,6 +49,14 @@ EndpointName = Literal[
     "lambda",
     "sqs",
 ]
+ALL_ENDPOINTS: tuple[str, ...] = get_args(EndpointName)
+GATEWAY_ENDPOINTS: tuple[str, ...] = ("s3",)
+# The two that reinforcement fine-tuning adds; every other interface endpoint is one
+# that nodes of restricted instance groups (no internet access) need.
+RFT_ENDPOINTS: tuple[str, ...] = ("lambda", "sqs")
+RIG_ENDPOINTS: tuple[str, ...] = tuple(
+    e for e in ALL_ENDPOINTS if e not in GATEWAY_ENDPOINTS + RFT_ENDPOINTS
+)
 
 # Retention values CloudWatch Logs accepts.
 LOG_RETENTION_DAYS = (

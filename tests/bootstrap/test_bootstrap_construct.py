@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from novapod.constructs.cluster_bootstrap.buildspec import build_spec, pin_variables
 from novapod.constructs.cluster_bootstrap.pins import default_pins
-from tests.conftest import ROOT, resources
+from tests.conftest import resources
 
 ACCOUNT, REGION = "111122223333", "us-east-1"
 
@@ -147,21 +146,11 @@ def test_cdk_nag_passes_with_reasoned_acknowledgements(synthesized: Synthesized)
 
 
 def test_cfn_lint_reports_nothing(synthesized: Synthesized) -> None:
-    from cfnlint.api import ManualArgs, lint
+    from tests.lint import lint_findings
 
-    settings = yaml.safe_load((ROOT / ".cfnlintrc.yaml").read_text())
     for template in (synthesized.rig, synthesized.keyed):
-        matches = lint(
-            json.dumps(template),
-            config=ManualArgs(regions=[REGION], ignore_checks=settings["ignore_checks"]),
-        )
         # The fixture VPC's dummy zones are not the construct's; its own resources are.
-        findings = [
-            f"{m.rule.id} {m.message} ({'/'.join(map(str, m.path))})"
-            for m in matches
-            if m.rule.id[0] in "EW" and m.rule.id != "W3010"
-        ]
-        assert findings == []
+        assert lint_findings(template, REGION, also_ignore=("W3010",)) == []
 
 
 def test_project_runs_in_the_given_subnets_and_security_group(synthesized: Synthesized) -> None:

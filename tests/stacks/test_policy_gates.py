@@ -6,13 +6,10 @@ import json
 from typing import Any
 
 import pytest
-import yaml
-from cfnlint.api import ManualArgs, lint
 
 from novapod.config import load_config
-from tests.conftest import ALL_CONFIGS, ROOT
-
-LINT_SETTINGS = yaml.safe_load((ROOT / ".cfnlintrc.yaml").read_text())
+from tests.conftest import ALL_CONFIGS
+from tests.lint import lint_findings
 
 
 @pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: p.name)
@@ -21,17 +18,7 @@ def test_cfn_lint_reports_nothing(synth, path) -> None:
     region = load_config(path).region
     assert {"network", "storage"} <= set(result.templates)
     for kind, template in result.templates.items():
-        matches = lint(
-            json.dumps(template),
-            config=ManualArgs(regions=[region], ignore_checks=LINT_SETTINGS["ignore_checks"]),
-        )
-        # Errors and warnings gate; informational hints (I*) do not.
-        findings = [
-            f"{m.rule.id} {m.message} ({'/'.join(map(str, m.path))})"
-            for m in matches
-            if m.rule.id[0] in "EW"
-        ]
-        assert findings == [], f"{kind}: {findings}"
+        assert lint_findings(template, region) == [], kind
 
 
 @pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: p.name)
