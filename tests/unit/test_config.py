@@ -194,7 +194,20 @@ _values = st.recursive(
     ),
     max_leaves=12,
 )
-_keys = st.sampled_from(["name", "region", "account", "tags", "network", "storage", "extra"])
+_keys = st.sampled_from(
+    [
+        "name",
+        "region",
+        "account",
+        "tags",
+        "network",
+        "storage",
+        "capacity",
+        "eks",
+        "hyperpod",
+        "extra",
+    ]
+)
 
 
 def _mutations() -> st.SearchStrategy[dict[str, Any]]:
@@ -203,6 +216,9 @@ def _mutations() -> st.SearchStrategy[dict[str, Any]]:
         "network.vpc.zone_ids", "network.vpc.private_subnet_prefix", "network.closed",
         "network.endpoints", "network.flow_logs", "storage", "storage.lustre",
         "storage.lustre.storage_capacity_gib", "network.existing_vpc",
+        "capacity", "capacity.workloads", "capacity.training_plans", "eks",
+        "eks.kubernetes_version", "eks.admin_principals", "hyperpod",
+        "hyperpod.restricted_instance_groups", "hyperpod.instance_groups",
     ]  # fmt: skip
     return st.builds(
         _apply,
@@ -210,14 +226,69 @@ def _mutations() -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
-def _apply(edits: list[tuple[str, Any]]) -> dict[str, Any]:
-    data = copy.deepcopy(VALID)
+# A valid environment with every section, so random edits reach the cross-checks.
+FULL: dict[str, Any] = {
+    **VALID,
+    "capacity": {
+        "workloads": [
+            {
+                "name": "sft",
+                "model": "lite",
+                "technique": "sft-lora",
+                "hours_per_run": 10,
+                "plan": "main",
+            }
+        ],
+        "training_plans": [
+            {"name": "main", "purchase": {"approve": True, "max_upfront_fee": "100"}}
+        ],
+    },
+    "eks": {},
+    "hyperpod": {"restricted_instance_groups": [{"name": "rig", "training_plan": "main"}]},
+}
+
+
+def _apply(edits: list[tuple[str, Any]], base: dict[str, Any] | None = None) -> dict[str, Any]:
+    data = copy.deepcopy(base or VALID)
     for path, value in edits:
         try:
             data = with_(path, value, data)
         except (AttributeError, TypeError):
             continue
     return data
+
+
+def test_full_example_is_valid() -> None:
+    assert parse_config(FULL).hyperpod is not None
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(
+                [
+                    "capacity.workloads",
+                    "capacity.training_plans",
+                    "eks",
+                    "eks.kubernetes_version",
+                    "eks.endpoint",
+                    "eks.public_access_cidrs",
+                    "hyperpod",
+                    "hyperpod.restricted_instance_groups",
+                    "hyperpod.instance_groups",
+                    "hyperpod.node_recovery",
+                    "tags",
+                    "network.endpoints",
+                ]
+            ),
+            _values,
+        ),
+        max_size=3,
+    )
+)
+def test_random_edits_of_a_full_config_give_config_or_config_error(edits) -> None:
+    _check(_apply(edits, FULL))
 
 
 def _check(data: Any) -> None:
