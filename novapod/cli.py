@@ -33,11 +33,18 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    plan = load_config(args.config).capacity_plan()
+    config = load_config(args.config)
+    plan = config.capacity_plan()
     if args.json:
         print(json.dumps(planning.capacity_plan_json(plan), indent=2))
     else:
         print(planning.render_table(plan))
+        adopted = [spec for spec in config.capacity.training_plans if spec.adopted]
+        if adopted:
+            print("\nAdopted plans (described and checked at deploy, never bought)")
+            for spec in adopted:
+                size = f"{spec.instance_count} x {spec.instance_type}"
+                print(f"{spec.name}: {spec.existing_arn} ({size})")
     return EXIT_OK
 
 

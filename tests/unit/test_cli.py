@@ -100,3 +100,12 @@ def test_plan_reports_planning_errors_as_config_errors(tmp_path) -> None:
     assert result.returncode == 2
     assert result.stderr.startswith("capacity.workloads[0]: workload 'cpt': cpt is not documented")
     assert "Traceback" not in result.stderr
+
+
+def test_plan_lists_adopted_plans(capsys) -> None:
+    from tests.conftest import ROOT
+
+    assert main(["plan", str(ROOT / "config/examples/adopt-existing-plan.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "Adopted plans (described and checked at deploy, never bought)" in out
+    assert "reserved: arn:aws:sagemaker:us-east-1:111122223333:training-plan/team-p5-january" in out
