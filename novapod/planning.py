@@ -719,7 +719,8 @@ CAPACITY_PLAN_JSON_SCHEMA: dict[str, Any] = {
                     "minItems": 1,
                     "uniqueItems": True,
                 },
-                "jobs": {"type": "array", "items": _NAME, "minItems": 1},
+                # Empty for a plan reserved for work the planner does not model.
+                "jobs": {"type": "array", "items": _NAME},
                 "required_instance_hours": {"type": "number", "minimum": 0},
                 "reserved_instance_hours": {"type": "number", "minimum": 0},
                 "waste_instance_hours": {

@@ -787,3 +787,17 @@ def test_every_plan_fits_its_jobs(workloads: list[Workload]) -> None:
             job.instance_count * job.hours_per_run * job.runs
         )
     _validate(json.loads(json.dumps(capacity_plan_json(plan))))
+
+
+def test_json_of_a_standalone_plan_follows_the_schema() -> None:
+    import jsonschema
+
+    spare = PlanSettings(
+        "spare", instance_type="ml.p5.48xlarge", instance_count=2, duration_hours=24
+    )
+    document = capacity_plan_json(
+        _plan(Workload("w", "micro", "cpt", hours_per_run=1), plans=(spare,))
+    )
+    jsonschema.validate(document, CAPACITY_PLAN_JSON_SCHEMA)
+    (standalone,) = [p for p in document["training_plans"] if p["name"] == "spare"]
+    assert standalone["jobs"] == []
