@@ -50,6 +50,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         f"{prefix}-storage",
         storage=config.storage,
         name=prefix,
+        environment=config.name,
         lifecycle_scripts=bool(config.hyperpod and config.hyperpod.instance_groups),
         network=network.handle,
         security_group=network.security_group,

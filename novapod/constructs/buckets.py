@@ -51,6 +51,7 @@ def encrypted_bucket(
     access_logs: s3.IBucket,
     noncurrent_version_days: int,
     infrequent_access_days: int | None = None,
+    bucket_name: str | None = None,
 ) -> s3.Bucket:
     """A KMS-encrypted, versioned, TLS-only bucket that logs access to `access_logs`."""
     transitions = (
@@ -66,6 +67,7 @@ def encrypted_bucket(
     return s3.Bucket(
         scope,
         id_,
+        bucket_name=bucket_name,
         encryption=s3.BucketEncryption.KMS,
         encryption_key=key,
         bucket_key_enabled=True,  # fewer KMS requests for many small checkpoint files

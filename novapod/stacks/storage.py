@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, CfnResource, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnOutput, CfnResource, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from novapod.config import Storage
@@ -28,6 +29,7 @@ PINNED_IDS = {
     "data": "DataBucket",
     "artifacts": "ArtifactsBucket",
     "lustre": "LustreFileSystem",
+    "lifecycle_scripts": "LifecycleScriptsBucket",
     "lustre_association": "LustreDataRepositoryAssociation",
 }
 
@@ -42,6 +44,7 @@ class StorageStack(Stack):
         *,
         storage: Storage,
         name: str,
+        environment: str,
         lifecycle_scripts: bool,
         network: VpcHandle,
         security_group: ec2.ISecurityGroup,
@@ -99,12 +102,25 @@ class StorageStack(Stack):
             self.lustre.association.override_logical_id(PINNED_IDS["lustre_association"])
             CfnOutput(self, "LustreFileSystemId", value=self.lustre.file_system.file_system_id)
 
+        # HyperPod expects lifecycle scripts in a bucket whose name starts with
+        # "sagemaker-" (what its cluster-instance managed policy can read): a bucket of
+        # their own, named from the environment, account and region (at most 61 chars).
+        self.lifecycle_bucket: s3.Bucket | None = None
+        self.lifecycle_scripts: LifecycleScripts | None = None
+        if lifecycle_scripts:
+            self.lifecycle_bucket = encrypted_bucket(
+                self,
+                "LifecycleScripts",
+                key=self.key,
+                access_logs=self.access_logs_bucket,
+                noncurrent_version_days=storage.noncurrent_version_days,
+                bucket_name=f"sagemaker-np-{environment}-{Aws.ACCOUNT_ID}-{Aws.REGION}",
+            )
+            _pin(self.lifecycle_bucket, PINNED_IDS["lifecycle_scripts"])
+            self.lifecycle_scripts = LifecycleScripts(
+                self, "LifecycleScriptsDeployment", bucket=self.lifecycle_bucket, key=self.key
+            )
         self.node_policies = self._node_policies()
-        self.lifecycle_scripts = (
-            LifecycleScripts(self, "LifecycleScripts", bucket=self.artifacts_bucket, key=self.key)
-            if lifecycle_scripts
-            else None
-        )
 
         CfnOutput(self, "DataBucketName", value=self.data_bucket.bucket_name)
         CfnOutput(self, "ArtifactsBucketName", value=self.artifacts_bucket.bucket_name)
@@ -117,20 +133,21 @@ class StorageStack(Stack):
         inside a policy document; execution roles attach these by ARN.
         """
         data, artifacts = self.data_bucket, self.artifacts_bucket
+        readable = [data, artifacts] + ([self.lifecycle_bucket] if self.lifecycle_bucket else [])
         read = iam.ManagedPolicy(
             self,
             "ReadInputsPolicy",
-            description="novapod: list both buckets, read data and artifacts objects",
+            description="novapod: list and read the data, artifacts and lifecycle buckets",
             statements=[
                 iam.PolicyStatement(
                     sid="ListBuckets",
                     actions=["s3:ListBucket"],
-                    resources=[data.bucket_arn, artifacts.bucket_arn],
+                    resources=[b.bucket_arn for b in readable],
                 ),
                 iam.PolicyStatement(
                     sid="ReadObjects",
                     actions=["s3:GetObject"],
-                    resources=[data.arn_for_objects("*"), artifacts.arn_for_objects("*")],
+                    resources=[b.arn_for_objects("*") for b in readable],
                 ),
                 iam.PolicyStatement(
                     sid="DecryptWithTheKey",
@@ -159,10 +176,15 @@ class StorageStack(Stack):
         reasons = {
             data: "Training inputs are arbitrary object keys in the environment's data bucket "
             "(object actions only; listing is on the bucket ARN).",
-            artifacts: "Job outputs, manifests, evaluation results and lifecycle scripts are "
-            "arbitrary keys in the artifacts bucket (object actions only).",
+            artifacts: "Job outputs, manifests and evaluation results are arbitrary keys in "
+            "the artifacts bucket (object actions only).",
         }
-        for policy, buckets in ((read, (data, artifacts)), (write, (artifacts,))):
+        if self.lifecycle_bucket is not None:
+            reasons[self.lifecycle_bucket] = (
+                "Lifecycle scripts live under content-addressed prefixes of their own bucket; "
+                "nodes read whichever prefix their group's SourceS3Uri names."
+            )
+        for policy, buckets in ((read, readable), (write, [artifacts])):
             for bucket in buckets:
                 objects = nag_resource(self, bucket.arn_for_objects("*"))
                 acknowledge(policy, f"AwsSolutions-IAM5[Resource::{objects}]", reasons[bucket])

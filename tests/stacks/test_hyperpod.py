@@ -94,12 +94,18 @@ def test_standard_groups_run_lifecycle_scripts_from_s3(synth) -> None:
     system = standard["system"]
     assert system["LifeCycleConfig"]["OnCreate"] == "on_create.sh"
     uri = joined(system["LifeCycleConfig"]["SourceS3Uri"], result)
-    assert uri.startswith("s3://${ArtifactsBucket}/lifecycle-scripts/") and uri.endswith("/")
+    assert uri.startswith("s3://${LifecycleScriptsBucket}/lifecycle-scripts/") and uri.endswith("/")
+    bucket = result.templates["storage"]["Resources"]["LifecycleScriptsBucket"]
+    # HyperPod documents lifecycle buckets named sagemaker-*.
+    assert joined(bucket["Properties"]["BucketName"]) == (
+        "sagemaker-np-mixed-${AWS::AccountId}-${AWS::Region}"
+    )
+    assert bucket["DeletionPolicy"] == "Retain"
     assert system["InstanceStorageConfigs"] == [{"EbsVolumeConfig": {"VolumeSizeInGB": 200}}]
     assert "TrainingPlanArn" not in system
     (deployment,) = resources(result.templates["storage"], "Custom::CDKBucketDeployment").values()
     prefix = joined(deployment["Properties"]["DestinationBucketKeyPrefix"])
-    assert uri == f"s3://${{ArtifactsBucket}}/{prefix}"
+    assert uri == f"s3://${{LifecycleScriptsBucket}}/{prefix}"
 
 
 def role_statements(result, logical_fragment: str) -> list[dict[str, Any]]:
@@ -184,6 +190,7 @@ def test_storage_policies_use_object_arns_for_object_actions(synth) -> None:
     assert sorted(joined(r) for r in by_sid["ReadObjects"]["Resource"]) == [
         "${ArtifactsBucket.Arn}/*",
         "${DataBucket.Arn}/*",
+        "${LifecycleScriptsBucket.Arn}/*",
     ]
 
 
