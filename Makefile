@@ -38,6 +38,7 @@ node_modules/.installed: package.json package-lock.json
 setup: $(VENV)/.installed node_modules/.installed
 
 synth: setup
+	rm -rf cdk.out  # only this config's templates, none left from an earlier synth
 	PATH="$(CURDIR)/$(BIN):$$PATH" npx --no-install cdk synth --quiet -c config=$(NOVAPOD_CONFIG)
 	@echo "templates written to cdk.out/"
 
