@@ -42,10 +42,6 @@ class SubnetAllocation:
     kind: str  # "private" | "public"
     cidr: str
 
-    @property
-    def usable_addresses(self) -> int:
-        return usable_addresses(int(self.cidr.rsplit("/", 1)[1]))
-
 
 def usable_addresses(prefix_length: int) -> int:
     """Addresses left for ENIs in a subnet of this size."""

@@ -608,14 +608,17 @@ class NovapodConfig(_Model):
                 root=True,
             )
         try:
-            self.capacity_plan()
+            plan = self.capacity_plan()
         except planning.PlanningError as exc:
             raise _at(self._planning_path(str(exc)), str(exc), root=True) from None
-        self._check_hyperpod()
-        self._check_service_limits()
+        requests = self._resolve(plan)
+        self._check_hyperpod(requests)
+        self._check_service_limits(requests)
         return self
 
-    def _check_service_limits(self) -> None:
+    def _check_service_limits(
+        self, requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]]
+    ) -> None:
         reserved = [k for k in self.tags if k.lower().startswith("aws:")]
         if reserved:
             raise _at(
@@ -627,7 +630,7 @@ class NovapodConfig(_Model):
             if repeated:
                 raise _at("eks.admin_principals", f"listed twice: {', '.join(repeated)}", root=True)
         plan_types = plan_instance_types()
-        for i, (_, request) in enumerate(self.training_plan_requests()):
+        for i, (_, request) in enumerate(requests):
             if request.instance_type not in plan_types:
                 raise _at(
                     f"capacity.training_plans[{i}].instance_type",
@@ -667,7 +670,9 @@ class NovapodConfig(_Model):
                     root=True,
                 )
 
-    def _check_hyperpod(self) -> None:
+    def _check_hyperpod(
+        self, requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]]
+    ) -> None:
         if self.eks is not None and self.network.closed:
             raise _at(
                 "network.closed",
@@ -680,7 +685,7 @@ class NovapodConfig(_Model):
             return
         if self.eks is None:
             raise _at("hyperpod", "HyperPod is orchestrated by EKS; add an eks section", root=True)
-        plans = {spec.name: request for spec, request in self.training_plan_requests()}
+        plans = {spec.name: request for spec, request in requests}
         groups: list[tuple[str, RestrictedGroup | StandardGroup]] = [
             (f"hyperpod.restricted_instance_groups[{i}]", g)
             for i, g in enumerate(self.hyperpod.restricted_instance_groups)
@@ -742,9 +747,6 @@ class NovapodConfig(_Model):
                 )
         return out
 
-    def plan_request(self, name: str) -> planning.PlanRequest:
-        return dict((s.name, r) for s, r in self.training_plan_requests())[name]
-
     def _planning_path(self, message: str) -> str:
         """The config path a planner message is about (it names a workload or plan)."""
         match = re.match(r"(workload|training plan) '?([a-z0-9-]+)'?", message)
@@ -775,7 +777,12 @@ class NovapodConfig(_Model):
 
     def training_plan_requests(self) -> list[tuple[TrainingPlanSpec, planning.PlanRequest]]:
         """The plans this environment buys or adopts, each with its resolved request."""
-        requests = {r.name: r for r in self.capacity_plan().training_plans}
+        return self._resolve(self.capacity_plan())
+
+    def _resolve(
+        self, plan: planning.CapacityPlan
+    ) -> list[tuple[TrainingPlanSpec, planning.PlanRequest]]:
+        requests = {r.name: r for r in plan.training_plans}
         out = []
         for spec in self.capacity.training_plans:
             request = requests.get(spec.name) or _adopted_request(spec)
@@ -786,6 +793,11 @@ class NovapodConfig(_Model):
     def prefix(self) -> str:
         """Prefix for stack and resource names of this environment."""
         return f"novapod-{self.name}"
+
+    @property
+    def resource_tags(self) -> dict[str, str]:
+        """The config's tags plus the environment tag, for every resource and plan."""
+        return {**self.tags, "novapod:environment": self.name}
 
 
 class _FieldError(ValueError):

@@ -101,7 +101,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             env=env,
             description=f"novapod {config.name}: SageMaker HyperPod cluster",
         )
-    for key, value in {**config.tags, "novapod:environment": config.name}.items():
+    for key, value in config.resource_tags.items():
         Tags.of(scope).add(key, value)
     return EnvironmentStacks(
         network=network, storage=storage, capacity=capacity, eks=eks, hyperpod=hyperpod

@@ -31,21 +31,30 @@ class EksFacts:
 
 @cache
 def eks_facts() -> EksFacts:
-    data: dict[str, Any] = yaml.safe_load(
-        resources.files("novapod").joinpath("data/eks.yaml").read_text(encoding="utf-8")
-    )
+    text = resources.files("novapod").joinpath("data/eks.yaml").read_text(encoding="utf-8")
+    return parse_eks_facts(yaml.safe_load(text))
+
+
+def parse_eks_facts(data: dict[str, Any]) -> EksFacts:
+    """Check and type novapod/data/eks.yaml."""
     addons = {
         str(k): {str(a): str(v) for a, v in pins.items()} for k, pins in data["addons"].items()
     }
+    minimum = str(data["min_vpc_cni_for_rig"])
     for version, pins in addons.items():
         missing = [a for a in ADDON_NAMES if a not in pins]
         if missing:
             raise ValueError(f"novapod/data/eks.yaml: add-ons for {version} lack {missing}")
+        if version_tuple(pins["vpc-cni"]) < version_tuple(minimum):
+            raise ValueError(
+                f"novapod/data/eks.yaml: vpc-cni {pins['vpc-cni']} for {version} is older than "
+                f"{minimum}, which restricted instance groups need"
+            )
     return EksFacts(
         supported_versions=tuple(str(v) for v in data["supported_kubernetes_versions"]),
         default_version=str(data["default_kubernetes_version"]),
         addons=addons,
-        min_vpc_cni_for_rig=str(data["min_vpc_cni_for_rig"]),
+        min_vpc_cni_for_rig=minimum,
         rig_regions=tuple(data["rig_regions"]),
     )
 

@@ -82,6 +82,12 @@ class ExecutionRole(Construct):
             )
 
         interfaces = arn("ec2", "network-interface", "*")
+        repositories = stack.format_arn(
+            service="ecr",
+            account="*",
+            resource="repository",
+            resource_name=NOVA_REPOSITORIES if kind == "restricted" else "*",
+        )
         statements = [
             iam.PolicyStatement(
                 sid="CreateInterfacesInOurSubnets",
@@ -112,14 +118,7 @@ class ExecutionRole(Construct):
             iam.PolicyStatement(
                 sid="PullImages",
                 actions=list(ECR_PULL),
-                resources=[
-                    stack.format_arn(
-                        service="ecr",
-                        account="*",
-                        resource="repository",
-                        resource_name=NOVA_REPOSITORIES if kind == "restricted" else "*",
-                    )
-                ],
+                resources=[repositories],
             ),
             iam.PolicyStatement(
                 sid="PodIdentityOnThisCluster",
@@ -128,14 +127,14 @@ class ExecutionRole(Construct):
             ),
         ]
         self.policy = iam.Policy(self, "Policy", statements=statements, roles=[self.role])
-        self._acknowledge(kind, interfaces)
+        self._acknowledge(kind, interfaces, repositories)
 
     def _any_instance(self) -> str:
         return Stack.of(self).format_arn(
             service="ec2", account="*", resource="instance", resource_name="*"
         )
 
-    def _acknowledge(self, kind: str, interfaces: str) -> None:
+    def _acknowledge(self, kind: str, interfaces: str, repositories: str) -> None:
         acknowledge(
             self.role,
             f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{INSTANCE_POLICY}]",
@@ -150,11 +149,7 @@ class ExecutionRole(Construct):
             f"Resource::{nag_resource(self, interfaces)}": "Network interfaces that the VPC "
             "CNI and EFA create do not exist yet; creation is limited to our subnets and group.",
         }
-        repository = NOVA_REPOSITORIES if kind == "restricted" else "*"
-        ecr = Stack.of(self).format_arn(
-            service="ecr", account="*", resource="repository", resource_name=repository
-        )
-        reasons[f"Resource::{nag_resource(self, ecr)}"] = (
+        reasons[f"Resource::{nag_resource(self, repositories)}"] = (
             "Nova images live in AWS-owned accounts that differ per region; pulls are "
             "limited to repositories named nova-*."
             if kind == "restricted"

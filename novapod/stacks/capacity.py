@@ -43,7 +43,6 @@ class CapacityStack(Stack):
             pending_timeout_minutes=config.capacity.pending_timeout_minutes,
         )
         subnets = network.subnet_ids_by_zone()
-        tags = {**config.tags, "novapod:environment": config.name}
         self.plans: dict[str, TrainingPlan] = {}
         for spec, request in requests:
             plan = TrainingPlan(
@@ -54,7 +53,7 @@ class CapacityStack(Stack):
                 request=request,
                 environment=config.name,
                 subnet_ids_by_zone=subnets,
-                tags={**tags, "novapod:plan": spec.name},
+                tags={**config.resource_tags, "novapod:plan": spec.name},
             )
             resource = plan.resource.node.default_child
             assert isinstance(resource, CfnResource)

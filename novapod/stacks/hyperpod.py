@@ -49,8 +49,8 @@ class HyperPodStack(Stack):
         spec = config.hyperpod
         assert spec is not None
         self.spec: HyperPod = spec
-        self.config = config
         self.plans = plans
+        self.requests = {spec.name: request for spec, request in config.training_plan_requests()}
         self.security_group_id = security_group.security_group_id
 
         def role(id_: str, kind: str) -> ExecutionRole:
@@ -118,13 +118,13 @@ class HyperPodStack(Stack):
         if group.instance_count is not None:
             return group.instance_count
         assert group.training_plan is not None
-        return self.config.plan_request(group.training_plan).instance_count
+        return self.requests[group.training_plan].instance_count
 
     def _restricted(
         self, group: RestrictedGroup
     ) -> sagemaker.CfnCluster.ClusterRestrictedInstanceGroupProperty:
         plan_arn, override = self._plan_vpc(group.training_plan)
-        request = self.config.plan_request(group.training_plan)
+        request = self.requests[group.training_plan]
         return sagemaker.CfnCluster.ClusterRestrictedInstanceGroupProperty(
             instance_group_name=group.name,
             instance_type=group.instance_type or request.instance_type,

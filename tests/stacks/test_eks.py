@@ -104,11 +104,19 @@ def test_addons_are_managed_at_pinned_versions(synth) -> None:
 
 
 def test_vpc_cni_pin_satisfies_restricted_groups() -> None:
-    from novapod.facts import version_tuple
+    import yaml
+
+    from novapod.facts import parse_eks_facts, version_tuple
 
     facts = eks_facts()
     for version, pins in facts.addons.items():
         assert version_tuple(pins["vpc-cni"]) >= version_tuple(facts.min_vpc_cni_for_rig), version
+    data = yaml.safe_load((ROOT / "novapod" / "data" / "eks.yaml").read_text())
+    data["addons"]["1.33"]["vpc-cni"] = "v1.19.5-eksbuild.1"
+    with pytest.raises(
+        ValueError, match=r"vpc-cni v1.19.5-eksbuild.1 for 1.33 is older than 1.19.6"
+    ):
+        parse_eks_facts(data)
 
 
 def test_admin_principals_get_cluster_admin_access_entries(synth) -> None:

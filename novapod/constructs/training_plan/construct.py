@@ -9,7 +9,6 @@ duplicated or rolled-back event adopts the plan instead of buying it again.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -208,7 +207,6 @@ class TrainingPlan(Construct):
             # cancelled) and logs that it is retained.
             removal_policy=RemovalPolicy.DESTROY,
         )
-        self.properties = json.loads(json.dumps(properties, default=str))
 
     def _att(self, name: str) -> str:
         return str(self.resource.get_att_string(name))
