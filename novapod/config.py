@@ -9,8 +9,10 @@ and `app.py` can print the lines and exit with status 2 before any stack exists.
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from decimal import Decimal
 from functools import partial
 from pathlib import Path
@@ -25,12 +27,14 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
-from novapod import addressing, planning
+from novapod import addressing, approval, planning
 from novapod.facts import cluster_instance_types, eks_facts, plan_instance_types
+from novapod.naming import TRAINING_PLAN_NAME
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "default.yaml"
 
@@ -67,6 +71,17 @@ LOG_RETENTION_DAYS = (
 MAX_PRIVATE_PREFIX = 21  # /21: ~25 ml.p5.48xlarge nodes per zone
 FSX_THROUGHPUTS = (125, 250, 500, 1000)
 RIG_FSX_MAX_GIB = 100800  # EnvironmentConfig.FSxLustreConfig.SizeInGiB maximum
+
+# Active ISO 4217 currency codes (2026), for the fee cap's currency.
+ISO_4217_CODES = frozenset(
+    """AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BRL BSD BTN
+    BWP BYN BZD CAD CDF CHF CLP CNY COP CRC CUP CVE CZK DJF DKK DOP DZD EGP ERN ETB EUR FJD FKP
+    GBP GEL GHS GIP GMD GNF GTQ GYD HKD HNL HTG HUF IDR ILS INR IQD IRR ISK JMD JOD JPY KES KGS
+    KHR KMF KPW KRW KWD KYD KZT LAK LBP LKR LRD LSL LYD MAD MDL MGA MKD MMK MNT MOP MRU MUR MVR
+    MWK MXN MYR MZN NAD NGN NIO NOK NPR NZD OMR PAB PEN PGK PHP PKR PLN PYG QAR RON RSD RUB RWF
+    SAR SBD SCR SDG SEK SGD SHP SLE SOS SRD SSP STN SVC SYP SZL THB TJS TMT TND TOP TRY TTD TWD
+    TZS UAH UGX USD UYU UZS VES VND VUV WST XAF XCD XCG XOF XPF YER ZAR ZMW ZWG""".split()  # noqa: SIM905 (a table reads better)
+)
 
 # Tag text every service here accepts (SageMaker's pattern, ASCII form).
 TAG_TEXT = r"^[A-Za-z0-9 _.:/=+@-]*$"
@@ -350,13 +365,65 @@ class Workload(_Model):
 class Purchase(_Model):
     """Guardrails for buying a training plan: a non-refundable, up-front purchase."""
 
-    approve: bool = Field(
-        False, description="Must be true for novapod to buy; review `novapod offerings` first."
+    approve: str | bool | None = Field(
+        None,
+        description=(
+            "The exact plan name to buy (novapod-<env>-<plan>-<digest>, as `novapod plan` "
+            "prints it). Any edit that changes what is bought changes the name and needs a "
+            "new approval. Review `novapod offerings` first."
+        ),
     )
     max_upfront_fee: Decimal | None = Field(
-        None, gt=0, description="Refuse any offering whose up-front fee is higher."
+        None,
+        gt=0,
+        max_digits=15,
+        decimal_places=2,
+        description="Refuse any offering whose up-front fee is higher (a plain number).",
     )
-    currency: str = Field("USD", pattern=r"^[A-Z]{3}$")
+    currency: str = Field(
+        "USD",
+        description="ISO 4217 code of the fee cap; offerings in other currencies are skipped.",
+    )
+
+    @field_validator("approve")
+    @classmethod
+    def _approve(cls, value: str | bool | None) -> str | bool | None:
+        if isinstance(value, str) and not TRAINING_PLAN_NAME.match(value):
+            raise ValueError(
+                f"{value!r} is not a training plan name; paste the name `novapod plan` prints"
+            )
+        return value
+
+    @field_validator("max_upfront_fee", mode="before")
+    @classmethod
+    def _fee(cls, value: object) -> object:
+        if isinstance(value, bool):
+            raise ValueError("must be an amount, e.g. 40000, not true or false")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("must be a finite amount, e.g. 40000")
+        if isinstance(value, str):
+            plain = re.sub(r"[\s$€£,_]|USD|EUR|GBP", "", value)
+            try:
+                amount = Decimal(plain)
+            except ArithmeticError:
+                amount = None
+            if amount is None or not amount.is_finite():
+                raise ValueError(f"{value!r} is not an amount; write a plain number, e.g. 40000")
+            if plain != value.strip():
+                raise ValueError(
+                    f"{value!r} is not a plain number; write {plain} (the currency goes in "
+                    "purchase.currency)"
+                )
+        return value
+
+    @field_validator("currency")
+    @classmethod
+    def _currency(cls, value: str) -> str:
+        if value.upper() in ISO_4217_CODES and value != value.upper():
+            raise ValueError(f"currency codes are upper case; write {value.upper()}")
+        if value not in ISO_4217_CODES:
+            raise ValueError(f"{value!r} is not an ISO 4217 currency code such as USD or EUR")
+        return value
 
 
 TargetResource = Literal["hyperpod-cluster", "training-job"]
@@ -383,6 +450,15 @@ class TrainingPlanSpec(_Model):
     existing_arn: str | None = Field(
         None, pattern=TRAINING_PLAN_ARN, description="Adopt a plan you already own."
     )
+    retry: int = Field(
+        0,
+        ge=0,
+        le=99,
+        description=(
+            "Set to 1, 2, ... after a bought plan went Failed: it changes the plan's name, so "
+            "the next deploy buys anew (approved like any purchase)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _buy_or_adopt(self) -> TrainingPlanSpec:
@@ -393,15 +469,8 @@ class TrainingPlanSpec(_Model):
                 if getattr(self, key) is None:
                     raise _at(key, "an adopted plan needs it, to check the plan you own matches")
             return self
-        purchase = self.purchase
-        if purchase is None or not purchase.approve or purchase.max_upfront_fee is None:
-            raise _at(
-                "purchase",
-                "buying a training plan is a non-refundable purchase: set purchase.approve: true "
-                "and purchase.max_upfront_fee (and currency) after reviewing prices with "
-                f"`novapod offerings CONFIG --plan {self.name}`, or set existing_arn to adopt a "
-                "plan you own",
-            )
+        # Whether the purchase is approved depends on the plan's derived name: checked
+        # with the whole config (NovapodConfig._check_purchases).
         return self
 
     @property
@@ -574,7 +643,7 @@ class NovapodConfig(_Model):
     hyperpod: HyperPod | None = None
 
     @model_validator(mode="after")
-    def _cross_checks(self) -> NovapodConfig:
+    def _cross_checks(self, info: ValidationInfo) -> NovapodConfig:
         for i, zone in enumerate(self.network.zone_ids):
             if not addressing.zone_id_matches_region(zone, self.region):
                 where = (
@@ -614,7 +683,46 @@ class NovapodConfig(_Model):
         requests = self._resolve(plan)
         self._check_hyperpod(requests)
         self._check_service_limits(requests)
+        self._check_purchases(requests, _validation_time(info))
         return self
+
+    def _check_purchases(
+        self, requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]], now: datetime
+    ) -> None:
+        """Every plan to buy is approved by its exact name, capped, and still buyable."""
+        instance_types = sorted(plan_instance_types())
+        for i, (spec, request) in enumerate(requests):
+            if spec.adopted:
+                continue
+            where = f"capacity.training_plans[{i}]"
+            if spec.end_before is not None and spec.end_before <= now:
+                raise _at(
+                    f"{where}.end_before",
+                    f"{spec.end_before.isoformat()} is in the past, and no plan can be bought "
+                    "for a window that has ended: move the window, or adopt a plan you already "
+                    "bought with existing_arn",
+                    root=True,
+                )
+            purchase = spec.purchase
+            problem = approval.approval_problem(
+                environment=self.name,
+                request=request,
+                approve=purchase.approve if purchase else None,
+                fee_cap=purchase.max_upfront_fee if purchase else None,
+                currency=purchase.currency if purchase else "USD",
+                instance_types=instance_types,
+            )
+            if problem is not None:
+                path = f"{where}.purchase.approve" if purchase else f"{where}.purchase"
+                raise _at(path, problem, root=True)
+            if purchase is not None and purchase.max_upfront_fee is None:
+                raise _at(
+                    f"{where}.purchase.max_upfront_fee",
+                    "required with approve: the highest up-front fee to pay for "
+                    f"{spec.name}, a plain number in {purchase.currency} (see `novapod "
+                    f"offerings CONFIG --plan {spec.name}` for prices)",
+                    root=True,
+                )
 
     def _check_service_limits(
         self, requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]]
@@ -813,6 +921,13 @@ def _at(path: str, message: str, *, root: bool = False) -> _FieldError:
     return _FieldError(path, message, root)
 
 
+def _validation_time(info: ValidationInfo) -> datetime:
+    """Now, or the time `parse_config(..., now=)` validates as of (tests, replays)."""
+    context = info.context if isinstance(info.context, Mapping) else {}
+    now = context.get("now")
+    return now if isinstance(now, datetime) else datetime.now(UTC)
+
+
 def _plan_settings(spec: TrainingPlanSpec) -> planning.PlanSettings:
     return planning.PlanSettings(
         name=spec.name,
@@ -822,6 +937,7 @@ def _plan_settings(spec: TrainingPlanSpec) -> planning.PlanSettings:
         start_after=spec.start_after.isoformat() if spec.start_after else None,
         end_before=spec.end_before.isoformat() if spec.end_before else None,
         target_resources=tuple(spec.target_resources),
+        retry=spec.retry,
     )
 
 
@@ -852,20 +968,22 @@ def _log_retention(value: int) -> int:
 # --------------------------------------------------------------------------- loading
 
 
-def parse_config(data: Any, source: str | None = None) -> NovapodConfig:
-    """Validate already-parsed YAML data."""
+def parse_config(
+    data: Any, source: str | None = None, *, now: datetime | None = None
+) -> NovapodConfig:
+    """Validate already-parsed YAML data, as of `now` (default: the current time)."""
     if not isinstance(data, Mapping):
         raise ConfigError(
             [("", "the configuration must be a YAML mapping with name, region and network")],
             source,
         )
     try:
-        return NovapodConfig.model_validate(dict(data))
+        return NovapodConfig.model_validate(dict(data), context={"now": now or datetime.now(UTC)})
     except ValidationError as exc:
         raise ConfigError(_issues(exc), source) from None
 
 
-def load_config(path: str | Path) -> NovapodConfig:
+def load_config(path: str | Path, *, now: datetime | None = None) -> NovapodConfig:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -878,7 +996,7 @@ def load_config(path: str | Path) -> NovapodConfig:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise ConfigError([("", f"{path}{where}: {problem}")], str(path)) from None
-    return parse_config(data, str(path))
+    return parse_config(data, str(path), now=now)
 
 
 def json_schema() -> dict[str, Any]:

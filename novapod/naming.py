@@ -21,7 +21,8 @@ _DIGEST_CHARS = 8
 
 
 def purchase_inputs(request: PlanRequest) -> dict[str, object]:
-    return {
+    """What is bought. `retry` joins only when set, so names without one never changed."""
+    inputs: dict[str, object] = {
         "instance_type": request.instance_type,
         "instance_count": request.instance_count,
         "duration_hours": request.duration_hours,
@@ -29,14 +30,35 @@ def purchase_inputs(request: PlanRequest) -> dict[str, object]:
         "end_before": request.end_before,
         "target_resources": sorted(request.target_resources),
     }
+    if request.retry:
+        inputs["retry"] = request.retry
+    return inputs
+
+
+def purchase_digest(inputs: dict[str, object]) -> str:
+    """The name's last part: a digest of `purchase_inputs`. Never change the encoding
+    without a migration that adopts the old names (every plan would be bought again)."""
+    canonical = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:_DIGEST_CHARS]
+
+
+def name_head(environment: str, plan: str) -> str:
+    """`novapod-<env>-<plan>`, cut so that the digest still fits in 64 characters."""
+    return f"novapod-{environment}-{plan}"[: MAX_NAME - _DIGEST_CHARS - 1].rstrip("-")
+
+
+def split_name(name: str) -> tuple[str, str] | None:
+    """(head, digest) of a name novapod derives, or None for any other name."""
+    head, _, digest = name.rpartition("-")
+    if not head.startswith("novapod-") or not re.fullmatch(r"[0-9a-f]{8}", digest):
+        return None
+    return head, digest
 
 
 def training_plan_name(environment: str, request: PlanRequest) -> str:
     """`novapod-<env>-<plan>-<digest of purchase inputs>`, at most 64 characters."""
-    canonical = json.dumps(purchase_inputs(request), sort_keys=True, separators=(",", ":"))
-    digest = hashlib.sha256(canonical.encode()).hexdigest()[:_DIGEST_CHARS]
-    head = f"novapod-{environment}-{request.name}"[: MAX_NAME - _DIGEST_CHARS - 1].rstrip("-")
-    name = f"{head}-{digest}"
+    digest = purchase_digest(purchase_inputs(request))
+    name = f"{name_head(environment, request.name)}-{digest}"
     if not TRAINING_PLAN_NAME.match(name):  # config patterns make this unreachable
         raise ValueError(f"derived training plan name {name!r} is not a valid plan name")
     return name

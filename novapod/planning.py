@@ -105,6 +105,8 @@ class PlanSettings:
     start_after: str | None = None  # ISO 8601 with a UTC offset
     end_before: str | None = None
     target_resources: tuple[str, ...] = ("hyperpod-cluster",)
+    # A new attempt after a plan went Failed: part of the plan's name, so a new purchase.
+    retry: int = 0
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,7 @@ class PlanRequest:
     required_instance_hours: float
     reserved_instance_hours: float
     waste_instance_hours: float
+    retry: int = 0
 
 
 @dataclass(frozen=True)
@@ -492,6 +495,7 @@ def _plan_request(name: str, members: list[JobPlan], settings: PlanSettings | No
         required_instance_hours=required,
         reserved_instance_hours=reserved,
         waste_instance_hours=reserved - required,
+        retry=explicit.retry,
     )
 
 
@@ -530,6 +534,7 @@ def _standalone_request(plan: PlanSettings) -> PlanRequest:
         required_instance_hours=0.0,
         reserved_instance_hours=reserved,
         waste_instance_hours=0.0,
+        retry=plan.retry,
     )
 
 
@@ -554,6 +559,11 @@ def _check_window(where: str, settings: PlanSettings, duration: int) -> None:
     if start is None or end is None:
         return
     window_hours = (end - start).total_seconds() / 3600
+    if window_hours <= 0:
+        raise PlanningError(
+            f"{where}: start_after {settings.start_after} is not before end_before "
+            f"{settings.end_before}; the window is inverted, swap the two times"
+        )
     if window_hours < duration:
         raise PlanningError(
             f"{where}: the window from start_after to end_before is {_num(window_hours)} h, "

@@ -24,7 +24,7 @@ capacity:
 APPROVED = """
   training_plans:
     - name: main
-      purchase: {approve: true, max_upfront_fee: LIMIT}
+      purchase: {approve: novapod-dev-main-951cd24c, max_upfront_fee: LIMIT}
 """
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ from novapod.config import (
     load_config,
     parse_config,
 )
-from tests.conftest import ALL_CONFIGS
+from tests.conftest import ALL_CONFIGS, ROOT
 
 VALID: dict[str, Any] = {
     "name": "dev",
@@ -240,7 +241,10 @@ FULL: dict[str, Any] = {
             }
         ],
         "training_plans": [
-            {"name": "main", "purchase": {"approve": True, "max_upfront_fee": "100"}}
+            {
+                "name": "main",
+                "purchase": {"approve": "novapod-dev-main-a4c1b161", "max_upfront_fee": "100"},
+            }
         ],
     },
     "eks": {},
@@ -341,7 +345,9 @@ SFT = {
     "runs": 3,
     "plan": "main",
 }
-APPROVED = {"approve": True, "max_upfront_fee": "20000"}
+# The plan SFT buys in environment dev: 4 x ml.p5.48xlarge for 48 h, for hyperpod-cluster.
+SFT_PLAN = "novapod-dev-main-951cd24c"
+APPROVED = {"approve": SFT_PLAN, "max_upfront_fee": "20000"}
 ARN = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/my-plan"
 
 
@@ -350,18 +356,182 @@ def with_capacity(capacity: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "purchase",
-    [None, {"approve": False, "max_upfront_fee": "1"}, {"approve": True}],
-    ids=["missing", "not-approved", "no-cap"],
+    ("purchase", "path"),
+    [
+        (None, "capacity.training_plans[0].purchase"),
+        ({"approve": False, "max_upfront_fee": "1"}, "capacity.training_plans[0].purchase.approve"),
+    ],
+    ids=["missing", "not-approved"],
 )
-def test_buying_needs_explicit_approval_and_a_cap(purchase) -> None:
+def test_buying_needs_explicit_approval_naming_the_plan(purchase, path) -> None:
     plan: dict[str, Any] = {"name": "main"}
     if purchase is not None:
         plan["purchase"] = purchase
     issues = dict(errors_of(with_capacity({"workloads": [SFT], "training_plans": [plan]})))
-    message = issues["capacity.training_plans[0].purchase"]
+    message = issues[path]
     assert "non-refundable purchase" in message
     assert "novapod offerings CONFIG --plan main" in message
+    assert f"set purchase.approve: {SFT_PLAN} (this exact plan)" in message
+
+
+def test_buying_needs_a_fee_cap() -> None:
+    plan = {"name": "main", "purchase": {"approve": SFT_PLAN}}
+    issues = dict(errors_of(with_capacity({"workloads": [SFT], "training_plans": [plan]})))
+    assert issues == {
+        "capacity.training_plans[0].purchase.max_upfront_fee": (
+            "required with approve: the highest up-front fee to pay for main, a plain number in "
+            "USD (see `novapod offerings CONFIG --plan main` for prices)"
+        )
+    }
+
+
+def test_approve_true_is_refused_with_the_name_to_paste() -> None:
+    plan = {"name": "main", "purchase": {"approve": True, "max_upfront_fee": "1"}}
+    issues = dict(errors_of(with_capacity({"workloads": [SFT], "training_plans": [plan]})))
+    assert issues["capacity.training_plans[0].purchase.approve"] == (
+        f"approve must name the exact purchase, not true: set approve: {SFT_PLAN} (the plan "
+        "`novapod plan` shows and the stack buys); an edit that changes what is bought changes "
+        "this name and needs a new approval"
+    )
+
+
+def _approval_error(capacity: dict[str, Any], name: str = "dev") -> str:
+    issues = dict(errors_of({**with_capacity(capacity), "name": name}))
+    return issues["capacity.training_plans[0].purchase.approve"]
+
+
+@pytest.mark.parametrize(
+    ("workload", "plan", "env", "new_name", "what"),
+    [
+        ({"runs": 4}, {}, "dev", SFT_PLAN, "a 40 h job still fits 48 h"),
+        ({"runs": 5}, {}, "dev", "novapod-dev-main-721414fe", "duration_hours 48 -> 72"),
+        ({}, {"instance_count": 8}, "dev", "novapod-dev-main-846caa3b", "instance_count 4 -> 8"),
+        (
+            {},
+            {"end_before": "2027-03-01T00:00:00Z"},
+            "dev",
+            "novapod-dev-main-1f2f3f95",
+            "end_before unset -> 2027-03-01T00:00:00+00:00",
+        ),
+        (
+            {},
+            {"target_resources": ["hyperpod-cluster", "training-job"]},
+            "dev",
+            "novapod-dev-main-addc1d35",
+            "target_resources [hyperpod-cluster] -> [hyperpod-cluster, training-job]",
+        ),
+        ({}, {"retry": 1}, "dev", "novapod-dev-main-82d5d2f2", "retry 0 -> 1"),
+        (
+            {},
+            {},
+            "prod",
+            "novapod-prod-main-951cd24c",
+            "the environment was renamed from dev to prod",
+        ),
+    ],
+    ids=["runs-same-days", "runs", "count", "window-end", "targets", "retry", "environment"],
+)
+def test_an_edit_that_changes_the_purchase_needs_a_new_approval(
+    workload, plan, env, new_name, what
+) -> None:
+    """The approval of novapod-dev-main-951cd24c does not carry over to any other plan."""
+    capacity = {
+        "workloads": [{**SFT, **workload}],
+        "training_plans": [{"name": "main", "purchase": APPROVED, **plan}],
+    }
+    if new_name == SFT_PLAN:  # an edit that keeps what is bought keeps the approval
+        parse_config({**with_capacity(capacity), "name": env})
+        return
+    message = _approval_error(capacity, env)
+    assert message.startswith(f"approves {SFT_PLAN} but this config buys {new_name} (")
+    assert what in message
+    assert "new non-refundable purchase of up to 20000 USD" in message
+    assert f"{SFT_PLAN}, if it was bought, stays paid for" in message
+    assert message.endswith(f"set approve: {new_name} to buy the new plan, or undo the edit")
+
+
+def test_runs_4_to_5_in_the_purchase_example_is_refused_until_approved_again() -> None:
+    """The issue's scenario: one more run lengthens the plan, a second purchase."""
+    data = yaml.safe_load((ROOT / "config" / "examples" / "single-rig-purchase.yaml").read_text())
+    assert data["capacity"]["training_plans"][0]["purchase"]["approve"] == (
+        "novapod-nova-lite-lite-sft-31e61478"
+    )
+    data["capacity"]["workloads"][0]["runs"] = 5
+    issues = dict(errors_of(data))
+    assert issues == {
+        "capacity.training_plans[0].purchase.approve": (
+            "approves novapod-nova-lite-lite-sft-31e61478 but this config buys "
+            "novapod-nova-lite-lite-sft-1099f450 (duration_hours 144 -> 168); that is a new "
+            "non-refundable purchase of up to 60000 USD, and novapod-nova-lite-lite-sft-31e61478, "
+            "if it was bought, stays paid for: set approve: novapod-nova-lite-lite-sft-1099f450 "
+            "to buy the new plan, or undo the edit"
+        )
+    }
+    data["capacity"]["training_plans"][0]["purchase"]["approve"] = (
+        "novapod-nova-lite-lite-sft-1099f450"
+    )
+    assert parse_config(data).name == "nova-lite"
+
+
+def test_guardrail_edits_keep_the_approval() -> None:
+    """Raising the cap, another currency or choice policy changes nothing that is bought."""
+    capacity = {
+        "workloads": [SFT],
+        "training_plans": [
+            {
+                "name": "main",
+                "choice": "earliest",
+                "purchase": {"approve": SFT_PLAN, "max_upfront_fee": "99999.50", "currency": "EUR"},
+            }
+        ],
+    }
+    assert parse_config(with_capacity(capacity)).name == "dev"
+
+
+def test_a_window_that_has_ended_is_refused() -> None:
+    now = datetime(2027, 3, 1, tzinfo=UTC)
+    capacity = {
+        "workloads": [SFT],
+        "training_plans": [
+            {"name": "main", "end_before": "2027-02-28T00:00:00Z", "purchase": APPROVED}
+        ],
+    }
+    with pytest.raises(ConfigError) as caught:
+        parse_config(with_capacity(capacity), now=now)
+    assert caught.value.issues == [
+        (
+            "capacity.training_plans[0].end_before",
+            "2027-02-28T00:00:00+00:00 is in the past, and no plan can be bought for a window "
+            "that has ended: move the window, or adopt a plan you already bought with "
+            "existing_arn",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("purchase", "message"),
+    [
+        ({"currency": "usd"}, "currency codes are upper case; write USD"),
+        ({"currency": "XYZ"}, "'XYZ' is not an ISO 4217 currency code such as USD or EUR"),
+        ({"max_upfront_fee": float("inf")}, "must be a finite amount, e.g. 40000"),
+        ({"max_upfront_fee": "Infinity"}, "'Infinity' is not an amount; write a plain number"),
+        ({"max_upfront_fee": True}, "must be an amount, e.g. 40000, not true or false"),
+        (
+            {"max_upfront_fee": "$40,000"},
+            "'$40,000' is not a plain number; write 40000 (the currency goes in purchase.currency)",
+        ),
+        ({"max_upfront_fee": "0"}, "must be more than 0"),
+        ({"max_upfront_fee": "100.001"}, "2 decimal places"),
+        ({"approve": "not a name!"}, "is not a training plan name; paste the name"),
+    ],
+)
+def test_fee_cap_and_currency_are_checked(purchase, message) -> None:
+    plan = {"name": "main", "purchase": {**APPROVED, **purchase}}
+    issues = errors_of(with_capacity({"workloads": [SFT], "training_plans": [plan]}))
+    assert len(issues) == 1
+    path, text = issues[0]
+    assert path.startswith("capacity.training_plans[0].purchase.")
+    assert message in text
 
 
 def test_approved_purchase_resolves_to_a_request() -> None:
@@ -451,7 +621,7 @@ def test_workloads_without_listed_plans_buy_nothing() -> None:
                 "training_plans": [{"name": "main", "purchase": {**APPROVED, "currency": "usd"}}],
             },
             "capacity.training_plans[0].purchase.currency",
-            "does not match",
+            "currency codes are upper case; write USD",
         ),
         (
             {

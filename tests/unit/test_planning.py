@@ -370,7 +370,8 @@ def test_a_plan_duration_shorter_than_its_jobs_is_refused() -> None:
         (PlanSettings("p", end_before="next week"), "end_before 'next week' is not an ISO 8601"),
         (
             PlanSettings("p", start_after="2026-03-02T00:00:00Z", end_before="2026-03-01T00:00Z"),
-            "is -24 h, shorter than its 24 h duration",
+            "start_after 2026-03-02T00:00:00Z is not before end_before 2026-03-01T00:00Z; "
+            "the window is inverted, swap the two times",
         ),
         (
             PlanSettings(
