@@ -35,10 +35,11 @@ def _schema(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     plan = config.capacity_plan()
+    names = config.purchase_names()
     if args.json:
-        print(json.dumps(planning.capacity_plan_json(plan), indent=2))
+        print(json.dumps(planning.capacity_plan_json(plan, names), indent=2))
     else:
-        print(planning.render_table(plan))
+        print(planning.render_table(plan, names))
         adopted = [spec for spec in config.capacity.training_plans if spec.adopted]
         if adopted:
             print("\nAdopted plans (described and checked at deploy, never bought)")

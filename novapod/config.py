@@ -34,7 +34,7 @@ from pydantic import (
 
 from novapod import addressing, approval, planning
 from novapod.facts import cluster_instance_types, eks_facts, plan_instance_types
-from novapod.naming import TRAINING_PLAN_NAME
+from novapod.naming import TRAINING_PLAN_NAME, training_plan_name
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "default.yaml"
 
@@ -882,6 +882,19 @@ class NovapodConfig(_Model):
     def _skip(self, plan: TrainingPlanSpec) -> bool:
         # An adopted plan that no workload names needs no sizing: it already exists.
         return plan.adopted and not any(w.plan == plan.name for w in self.capacity.workloads)
+
+    def purchase_names(self) -> dict[str, str]:
+        """Plan -> the deterministic name it is bought under, for every plan not adopted.
+
+        Plans the planner proposes but the config does not list yet are included: their
+        name is what `purchase.approve` must say once they are listed.
+        """
+        listed = {spec.name: spec for spec in self.capacity.training_plans}
+        return {
+            request.name: training_plan_name(self.name, request)
+            for request in self.capacity_plan().training_plans
+            if not (request.name in listed and listed[request.name].adopted)
+        }
 
     def training_plan_requests(self) -> list[tuple[TrainingPlanSpec, planning.PlanRequest]]:
         """The plans this environment buys or adopts, each with its resolved request."""

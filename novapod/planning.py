@@ -610,8 +610,14 @@ def _notes(
 # --------------------------------------------------------------------------- output
 
 
-def capacity_plan_json(plan: CapacityPlan) -> dict[str, Any]:
-    """The plan as JSON-ready data; it validates against CAPACITY_PLAN_JSON_SCHEMA."""
+def capacity_plan_json(
+    plan: CapacityPlan, plan_names: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The plan as JSON-ready data; it validates against CAPACITY_PLAN_JSON_SCHEMA.
+
+    `plan_names` maps a plan to its deterministic name (what `purchase.approve` says).
+    """
+    names = plan_names or {}
     return {
         "jobs": [
             {
@@ -639,6 +645,7 @@ def capacity_plan_json(plan: CapacityPlan) -> dict[str, Any]:
                 "required_instance_hours": request.required_instance_hours,
                 "reserved_instance_hours": request.reserved_instance_hours,
                 "waste_instance_hours": request.waste_instance_hours,
+                **({"plan_name": names[request.name]} if request.name in names else {}),
             }
             for request in plan.training_plans
         ],
@@ -738,14 +745,26 @@ CAPACITY_PLAN_JSON_SCHEMA: dict[str, Any] = {
                     "type": "number",
                     "minimum": 0,
                 },
+                "plan_name": {
+                    "description": (
+                        "The deterministic name the plan is bought under; a listed plan's "
+                        "purchase.approve must equal it."
+                    ),
+                    "type": "string",
+                    "pattern": r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}$",
+                },
             },
         },
     },
 }
 
 
-def render_table(plan: CapacityPlan) -> str:
-    """The plan as plain text: jobs, training plans with their waste, on-demand jobs, notes."""
+def render_table(plan: CapacityPlan, plan_names: Mapping[str, str] | None = None) -> str:
+    """The plan as plain text: jobs, training plans with their waste, on-demand jobs, notes.
+
+    With `plan_names`, it lists the name each plan is bought under, to paste into
+    `purchase.approve`.
+    """
     lines = ["Jobs"]
     lines += _columns(
         ("name", "model", "technique", "instance type", "count", "hours/run", "runs", "inst-h"),
@@ -798,6 +817,13 @@ def render_table(plan: CapacityPlan) -> str:
         )
     else:
         lines.append("(none)")
+    if plan_names:
+        lines += ["", "Names the plans are bought under (purchase.approve must say the same)"]
+        lines += [
+            f"{request.name}: {plan_names[request.name]}"
+            for request in plan.training_plans
+            if request.name in plan_names
+        ]
     lines += ["", "On demand (instance types training plans do not sell)"]
     if plan.on_demand:
         lines += [

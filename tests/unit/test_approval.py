@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -106,3 +107,19 @@ def test_renames_are_named() -> None:
 
 def test_find_edit_returns_none_for_an_unrelated_digest() -> None:
     assert find_edit("00000000", REQUEST, TYPES) is None
+
+
+def test_novapod_plan_prints_the_names_to_approve(capsys) -> None:
+    from novapod.cli import main
+    from tests.conftest import ROOT
+
+    path = ROOT / "config" / "examples" / "two-rigs-two-plans.yaml"
+    assert main(["plan", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "lite: novapod-two-plans-lite-fc9be8ed\npro: novapod-two-plans-pro-db2a8b01\n" in out
+    assert main(["plan", str(path), "--json"]) == 0
+    plans = json.loads(capsys.readouterr().out)["training_plans"]
+    assert [p["plan_name"] for p in plans] == [
+        "novapod-two-plans-lite-fc9be8ed",
+        "novapod-two-plans-pro-db2a8b01",
+    ]
