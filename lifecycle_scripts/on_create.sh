@@ -12,8 +12,8 @@
 #   ROOT      prefix for every filesystem path the scripts read or write; empty (the
 #             default) means the real /. Tests point it at a scratch directory.
 #   PATH      every system command (mdadm, mkfs.ext4, mount, mountpoint, blkid, lsblk,
-#             findmnt, systemctl, rsync, sysctl, udevadm) is called by name, so a
-#             directory of fakes put first on PATH replaces them.
+#             findmnt, systemctl, rsync, sysctl, udevadm, sleep) is called by name, so
+#             a directory of fakes put first on PATH replaces them.
 #   LOG_FILE  log path inside ROOT; default /var/log/provision/provisioning.log.
 set -euo pipefail
 

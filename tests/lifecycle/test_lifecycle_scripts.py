@@ -3,8 +3,10 @@
 Every script prefixes its filesystem paths with ROOT and calls system commands by
 name, so each test gets a scratch root directory and a bin directory of small bash
 fakes put first on PATH. The fakes append their argv to calls.log and keep just
-enough state in a state directory (formatted devices, md arrays, mount points,
-running services) to answer the scripts' questions.
+enough state in a state directory (disk signatures and holders, md arrays, mounts with
+their sources, enabled and running services) to answer the scripts' questions. The
+`sleep` fake never waits; it can play the HyperPod AMI's dlami-nvme.service by mounting
+the instance store during a given wait, as on a node where OnCreate races that service.
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ ON_CREATE = SCRIPTS_DIR / "on_create.sh"
 
 EBS = "Amazon Elastic Block Store"
 INSTANCE_STORE = "Amazon EC2 NVMe Instance Storage"
+# What the HyperPod AMI's dlami-nvme.service builds over the instance store.
+AMI_UNIT = "dlami-nvme.service"
+AMI_LV = "/dev/mapper/vg.01-lv_ephemeral"
+# Commands that would write to a disk: none may run against disks the AMI owns.
+DISK_WRITERS = {"mkfs.ext4", "mdadm", "pvcreate", "vgcreate", "lvcreate", "wipefs", "dd"}
 
 _FAKE_HEADER = """#!/usr/bin/env bash
 set -euo pipefail
@@ -30,20 +37,41 @@ printf '%s\\n' "${0##*/} $*" >>"$FAKE_STATE/calls.log"
 """
 
 # Bodies of the fakes. They see FAKE_STATE; the last argument is the device or path.
+# State: fs/<disk> holds the signature blkid reports (ext4, LVM2_member...), label/<disk>
+# its label, children/<disk> the lsblk lines below the disk (partitions, LVs), mounts
+# one "SOURCE TARGET" line per mount, enabled/<unit> marks an enabled systemd unit.
 FAKES = {
-    "lsblk": 'cat "$FAKE_STATE/lsblk.out"\n',
-    "blkid": """dev="${!#}" key=""
-while (($#)); do [[ $1 == -s ]] && key="$2"; shift; done
-fs="$FAKE_STATE/fs/${dev##*/}"
-[[ -f $fs ]] || exit 2
-case "$key" in
-  TYPE) cat "$fs" ;;
-  UUID) echo "uuid-${dev##*/}" ;;
-esac
+    "lsblk": """dev="${!#}"
+if [[ $dev == /dev/* ]]; then
+  echo "$dev"
+  if [[ -f $FAKE_STATE/children/${dev##*/} ]]; then cat "$FAKE_STATE/children/${dev##*/}"; fi
+else
+  cat "$FAKE_STATE/lsblk.out"
+fi
 """,
-    "mkfs.ext4": """dev="${!#}"
-mkdir -p "$FAKE_STATE/fs"
+    "blkid": """dev="${!#}" keys=()
+while (($#)); do
+  if [[ $1 == -s ]]; then keys+=("$2"); fi
+  shift
+done
+name="${dev##*/}"
+[[ -f $FAKE_STATE/fs/$name ]] || exit 2
+for key in "${keys[@]}"; do
+  case "$key" in
+    TYPE) cat "$FAKE_STATE/fs/$name" ;;
+    UUID) echo "uuid-$name" ;;
+    LABEL) if [[ -f $FAKE_STATE/label/$name ]]; then cat "$FAKE_STATE/label/$name"; fi ;;
+  esac
+done
+""",
+    "mkfs.ext4": """dev="${!#}" label=""
+while (($#)); do
+  if [[ $1 == -L ]]; then label="$2"; fi
+  shift
+done
+mkdir -p "$FAKE_STATE/fs" "$FAKE_STATE/label"
 echo ext4 >"$FAKE_STATE/fs/${dev##*/}"
+echo "$label" >"$FAKE_STATE/label/${dev##*/}"
 """,
     "mdadm": """if [[ -f $FAKE_STATE/fail_mdadm ]]; then
   echo "mdadm: simulated failure" >&2
@@ -52,16 +80,28 @@ fi
 md="$FAKE_STATE/md/${2##*/}"
 case "$1" in
   --detail | --assemble) [[ -f $md ]] ;;
-  --create) mkdir -p "$FAKE_STATE/md" && touch "$md" ;;
+  --create)
+    mkdir -p "$FAKE_STATE/md" "$FAKE_STATE/fs" && touch "$md"
+    for arg in "${@:3}"; do
+      if [[ $arg == /dev/* ]]; then echo linux_raid_member >"$FAKE_STATE/fs/${arg##*/}"; fi
+    done
+    ;;
   *) exit 1 ;;
 esac
 """,
-    "mountpoint": 'grep -qxF -- "${!#}" "$FAKE_STATE/mounts"\n',
-    "mount": 'printf \'%s\\n\' "${!#}" >>"$FAKE_STATE/mounts"\n',
-    "findmnt": 'cat "$FAKE_STATE/mounts"\n',
+    "mountpoint": "awk -v t=\"${!#}\" '$2 == t { found = 1 } END { exit !found }' "
+    '"$FAKE_STATE/mounts"\n',
+    "mount": 'printf \'%s %s\\n\' "${*: -2:1}" "${!#}" >>"$FAKE_STATE/mounts"\n',
+    "findmnt": """if [[ " $* " == *SOURCE,TARGET* ]]; then
+  cat "$FAKE_STATE/mounts"
+else
+  awk '{ print $2 }' "$FAKE_STATE/mounts"
+fi
+""",
     "systemctl": """svc="${!#}"
 case "$1" in
   is-active) [[ -f $FAKE_STATE/active/$svc ]] ;;
+  is-enabled) [[ -f $FAKE_STATE/enabled/$svc ]] ;;
   stop) rm -f "$FAKE_STATE/active/$svc" ;;
   start) touch "$FAKE_STATE/active/$svc" ;;
 esac
@@ -73,13 +113,38 @@ fi
 src="${*: -2:1}" dst="${!#}"
 cp -a "${src%/}/." "$dst"
 """,
+    # Never waits. mount_after ("N SOURCE TARGET") plays the AMI's boot service: the
+    # mount appears during the Nth sleep.
+    "sleep": """n=$(($(cat "$FAKE_STATE/sleeps" 2>/dev/null || echo 0) + 1))
+echo "$n" >"$FAKE_STATE/sleeps"
+if [[ -f $FAKE_STATE/mount_after ]]; then
+  read -r after source target <"$FAKE_STATE/mount_after"
+  if ((n == after)); then echo "$source $target" >>"$FAKE_STATE/mounts"; fi
+fi
+""",
     "sysctl": "",
     "udevadm": "",
 }
 
 # Commands the scripts must never run; the fake refuses, so a stray call fails the test
 # instead of reaching this machine.
-TRIPWIRES = ["umount", "mkfs.xfs", "wipefs", "parted", "sgdisk", "nvme", "swapon"]
+TRIPWIRES = [
+    "umount",
+    "mkfs",
+    "mkfs.xfs",
+    "wipefs",
+    "parted",
+    "sgdisk",
+    "nvme",
+    "swapon",
+    "dd",
+    "pvcreate",
+    "vgcreate",
+    "lvcreate",
+    "pvremove",
+    "vgremove",
+    "lvremove",
+]
 
 
 def _write_executable(path: Path, text: str) -> None:
@@ -116,12 +181,45 @@ class FakeNode:
     def is_running(self, svc: str) -> bool:
         return (self.state / "active" / svc).exists()
 
-    def mounted(self, path: str) -> None:
+    def mounted(self, path: str, source: str = "tmpfs") -> None:
         with (self.state / "mounts").open("a") as mounts:
-            mounts.write(f"{self.root}{path}\n")
+            mounts.write(f"{source} {self.root}{path}\n")
 
     def mounts(self) -> list[str]:
-        return (self.state / "mounts").read_text().splitlines()
+        """Mounted targets, in mount order."""
+        return [line.split()[1] for line in (self.state / "mounts").read_text().splitlines()]
+
+    def signature(self, disk: str, signature: str, label: str | None = None) -> None:
+        """What blkid finds on /dev/<disk>: ext4, xfs, LVM2_member, linux_raid_member..."""
+        for sub in ("fs", "label"):
+            (self.state / sub).mkdir(exist_ok=True)
+        (self.state / "fs" / disk).write_text(f"{signature}\n")
+        if label is not None:
+            (self.state / "label" / disk).write_text(f"{label}\n")
+
+    def children(self, disk: str, *names: str) -> None:
+        """Devices lsblk lists below /dev/<disk> (partitions, LVM volumes, md arrays)."""
+        (self.state / "children").mkdir(exist_ok=True)
+        (self.state / "children" / disk).write_text("".join(f"{n}\n" for n in names))
+
+    def enabled(self, unit: str) -> None:
+        (self.state / "enabled").mkdir(exist_ok=True)
+        (self.state / "enabled" / unit).touch()
+
+    def mounts_during_sleep(self, n: int, source: str, path: str) -> None:
+        """The AMI's boot service mounts SOURCE on PATH while the script sleeps the nth time."""
+        (self.state / "mount_after").write_text(f"{n} {source} {self.root}{path}\n")
+
+    def ami_layout(self, disks: int, mount: str | None = "/opt/dlami/nvme") -> None:
+        """The HyperPod AMI's instance store: every disk an LVM physical volume of vg.01,
+        whose one logical volume is mounted on MOUNT (not yet mounted if None)."""
+        self.disks(*[INSTANCE_STORE] * disks)
+        self.enabled(AMI_UNIT)
+        for i in range(1, disks + 1):
+            self.signature(f"nvme{i}n1", "LVM2_member")
+            self.children(f"nvme{i}n1", AMI_LV)
+        if mount is not None:
+            self.mounted(mount, source=AMI_LV)
 
     def fail(self, command: str) -> None:
         (self.state / f"fail_{command}").touch()
@@ -150,7 +248,7 @@ def node(tmp_path: Path) -> FakeNode:
     for d in (root / "etc", state / "active", bin_dir):
         d.mkdir(parents=True)
     (root / "etc/fstab").write_text("UUID=root-uuid / xfs defaults,noatime 1 1\n")
-    (state / "mounts").write_text(f"{root}\n")
+    (state / "mounts").write_text(f"/dev/nvme0n1p1 {root}\n")
     (state / "lsblk.out").write_text(f"/dev/nvme0n1 {EBS}\n")
     for name, body in FAKES.items():
         _write_executable(bin_dir / name, _FAKE_HEADER + body)
@@ -272,7 +370,7 @@ def test_rerun_after_losing_the_mounts_reuses_array_and_filesystem(node: FakeNod
     assert node.run().returncode == 0
     fstab_after_first = node.fstab
     # As after a reboot whose fstab mounts did not come up: array and filesystem remain.
-    (node.state / "mounts").write_text(f"{node.root}\n")
+    (node.state / "mounts").write_text(f"/dev/nvme0n1p1 {node.root}\n")
     first_calls = len(node.calls())
 
     result = node.run()
@@ -315,10 +413,12 @@ def test_single_disk_is_formatted_directly_without_raid(node: FakeNode) -> None:
     ]
 
 
-def test_an_existing_ext4_filesystem_is_mounted_not_reformatted(node: FakeNode) -> None:
+def test_this_scripts_own_ext4_on_a_single_disk_is_mounted_again_not_reformatted(
+    node: FakeNode,
+) -> None:
+    # As after a reboot that lost the mount: the filesystem an earlier run made is there.
     node.disks(INSTANCE_STORE)
-    (node.state / "fs").mkdir()
-    (node.state / "fs/nvme1n1").write_text("ext4\n")
+    node.signature("nvme1n1", "ext4", label="instance_store")
 
     assert node.run().returncode == 0
 
@@ -326,16 +426,38 @@ def test_an_existing_ext4_filesystem_is_mounted_not_reformatted(node: FakeNode) 
     assert f"{node.root}/opt/dlami/nvme" in node.mounts()
 
 
-def test_a_foreign_filesystem_is_never_formatted(node: FakeNode) -> None:
-    node.disks(INSTANCE_STORE)
-    (node.state / "fs").mkdir()
-    (node.state / "fs/nvme1n1").write_text("xfs\n")
+@pytest.mark.parametrize(
+    ("signature", "children"),
+    [
+        ("LVM2_member", ["/dev/mapper/vg.01-lv_ephemeral"]),
+        ("linux_raid_member", ["/dev/md127"]),
+        ("xfs", []),
+        ("ext4", []),  # someone else's: not this script's label
+        (None, ["/dev/nvme2n1p1"]),  # partitioned, no signature on the disk itself
+    ],
+    ids=["lvm-pv", "md-member", "xfs", "foreign-ext4", "partitioned"],
+)
+def test_a_disk_in_use_is_never_formatted_or_raided(
+    node: FakeNode, signature: str | None, children: list[str]
+) -> None:
+    node.disks(INSTANCE_STORE, INSTANCE_STORE)
+    if signature is not None:
+        node.signature("nvme2n1", signature)
+    node.children("nvme2n1", *children)
+    node.running("kubelet", "containerd")
 
     result = node.run()
 
-    assert result.returncode != 0
-    assert node.calls_to("mkfs.ext4") == []
-    assert "holds a xfs filesystem, not ext4; refusing to format it" in node.log
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert {c.split()[0] for c in node.calls()}.isdisjoint(DISK_WRITERS - {"mdadm"})
+    assert not [c for c in node.calls_to("mdadm") if "--create" in c]
+    assert "the instance-store disks are in use, not formatting them: /dev/nvme2n1:" in node.log
+    assert "WARNING: the instance store was not mounted within 120s" in node.log
+    # The runtime stays where it was, untouched and running.
+    assert node.calls_to("rsync") == []
+    assert not [c for c in node.calls_to("systemctl") if c.split()[1] in ("stop", "start")]
+    assert node.is_running("containerd")
+    assert node.mounts() == [str(node.root)]
 
 
 def test_instance_store_already_mounted_by_the_ami_only_moves_the_runtime_data(
@@ -351,6 +473,125 @@ def test_instance_store_already_mounted_by_the_ami_only_moves_the_runtime_data(
     assert fstab_lines_for(node.fstab, "/opt/dlami/nvme") == []
     assert (node.root / "opt/dlami/nvme/kubelet/pki/kubelet.crt").read_text() == "cert"
     assert f"{node.root}/var/lib/kubelet" in node.mounts()
+
+
+def _runtime_moved_to(node: FakeNode, store: str) -> None:
+    blob = "io.containerd.content.v1.content/blobs/sha256/abc"
+    assert (node.root / store.lstrip("/") / "containerd" / blob).read_text() == "layer bytes"
+    assert (node.root / store.lstrip("/") / "kubelet/pki/kubelet.crt").read_text() == "cert"
+    for name in ("containerd", "kubelet"):
+        assert f"{node.root}/var/lib/{name}" in node.mounts()
+
+
+def _disks_untouched(node: FakeNode) -> None:
+    assert {c.split()[0] for c in node.calls()}.isdisjoint(DISK_WRITERS)
+
+
+def test_hyperpod_ami_layout_is_used_and_its_disks_left_alone(node: FakeNode) -> None:
+    node.ami_layout(disks=2)
+    node.running("kubelet", "containerd")
+
+    result = node.run()
+
+    assert result.returncode == 0, result.stderr + result.stdout
+    _disks_untouched(node)
+    _runtime_moved_to(node, "/opt/dlami/nvme")
+    assert fstab_lines_for(node.fstab, "/opt/dlami/nvme") == []
+    # After a reboot the AMI's service mounts the volume after fstab's local mounts.
+    for name in ("containerd", "kubelet"):
+        assert fstab_lines_for(node.fstab, f"/var/lib/{name}") == [
+            f"/opt/dlami/nvme/{name} /var/lib/{name} none"
+            " bind,nofail,x-systemd.after=dlami-nvme.service 0 0"
+        ]
+    assert node.is_running("kubelet")
+    assert node.is_running("containerd")
+
+
+def test_waits_for_the_ami_to_mount_the_instance_store_then_uses_it(node: FakeNode) -> None:
+    # OnCreate started while dlami-nvme.service was still building vg.01.
+    node.ami_layout(disks=2, mount=None)
+    node.mounts_during_sleep(3, AMI_LV, "/opt/dlami/nvme")
+
+    result = node.run()
+
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert node.calls_to("sleep") == ["sleep 5"] * 3
+    _disks_untouched(node)
+    _runtime_moved_to(node, "/opt/dlami/nvme")
+    assert "the AMI mounted the instance store on /opt/dlami/nvme; using it" in node.log
+
+
+def test_blank_disks_are_left_to_the_ami_service_when_it_is_enabled(node: FakeNode) -> None:
+    # Earlier still: the AMI's service has not even made the disks physical volumes yet.
+    node.disks(INSTANCE_STORE, INSTANCE_STORE)
+    node.enabled(AMI_UNIT)
+    node.mounts_during_sleep(2, AMI_LV, "/opt/dlami/nvme")
+
+    result = node.run()
+
+    assert result.returncode == 0, result.stderr + result.stdout
+    _disks_untouched(node)
+    _runtime_moved_to(node, "/opt/dlami/nvme")
+    assert "dlami-nvme.service is enabled: the AMI prepares the instance store" in node.log
+
+
+def test_the_ami_volume_is_used_where_it_is_mounted(node: FakeNode) -> None:
+    node.ami_layout(disks=2, mount="/opt/sagemaker")
+
+    result = node.run()
+
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert node.calls_to("sleep") == []
+    _disks_untouched(node)
+    _runtime_moved_to(node, "/opt/sagemaker")
+    assert fstab_lines_for(node.fstab, "/var/lib/containerd") == [
+        "/opt/sagemaker/containerd /var/lib/containerd none"
+        " bind,nofail,x-systemd.after=dlami-nvme.service 0 0"
+    ]
+    assert not (node.root / "opt/dlami/nvme").exists()
+
+
+def test_the_wait_for_the_ami_is_bounded_and_then_changes_nothing(node: FakeNode) -> None:
+    node.ami_layout(disks=2, mount=None)
+    node.running("kubelet", "containerd")
+
+    result = node.run()
+
+    assert result.returncode == 0, result.stderr + result.stdout
+    # 120 s in 5 s steps.
+    assert node.calls_to("sleep") == ["sleep 5"] * 24
+    _disks_untouched(node)
+    assert "WARNING: the instance store was not mounted within 120s" in node.log
+    assert node.calls_to("rsync") == []
+    assert not [c for c in node.calls_to("systemctl") if c.split()[1] in ("stop", "start")]
+    assert node.is_running("containerd")
+    blob = "var/lib/containerd/io.containerd.content.v1.content/blobs/sha256/abc"
+    assert (node.root / blob).read_text() == "layer bytes"
+    assert node.fstab == "UUID=root-uuid / xfs defaults,noatime 1 1\n"
+
+
+@pytest.mark.parametrize("store", ["/opt/dlami/nvme", "/opt/sagemaker"])
+def test_second_run_on_the_ami_layout_changes_nothing(node: FakeNode, store: str) -> None:
+    node.ami_layout(disks=2, mount=None)
+    node.mounts_during_sleep(1, AMI_LV, store)
+    node.running("kubelet", "containerd")
+    assert node.run().returncode == 0
+    fstab_after_first = node.fstab
+    mounts_after_first = node.mounts()
+    first_calls = len(node.calls())
+
+    result = node.run()
+
+    assert result.returncode == 0, result.stderr + result.stdout
+    second = node.calls()[first_calls:]
+    touched = {c.split()[0] for c in second}
+    assert touched.isdisjoint({"mount", "rsync", "sleep", "udevadm"})
+    assert not [c for c in second if c.startswith(("systemctl stop", "systemctl start"))]
+    assert "systemctl daemon-reload" not in second
+    _disks_untouched(node)
+    assert node.fstab == fstab_after_first
+    assert node.mounts() == mounts_after_first
+    _runtime_moved_to(node, store)
 
 
 def test_a_failing_step_stops_provisioning_with_its_message_in_the_log(node: FakeNode) -> None:
