@@ -5,6 +5,13 @@ policy, ENI management for EFA and the VPC CNI, ECR pulls, EKS Pod Identity on t
 cluster, FSx describe; and, through StorageStack's managed policies, S3 read of inputs
 and write of outputs (object actions on `bucket/*`, list on the bucket) and use of
 the environment's KMS key.
+
+Nodes pull every image with this role, the system images included (aws-node and its
+RIG copy, kube-proxy, CoreDNS, the pod identity agent, the EFA device plugin, the
+health-monitoring agent). AWS's HyperPod EKS sample grants the ECR pull actions on
+Resource '*' (aws-samples/awsome-distributed-training 1.architectures/
+7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/sagemaker-iam-role-stack.yaml);
+we name the AWS-owned repositories instead (novapod/data/node_images.yaml).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from novapod.constructs.acknowledge import acknowledge, nag_resource
+from novapod.node_images import ImageRepository, node_image_registries
 
 INSTANCE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
 ENI_ACTIONS = (
@@ -32,13 +40,15 @@ ATTACH_ACTIONS = ("ec2:AttachNetworkInterface", "ec2:DetachNetworkInterface")
 DESCRIBE_ACTIONS = (
     "ec2:DescribeNetworkInterfaces",
     "ec2:DescribeInstances",
+    # The VPC CNI reads ENI and address limits per instance type (AmazonEKS_CNI_Policy
+    # grants it: docs.aws.amazon.com/aws-managed-policy/latest/reference/AmazonEKS_CNI_Policy.html).
+    "ec2:DescribeInstanceTypes",
     "ec2:DescribeSubnets",
     "ec2:DescribeSecurityGroups",
     "ec2:DescribeVpcs",
     "ec2:DescribeDhcpOptions",
     "ec2:DescribeTags",
     "fsx:DescribeFileSystems",
-    "ecr:GetAuthorizationToken",
     "cloudwatch:DescribeAlarms",
 )
 ECR_PULL = ("ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability")
@@ -55,6 +65,7 @@ class ExecutionRole(Construct):
         id_: str,
         *,
         kind: str,
+        region: str,
         cluster_arn: str,
         subnet_ids: Sequence[str],
         security_group_id: str,
@@ -106,19 +117,30 @@ class ExecutionRole(Construct):
                 actions=list(ATTACH_ACTIONS),
                 resources=[interfaces, self._any_instance()],
             ),
+            # Unconditioned: the VPC CNI tags interfaces that already exist (ones it
+            # attached earlier), not only at creation, as AmazonEKS_CNI_Policy allows.
             iam.PolicyStatement(
-                sid="TagNewInterfaces",
-                actions=["ec2:CreateTags"],
-                resources=[interfaces],
-                conditions={"StringEquals": {"ec2:CreateAction": "CreateNetworkInterface"}},
+                sid="TagInterfaces", actions=["ec2:CreateTags"], resources=[interfaces]
             ),
             iam.PolicyStatement(
                 sid="DescribeWithoutResourceLevel", actions=list(DESCRIBE_ACTIONS), resources=["*"]
+            ),
+            # The registry login token is account-wide: the action has no resource type.
+            iam.PolicyStatement(
+                sid="EcrAuthorizationToken", actions=["ecr:GetAuthorizationToken"], resources=["*"]
             ),
             iam.PolicyStatement(
                 sid="PullImages",
                 actions=list(ECR_PULL),
                 resources=[repositories],
+            ),
+            iam.PolicyStatement(
+                sid="PullNodeSystemImages",
+                actions=list(ECR_PULL),
+                resources=[
+                    self._repository_arn(r)
+                    for r in node_image_registries().system_repositories(region)
+                ],
             ),
             iam.PolicyStatement(
                 sid="PodIdentityOnThisCluster",
@@ -128,6 +150,15 @@ class ExecutionRole(Construct):
         ]
         self.policy = iam.Policy(self, "Policy", statements=statements, roles=[self.role])
         self._acknowledge(kind, interfaces, repositories)
+
+    def _repository_arn(self, repository: ImageRepository) -> str:
+        return Stack.of(self).format_arn(
+            service="ecr",
+            region=repository.region,
+            account=repository.account,
+            resource="repository",
+            resource_name=repository.name,
+        )
 
     def _any_instance(self) -> str:
         return Stack.of(self).format_arn(
@@ -142,12 +173,14 @@ class ExecutionRole(Construct):
             "cluster instance role (node registration, health reporting, logs).",
         )
         reasons = {
-            "Resource::*": "EC2 Describe*, fsx:DescribeFileSystems, cloudwatch:DescribeAlarms "
-            "and ecr:GetAuthorizationToken have no resource-level permissions.",
+            "Resource::*": "EC2 Describe* (incl. DescribeInstanceTypes), fsx:DescribeFileSystems, "
+            "cloudwatch:DescribeAlarms and ecr:GetAuthorizationToken (a registry login token, "
+            "account-wide) have no resource-level permissions, so they need Resource '*'.",
             f"Resource::{nag_resource(self, self._any_instance())}": "HyperPod instances run "
             "in a service-owned account, so attach/detach cannot name an instance of ours.",
             f"Resource::{nag_resource(self, interfaces)}": "Network interfaces that the VPC "
-            "CNI and EFA create do not exist yet; creation is limited to our subnets and group.",
+            "CNI and EFA create do not exist yet, and the CNI tags the ones it manages; "
+            "creation is limited to our subnets and group.",
         }
         reasons[f"Resource::{nag_resource(self, repositories)}"] = (
             "Nova images live in AWS-owned accounts that differ per region; pulls are "

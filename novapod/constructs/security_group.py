@@ -8,13 +8,19 @@ from constructs import Construct
 LUSTRE_PORT = 988
 LUSTRE_PORT_RANGE = (1018, 1023)
 HTTPS = 443
+EFA_RULE = "EFA and node-to-node traffic"
 
 
 class HyperPodSecurityGroup(Construct):
     """All traffic within the group (EFA needs it), Lustre ports, HTTPS from the VPC.
 
-    Egress: everything when the VPC has a NAT route; in a closed network only HTTPS,
-    which reaches nothing but the VPC endpoints and the S3 gateway there.
+    Egress: all traffic to the group itself in every network, because EFA requires an
+    outbound rule to its own group besides any 0.0.0.0/0 rule (EC2 User Guide, "Prepare
+    an EFA-enabled security group", docs.aws.amazon.com/AWSEC2/latest/UserGuide/
+    efa-start.html; AWS's HyperPod EKS sample has both rules: awsome-distributed-training
+    1.architectures/7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/
+    security-group-stack.yaml). Then everything when the VPC has a NAT route; in a closed
+    network only HTTPS, which reaches nothing but the VPC endpoints and the S3 gateway.
     """
 
     def __init__(
@@ -26,23 +32,33 @@ class HyperPodSecurityGroup(Construct):
             "Group",
             vpc=vpc,
             description="novapod HyperPod nodes, FSx for Lustre and VPC endpoints",
-            # Everything outbound when a NAT route exists; in a closed network only
-            # HTTPS, which reaches nothing but the endpoints and the S3 gateway.
+            # Everything outbound when a NAT route exists (CDK refuses an all-traffic
+            # 0.0.0.0/0 rule any other way); in a closed network only HTTPS.
             allow_all_outbound=not closed,
         )
         sg = self.security_group
         lustre_ports = (ec2.Port.tcp(LUSTRE_PORT), ec2.Port.tcp_range(*LUSTRE_PORT_RANGE))
-        sg.add_ingress_rule(sg, ec2.Port.all_traffic(), "EFA and node-to-node traffic")
+        sg.add_ingress_rule(sg, ec2.Port.all_traffic(), EFA_RULE)
         for port in lustre_ports:
             sg.add_ingress_rule(sg, port, "FSx for Lustre")
         sg.add_ingress_rule(
             ec2.Peer.ipv4(vpc_cidr), ec2.Port.tcp(HTTPS), "HTTPS to VPC endpoints from the VPC"
         )
         if closed:
-            # allow_all_outbound already covers these when the network is open.
-            sg.add_egress_rule(sg, ec2.Port.all_traffic(), "EFA and node-to-node traffic")
+            sg.add_egress_rule(sg, ec2.Port.all_traffic(), EFA_RULE)
             for port in lustre_ports:
                 sg.add_egress_rule(sg, port, "FSx for Lustre")
             sg.add_egress_rule(
                 ec2.Peer.any_ipv4(), ec2.Port.tcp(HTTPS), "HTTPS to VPC endpoints and S3 gateway"
+            )
+        else:
+            # CDK drops add_egress_rule on a group with allow_all_outbound, and EFA's
+            # traffic needs this rule besides 0.0.0.0/0: write the rule out.
+            ec2.CfnSecurityGroupEgress(
+                self,
+                "EfaEgressToSelf",
+                group_id=sg.security_group_id,
+                destination_security_group_id=sg.security_group_id,
+                ip_protocol="-1",
+                description=EFA_RULE,
             )

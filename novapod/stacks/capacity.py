@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, CfnResource, Stack
+from aws_cdk import CfnOutput, CfnResource, Fn, Stack
 from constructs import Construct
 
 from novapod.config import NovapodConfig
@@ -59,5 +59,35 @@ class CapacityStack(Stack):
             assert isinstance(resource, CfnResource)
             resource.override_logical_id(plan_logical_id(spec.name))
             self.plans[spec.name] = plan
-            CfnOutput(self, f"{plan_logical_id(spec.name)}Arn", value=plan.plan_arn)
-            CfnOutput(self, f"{plan_logical_id(spec.name)}ZoneId", value=plan.availability_zone_id)
+            self._plan_outputs(plan_logical_id(spec.name), spec.name, plan)
+        CfnOutput(
+            self,
+            "PurchaseLogGroup",
+            value=provider.purchase_log_group.log_group_name,
+            description="CloudWatch log group of the training-plan purchase handler: the "
+            "offering search, the choice, the fee check and the purchase",
+        )
+        CfnOutput(
+            self,
+            "PurchaseWaitLogGroup",
+            value=provider.wait_log_group.log_group_name,
+            description="CloudWatch log group where a bought plan's wait shows (one line a "
+            "minute until it is Scheduled or Active; up to capacity.pending_timeout_minutes)",
+        )
+
+    def _plan_outputs(self, prefix: str, name: str, plan: TrainingPlan) -> None:
+        outputs = {
+            "Arn": (plan.plan_arn, f"training plan {name}: ARN"),
+            "ZoneId": (plan.availability_zone_id, f"training plan {name}: Availability Zone ID"),
+            "Start": (plan.start_time, f"training plan {name}: capacity start (UTC, ISO 8601)"),
+            "End": (
+                plan.end_time,
+                f"training plan {name}: capacity end (UTC, ISO 8601); instances are reclaimed",
+            ),
+            "UpfrontFee": (
+                Fn.join(" ", [plan.upfront_fee, plan.currency]),
+                f"training plan {name}: up-front fee paid, with its currency",
+            ),
+        }
+        for suffix, (value, description) in outputs.items():
+            CfnOutput(self, f"{prefix}{suffix}", value=value, description=description)

@@ -58,6 +58,7 @@ class HyperPodStack(Stack):
                 self,
                 id_,
                 kind=kind,
+                region=config.region,
                 cluster_arn=eks_cluster_arn,
                 subnet_ids=[s.subnet_id for s in network.private_subnets],
                 security_group_id=self.security_group_id,
@@ -97,7 +98,22 @@ class HyperPodStack(Stack):
         if bootstrap is not None:
             # The HyperPod dependencies chart must be in the cluster before HyperPod.
             self.cluster.node.add_dependency(bootstrap)
-        CfnOutput(self, "ClusterArn", value=self.cluster.attr_cluster_arn)
+        # The roles are referenced by ARN, their inline policies are not: without this the
+        # cluster can start nodes before the ENI and ECR permissions exist.
+        for execution_role in self.roles.values():
+            self.cluster.node.add_dependency(execution_role.policy)
+        CfnOutput(
+            self,
+            "ClusterName",
+            value=cluster_name,
+            description="HyperPod cluster name (aws sagemaker describe-cluster --cluster-name)",
+        )
+        CfnOutput(
+            self,
+            "ClusterArn",
+            value=self.cluster.attr_cluster_arn,
+            description="HyperPod cluster ARN (the HyperPod CLI and SageMaker console use it)",
+        )
 
     def _plan_vpc(self, plan_name: str | None) -> tuple[str | None, Any]:
         if plan_name is None:

@@ -10,7 +10,7 @@ import pytest
 
 from novapod.config import load_config
 from novapod.naming import TRAINING_PLAN_NAME, training_plan_name
-from tests.conftest import DEFAULT_CONFIG, ROOT, resources
+from tests.conftest import DEFAULT_CONFIG, ROOT, joined, resources
 
 PURCHASE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"
 ADOPT = ROOT / "config" / "examples" / "adopt-existing-plan.yaml"
@@ -133,8 +133,7 @@ def test_iam_is_least_privilege(synth) -> None:
             assert all("*" not in a for a in actions), actions
     on_event = statements(template, "OnEventRole")
     by_action = {a: as_list(s["Resource"]) for s in on_event for a in as_list(s["Action"])}
-    assert by_action["sagemaker:CreateTrainingPlan"] == [plan_arn]
-    assert by_action["sagemaker:AddTags"] == [plan_arn]
+    assert by_action["sagemaker:DescribeTrainingPlan"] == [plan_arn]
     assert by_action["sagemaker:SearchTrainingPlanOfferings"] == ["*"]
     assert by_action["ec2:DescribeAvailabilityZones"] == ["*"]
     for action, scope in by_action.items():
@@ -143,6 +142,10 @@ def test_iam_is_least_privilege(synth) -> None:
                 "sagemaker:SearchTrainingPlanOfferings",
                 "ec2:DescribeAvailabilityZones",
             }
+    for statement in on_event:
+        assert not any(
+            joined(r).endswith(":training-plan/*") for r in as_list(statement["Resource"])
+        ), "plans are limited to this environment's names"
     is_complete = statements(template, "IsCompleteRole")
     assert {a for s in is_complete for a in as_list(s["Action"])} == {
         "sagemaker:DescribeTrainingPlan",
@@ -175,3 +178,66 @@ def test_capacity_depends_on_network_only(synth, path) -> None:
 
 def test_default_config_has_no_capacity_stack(synth) -> None:
     assert "capacity" not in synth(DEFAULT_CONFIG).templates
+
+
+PLANS = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-nova-lite-*"
+CAPACITIES = "arn:aws:sagemaker:us-east-1:111122223333:reserved-capacity/*"
+
+
+def test_purchase_with_tags_is_allowed_on_plans_and_reserved_capacity(synth) -> None:
+    """AmazonSageMakerTrainingPlanCreateAccess's grants, narrowed to our plan names."""
+    on_event = {
+        s.get("Sid"): s for s in statements(synth(PURCHASE).templates["capacity"], "OnEvent")
+    }
+    buy = on_event["BuyOwnPlans"]
+    assert sorted(as_list(buy["Action"])) == [
+        "sagemaker:CreateReservedCapacity",
+        "sagemaker:CreateTrainingPlan",
+    ]
+    assert sorted(joined(r) for r in buy["Resource"]) == sorted([PLANS, CAPACITIES])
+    assert "Condition" not in buy
+    tag = on_event["TagOnPurchaseOnly"]
+    assert tag["Action"] == "sagemaker:AddTags"
+    assert sorted(joined(r) for r in tag["Resource"]) == sorted([PLANS, CAPACITIES])
+    # Tags only as part of the purchase, never on an existing plan afterwards.
+    assert tag["Condition"] == {
+        "StringEquals": {
+            "sagemaker:TaggingAction": ["CreateTrainingPlan", "CreateReservedCapacity"]
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("path", "logical_id"),
+    [(PURCHASE, "TrainingPlanLiteSft"), (ADOPT, "TrainingPlanReserved")],
+    ids=["purchase", "adopt"],
+)
+def test_plans_are_retained_on_delete_and_replace(synth, path, logical_id) -> None:
+    resource = plan_resource(synth(path).templates["capacity"], logical_id)
+    assert resource["DeletionPolicy"] == "Retain"
+    assert resource["UpdateReplacePolicy"] == "Retain"
+
+
+def test_capacity_outputs_per_plan_with_descriptions(synth) -> None:
+    template = synth(PURCHASE).templates["capacity"]
+    outputs = template["Outputs"]
+    plan = "TrainingPlanLiteSft"
+    assert outputs[f"{plan}Arn"]["Value"] == {"Fn::GetAtt": [plan, "PlanArn"]}
+    assert outputs[f"{plan}Start"]["Value"] == {"Fn::GetAtt": [plan, "StartTime"]}
+    assert outputs[f"{plan}End"]["Value"] == {"Fn::GetAtt": [plan, "EndTime"]}
+    assert outputs[f"{plan}UpfrontFee"]["Value"] == {
+        "Fn::Join": [
+            " ",
+            [{"Fn::GetAtt": [plan, "UpfrontFee"]}, {"Fn::GetAtt": [plan, "CurrencyCode"]}],
+        ]
+    }
+    groups = resources(template, "AWS::Logs::LogGroup")
+    on_event_logs = next(k for k in groups if "OnEventLogs" in k)
+    is_complete_logs = next(k for k in groups if "IsCompleteLogs" in k)
+    assert outputs["PurchaseLogGroup"]["Value"] == {"Ref": on_event_logs}
+    assert outputs["PurchaseWaitLogGroup"]["Value"] == {"Ref": is_complete_logs}
+    for name, output in outputs.items():
+        if name.startswith("PublishOutput"):  # CDK's own (weak) cross-stack references
+            continue
+        assert len(output.get("Description", "")) > 20, name
+    assert "training plan lite-sft" in outputs[f"{plan}UpfrontFee"]["Description"]

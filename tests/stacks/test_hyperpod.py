@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from typing import Any
 
 import pytest
@@ -145,9 +146,11 @@ def test_execution_role_statements(synth, fragment, kind) -> None:
     eni = statements["ManageInterfaces"]
     assert joined(eni["Resource"]).endswith(":network-interface/*")
     assert "ec2:CreateTags" not in as_list(eni["Action"])
-    assert statements["TagNewInterfaces"]["Condition"] == {
-        "StringEquals": {"ec2:CreateAction": "CreateNetworkInterface"}
-    }
+    # The VPC CNI tags interfaces that already exist: no create-only condition.
+    tags = statements["TagInterfaces"]
+    assert tags["Action"] == "ec2:CreateTags" and "Condition" not in tags
+    assert joined(tags["Resource"]).endswith(":network-interface/*")
+    assert "ec2:DescribeInstanceTypes" in statements["DescribeWithoutResourceLevel"]["Action"]
     repository = joined(statements["PullImages"]["Resource"])
     assert repository.endswith("repository/nova-*" if kind == "restricted" else "repository/*")
     for statement in statements.values():
@@ -229,3 +232,115 @@ def test_cluster_waits_for_the_hyperpod_dependencies(synth, path, rig) -> None:
     assert "eks" in result.dependencies["hyperpod"]
     project = next(iter(resources(eks, "AWS::CodeBuild::Project").values()))["Properties"]
     assert len(project["VpcConfig"]["Subnets"]) == 2
+
+
+# What nodes pull with their execution role, written out per region (EKS user guide
+# "Amazon container image registries for Amazon EKS add-ons"; the health agent's
+# registries from aws/sagemaker-hyperpod-cli's chart; the EFA plugin's chart default is
+# in us-west-2 and the RIG install re-points it to the cluster's region).
+EKS_SYSTEM_REPOSITORIES = (
+    "amazon-k8s-cni",
+    "amazon-k8s-cni-init",
+    "amazon/aws-network-policy-agent",
+    "eks/kube-proxy",
+    "eks/coredns",
+    "eks/eks-pod-identity-agent",
+    "eks/pause",
+)
+HEALTH_AGENT_ACCOUNT = {"us-east-1": "767398015722", "eu-west-2": "011528288831"}
+
+
+def system_images(region: str) -> list[str]:
+    return [
+        *(f"arn:aws:ecr:{region}:602401143452:repository/{r}" for r in EKS_SYSTEM_REPOSITORIES),
+        "arn:aws:ecr:us-west-2:602401143452:repository/eks/aws-efa-k8s-device-plugin",
+        f"arn:aws:ecr:{region}:602401143452:repository/eks/aws-efa-k8s-device-plugin",
+        f"arn:aws:ecr:{region}:{HEALTH_AGENT_ACCOUNT[region]}:repository/"
+        "hyperpod-health-monitoring-agent",
+    ]
+
+
+def allows(statements: list[dict[str, Any]], action: str, arn: str, region: str) -> bool:
+    """Does an unconditioned Allow statement grant `action` on `arn`?"""
+    for statement in statements:
+        if statement.get("Effect") != "Allow" or "Condition" in statement:
+            continue
+        if action not in as_list(statement["Action"]):
+            continue
+        for resource in as_list(statement["Resource"]):
+            pattern = (
+                joined(resource)
+                .replace("${AWS::Partition}", "aws")
+                .replace("${AWS::Region}", region)
+                .replace("${AWS::AccountId}", "111122223333")
+            )
+            if fnmatchcase(arn, pattern):
+                return True
+    return False
+
+
+@pytest.mark.parametrize(
+    ("path", "fragment", "region"),
+    [
+        (MIXED, "RestrictedGroupRole", "us-east-1"),
+        (MIXED, "StandardGroupRole", "us-east-1"),
+        (PURCHASE, "RestrictedGroupRole", "us-east-1"),
+        (EXISTING, "StandardGroupRole", "eu-west-2"),
+    ],
+    ids=["mixed-restricted", "mixed-standard", "rig", "standard-eu-west-2"],
+)
+def test_every_execution_role_pulls_the_node_system_images(synth, path, fragment, region) -> None:
+    statements = role_statements(synth(path), fragment)
+    for arn in system_images(region):
+        for action in ("ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"):
+            assert allows(statements, action, arn, region), (action, arn)
+    # The registry login token has no resource type: Resource "*" is the only form.
+    assert any(
+        s["Action"] == "ecr:GetAuthorizationToken" and s["Resource"] == "*" for s in statements
+    )
+    # Pulls only: nothing that writes to any registry.
+    actions = {a for s in statements for a in as_list(s["Action"]) if a.startswith("ecr:")}
+    assert actions == {
+        "ecr:BatchGetImage",
+        "ecr:GetDownloadUrlForLayer",
+        "ecr:BatchCheckLayerAvailability",
+        "ecr:GetAuthorizationToken",
+    }
+
+
+def test_restricted_role_pulls_no_other_aws_registry(synth) -> None:
+    statements = role_statements(synth(PURCHASE), "RestrictedGroupRole")
+    # Nova images are nova-*; other repositories of the EKS registry stay out of reach.
+    assert allows(
+        statements,
+        "ecr:BatchGetImage",
+        "arn:aws:ecr:us-east-1:123456789012:repository/nova-fine-tuning",
+        "us-east-1",
+    )
+    for arn in (
+        "arn:aws:ecr:us-east-1:602401143452:repository/eks/aws-load-balancer-controller",
+        "arn:aws:ecr:us-west-2:602401143452:repository/amazon-k8s-cni",
+        "arn:aws:ecr:us-east-1:111122223333:repository/anything",
+    ):
+        assert not allows(statements, "ecr:BatchGetImage", arn, "us-east-1"), arn
+
+
+@pytest.mark.parametrize("path", [PURCHASE, MIXED, EXISTING], ids=lambda p: p.stem)
+def test_cluster_waits_for_its_execution_role_policies(synth, path) -> None:
+    template = synth(path).templates["hyperpod"]
+    role_policies = {
+        k
+        for k in resources(template, "AWS::IAM::Policy")
+        if k.startswith(("RestrictedGroupRole", "StandardGroupRole"))
+    }
+    roles = {k for k in resources(template, "AWS::IAM::Role")}
+    assert len(role_policies) == len(roles) >= 1
+    assert role_policies <= set(cluster(synth(path))["DependsOn"])
+
+
+def test_hyperpod_outputs_name_and_arn_with_descriptions(synth) -> None:
+    outputs = synth(PURCHASE).templates["hyperpod"]["Outputs"]
+    assert outputs["ClusterName"]["Value"] == "novapod-nova-lite"
+    assert outputs["ClusterArn"]["Value"] == {"Fn::GetAtt": [CLUSTER_LOGICAL_ID, "ClusterArn"]}
+    for name in ("ClusterName", "ClusterArn"):
+        assert len(outputs[name]["Description"]) > 20, name

@@ -97,13 +97,31 @@ def test_single_nat_serves_every_private_subnet(synth) -> None:
 def test_security_group_rules_exactly_open_network(synth) -> None:
     ingress, egress = sg_rules(synth(DEFAULT_CONFIG).templates["network"])
     assert ingress == SELF_INGRESS | {("tcp", 443, 443, "10.0.0.0/16")}
-    assert egress == {("-1", None, None, "0.0.0.0/0")}
+    # EFA needs the rule to the group itself besides 0.0.0.0/0.
+    assert egress == {("-1", None, None, "0.0.0.0/0"), ("-1", None, None, "self")}
 
 
 def test_security_group_rules_exactly_closed_network(synth) -> None:
     ingress, egress = sg_rules(synth(CLOSED).templates["network"])
     assert ingress == SELF_INGRESS | {("tcp", 443, 443, "10.30.0.0/16")}
     assert egress == SELF_INGRESS | {("tcp", 443, 443, "0.0.0.0/0")}
+
+
+@pytest.mark.parametrize("path", [DEFAULT_CONFIG, CLOSED, EXISTING], ids=["open", "closed", "vpc"])
+def test_efa_egress_rule_to_the_group_itself(synth, path) -> None:
+    """An egress resource of the group, all protocols, to the group itself (EFA)."""
+    template = synth(path).templates["network"]
+    ((sg_id, _),) = resources(template, "AWS::EC2::SecurityGroup").items()
+    group = {"Fn::GetAtt": [sg_id, "GroupId"]}
+    rules = [
+        r["Properties"]
+        for r in resources(template, "AWS::EC2::SecurityGroupEgress").values()
+        if r["Properties"].get("DestinationSecurityGroupId") == group
+        and r["Properties"]["GroupId"] == group
+        and r["Properties"]["IpProtocol"] == "-1"
+    ]
+    assert len(rules) == 1, rules
+    assert "FromPort" not in rules[0] and "CidrIp" not in rules[0]
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from pathlib import Path
 from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from novapod.config import TrainingPlanSpec
@@ -34,6 +35,9 @@ MAX_TOTAL_MINUTES = 60
 # describes; each read is bounded by botocore timeouts and attempts (handler/index.py).
 ON_EVENT_TIMEOUT = Duration.minutes(10)
 IS_COMPLETE_TIMEOUT = Duration.minutes(5)
+
+# The tagging a purchase does: the plan and its reserved capacities, tagged on create.
+TAGGING_ACTIONS = ("CreateTrainingPlan", "CreateReservedCapacity")
 
 NO_RESOURCE_LEVEL = (
     "{action} has no resource-level permissions (the IAM service reference lists no "
@@ -79,14 +83,35 @@ class TrainingPlanProvider(Construct):
             resource="training-plan",
             resource_name=f"{training_plan_name_prefix(environment)}*",
         )
+        # A purchase creates the plan and its reserved capacities, and tags both on
+        # create: SageMaker documents CreateTrainingPlan with CreateReservedCapacity and
+        # AddTags on both resource types (docs.aws.amazon.com/sagemaker/latest/dg/
+        # training-plan-iam-permissions.html); AWS's AmazonSageMakerTrainingPlanCreateAccess
+        # (docs.aws.amazon.com/aws-managed-policy/latest/reference/
+        # AmazonSageMakerTrainingPlanCreateAccess.html) limits AddTags with
+        # sagemaker:TaggingAction to those two creations. We narrow plans to our names.
+        reserved_capacity = stack.format_arn(
+            service="sagemaker", resource="reserved-capacity", resource_name="*"
+        )
         self.on_event.add_to_role_policy(
             iam.PolicyStatement(
-                sid="BuyAndDescribeOwnPlans",
-                actions=[
-                    "sagemaker:CreateTrainingPlan",
-                    "sagemaker:DescribeTrainingPlan",
-                    "sagemaker:AddTags",
-                ],
+                sid="BuyOwnPlans",
+                actions=["sagemaker:CreateTrainingPlan", "sagemaker:CreateReservedCapacity"],
+                resources=[own_plans, reserved_capacity],
+            )
+        )
+        self.on_event.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="TagOnPurchaseOnly",
+                actions=["sagemaker:AddTags"],
+                resources=[own_plans, reserved_capacity],
+                conditions={"StringEquals": {"sagemaker:TaggingAction": list(TAGGING_ACTIONS)}},
+            )
+        )
+        self.on_event.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="DescribeOwnPlans",
+                actions=["sagemaker:DescribeTrainingPlan"],
                 resources=[own_plans],
             )
         )
@@ -121,10 +146,26 @@ class TrainingPlanProvider(Construct):
             )
         )
         self._acknowledge(own_plans)
+        acknowledge(
+            default_policy(self.on_event.role),
+            f"AwsSolutions-IAM5[Resource::{nag_resource(self, reserved_capacity)}]",
+            "A purchase creates and tags the plan's reserved capacities, whose IDs SageMaker "
+            "generates; AddTags on them is limited to tagging at creation (TaggingAction).",
+        )
 
     @property
     def service_token(self) -> str:
         return self.handlers.service_token
+
+    @property
+    def purchase_log_group(self) -> logs.ILogGroup:
+        """Where on_event logs the search, the choice and the purchase."""
+        return self.on_event.log_group
+
+    @property
+    def wait_log_group(self) -> logs.ILogGroup:
+        """Where is_complete logs each poll while a plan is Pending (the long wait)."""
+        return self.is_complete.log_group
 
     def _acknowledge(self, own_plans: str) -> None:
         reasons = {
@@ -203,9 +244,9 @@ class TrainingPlan(Construct):
             service_token=provider.service_token,
             resource_type=RESOURCE_TYPE,
             properties=properties,
-            # Delete reaches the handler, which never touches the plan (plans cannot be
-            # cancelled) and logs that it is retained.
-            removal_policy=RemovalPolicy.DESTROY,
+            # Plans cannot be cancelled or deleted: the template says so, and neither a
+            # stack deletion nor a replacement (a new plan name) sends Delete at all.
+            removal_policy=RemovalPolicy.RETAIN,
         )
 
     def _att(self, name: str) -> str:
