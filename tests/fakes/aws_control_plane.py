@@ -6,16 +6,27 @@ real ones. It speaks SageMaker's JSON 1.1 protocol (`X-Amz-Target: SageMaker.<Op
 for the training-plan operations and EC2's query protocol (form body, XML answer) for
 DescribeAvailabilityZones and DescribeSubnets.
 
+Every SageMaker request is checked against botocore's service model (required and
+unknown members, lengths, enums, patterns, ranges) and refused with a
+ValidationException like the service's; every SageMaker answer is checked against the
+output shape, and a violation (a bug of the fake) is kept in `violations`. EC2 query
+parameters are checked by name and value kind (`service_model.py`).
+
 Tests script it (zones, subnets, offerings, existing plans, a status sequence per
-plan), inject faults per operation (throttle, 5xx, any error code, slow answers, a
-create that succeeds but whose answer is lost, a rival that buys the name first) and
-read back every call it received.
+plan), inject faults per operation (throttle, 5xx, any error code, slow answers, a call
+that hangs or whose connection is reset before it is worked, a create that succeeds but
+whose answer is lost, a rival that buys the name first) and read back every call it
+received. Offerings may be near matches (fewer instances, split segments, other zones
+or currencies) that the search returns for any request, as the real search ranks its
+best matches rather than only exact ones.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import socket
+import struct
 import threading
 import uuid
 from collections import Counter, defaultdict, deque
@@ -27,13 +38,18 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl
 from xml.sax.saxutils import escape
 
+from tests.fakes import service_model
+
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 EC2_NAMESPACE = "http://ec2.amazonaws.com/doc/2016-11-15/"
 JSON_CONTENT_TYPE = "application/x-amz-json-1.1"
 _PLAN_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}")
 
-FaultKind = Literal["throttle", "server_error", "error", "slow", "lose_response", "rival"]
+FaultKind = Literal[
+    "throttle", "server_error", "error", "slow", "hang", "reset", "lose_response", "rival"
+]
+LostHow = Literal["timeout", "drop", "reset", "server_error"]
 
 
 @dataclass(frozen=True)
@@ -42,9 +58,11 @@ class Fault:
 
     - throttle / server_error / error: answer with that error instead of working.
     - slow: wait `seconds`, then work and answer (past the client's read timeout).
+    - hang: wait `seconds`, then close the connection; the call is never worked.
+    - reset: reset the connection (TCP RST) at once; the call is never worked.
     - lose_response: work (a create records the plan), then `how`: "timeout" waits
       `seconds` before answering, "drop" closes the connection without an answer,
-      "server_error" answers 500.
+      "reset" resets it, "server_error" answers 500.
     - rival: another buyer takes the name just before the call is worked.
     """
 
@@ -53,7 +71,18 @@ class Fault:
     code: str = ""
     status: int = 400
     message: str = ""
-    how: Literal["timeout", "drop", "server_error"] = "timeout"
+    how: LostHow = "timeout"
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One ReservedCapacityOffering of an offering: a zone, a count and a time span."""
+
+    zone: str
+    instance_count: int
+    start: datetime
+    hours: int
+    instance_type: str | None = None  # the offering's type when None
 
 
 @dataclass(frozen=True)
@@ -76,6 +105,13 @@ class _Answer:
     status: int
     content_type: str
     body: bytes
+
+
+@dataclass(frozen=True)
+class _Hangup:
+    """No answer: close the connection, or reset it (RST)."""
+
+    reset: bool = False
 
 
 class FakeControlPlane:
@@ -103,9 +139,11 @@ class FakeControlPlane:
                 ("Scheduled", ""),
             )
             self.describe_includes_zone_id = True
+            self.near_matches: set[str] = set()
             self.calls: list[Call] = []
+            self.violations: list[str] = []
             self._scripts: dict[str, deque[tuple[str, str]]] = {}
-            self._faults: dict[str, deque[Fault]] = defaultdict(deque)
+            self._faults: dict[str, deque[Fault | None]] = defaultdict(deque)
 
     def start(self) -> FakeControlPlane:
         plane = self
@@ -158,19 +196,29 @@ class FakeControlPlane:
         self,
         offering_id: str,
         *,
-        zones: Sequence[str],
-        start: datetime,
+        zones: Sequence[str] = (),
+        start: datetime | None = None,
         fee: str,
-        currency: str = "USD",
+        currency: str | None = "USD",
         instance_type: str = "ml.p5.48xlarge",
         instance_count: int = 4,
         duration_hours: int = 48,
         target_resources: Sequence[str] = ("hyperpod-cluster",),
+        segments: Sequence[Segment] = (),
+        near_match: bool = False,
     ) -> dict[str, Any]:
-        """An offering whose instances are split evenly over `zones` (usually one)."""
-        end = start + timedelta(hours=duration_hours)
-        per_zone = instance_count // len(zones)
-        offering = {
+        """An offering whose instances are split evenly over `zones` (usually one), or
+        made of explicit `segments`.
+
+        `near_match`: the search returns it whatever the request asks for, as the
+        service returns its best matches, not only exact ones.
+        """
+        if not segments:
+            if start is None or not zones:
+                raise ValueError("an offering needs zones and a start, or segments")
+            per_zone = instance_count // len(zones)
+            segments = [Segment(z, per_zone, start, duration_hours) for z in zones]
+        offering: dict[str, Any] = {
             "TrainingPlanOfferingId": offering_id,
             "TargetResources": list(target_resources),
             "DurationHours": duration_hours,
@@ -180,19 +228,21 @@ class FakeControlPlane:
             "ReservedCapacityOfferings": [
                 {
                     "ReservedCapacityType": "Instance",
-                    "InstanceType": instance_type,
-                    "InstanceCount": per_zone,
-                    "AvailabilityZone": zone,
-                    "DurationHours": duration_hours,
+                    "InstanceType": segment.instance_type or instance_type,
+                    "InstanceCount": segment.instance_count,
+                    "AvailabilityZone": segment.zone,
+                    "DurationHours": segment.hours,
                     "DurationMinutes": 0,
-                    "StartTime": start,
-                    "EndTime": end,
+                    "StartTime": segment.start,
+                    "EndTime": segment.start + timedelta(hours=segment.hours),
                 }
-                for zone in zones
+                for segment in segments
             ],
         }
         with self._lock:
             self.offerings.append(offering)
+            if near_match:
+                self.near_matches.add(offering_id)
         return offering
 
     def add_plan(
@@ -213,12 +263,13 @@ class FakeControlPlane:
             if name in self.plans:
                 self._set_status(self.plans[name], *script[0])
 
-    def inject(self, operation: str, fault: Fault, *, times: int = 1) -> None:
+    def inject(self, operation: str, fault: Fault, *, times: int = 1, after: int = 0) -> None:
+        """The next `times` calls of `operation` (after `after` calls that pass) misbehave."""
         with self._lock:
-            self._faults[operation].extend([fault] * times)
+            self._faults[operation].extend([None] * after + [fault] * times)
 
-    def throttle(self, operation: str, *, times: int = 1) -> None:
-        self.inject(operation, Fault("throttle"), times=times)
+    def throttle(self, operation: str, *, times: int = 1, after: int = 0) -> None:
+        self.inject(operation, Fault("throttle"), times=times, after=after)
 
     def server_error(self, operation: str, *, times: int = 1, status: int = 500) -> None:
         self.inject(operation, Fault("server_error", status=status), times=times)
@@ -232,12 +283,14 @@ class FakeControlPlane:
     def slow(self, operation: str, seconds: float, *, times: int = 1) -> None:
         self.inject(operation, Fault("slow", seconds=seconds), times=times)
 
+    def hang(self, operation: str, seconds: float, *, times: int = 1) -> None:
+        self.inject(operation, Fault("hang", seconds=seconds), times=times)
+
+    def reset_connection(self, operation: str, *, times: int = 1) -> None:
+        self.inject(operation, Fault("reset"), times=times)
+
     def lose_response(
-        self,
-        operation: str,
-        *,
-        how: Literal["timeout", "drop", "server_error"] = "timeout",
-        seconds: float = 1.0,
+        self, operation: str, *, how: LostHow = "timeout", seconds: float = 1.0
     ) -> None:
         self.inject(operation, Fault("lose_response", seconds=seconds, how=how))
 
@@ -272,14 +325,16 @@ class FakeControlPlane:
 
     def handle(
         self, service: Literal["sagemaker", "ec2"], operation: str, params: dict[str, Any]
-    ) -> tuple[_Answer | None, float]:
-        """The answer to send (None: drop the connection) and a delay before sending."""
+    ) -> tuple[_Answer | _Hangup, float]:
+        """The answer to send (or a hang-up) and a delay before sending it."""
         with self._lock:
             self.calls.append(Call(service, operation, params))
             queue = self._faults.get(operation)
             fault = queue.popleft() if queue else None
         if fault is not None and fault.kind == "slow":
             self._stopping.wait(fault.seconds)
+        if fault is not None and fault.kind in ("hang", "reset"):
+            return _Hangup(reset=fault.kind == "reset"), fault.seconds
         if fault is not None and fault.kind in ("throttle", "server_error", "error"):
             return self._error_answer(service, fault), 0.0
         with self._lock:
@@ -287,8 +342,8 @@ class FakeControlPlane:
                 self._rival(params)
             answer = self._work(service, operation, params)
         if fault is not None and fault.kind == "lose_response":
-            if fault.how == "drop":
-                return None, 0.0
+            if fault.how in ("drop", "reset"):
+                return _Hangup(reset=fault.how == "reset"), 0.0
             if fault.how == "server_error":
                 return self._error_answer(service, Fault("server_error", status=500)), 0.0
             return answer, fault.seconds
@@ -305,10 +360,21 @@ class FakeControlPlane:
                 handler = _SAGEMAKER_OPERATIONS.get(operation)
                 if handler is None:
                     raise _ApiError("UnknownOperationException", f"no operation {operation}")
-                return _json_answer(200, handler(self, params))
+                errors = service_model.json_input_errors("sagemaker", operation, params)
+                if errors:
+                    raise _ApiError("ValidationException", service_model.validation_message(errors))
+                payload = _jsonable(handler(self, params))
+                self.violations.extend(
+                    f"{operation} answer: {error}"
+                    for error in service_model.json_output_errors("sagemaker", operation, payload)
+                )
+                return _json_answer(200, payload)
             ec2_handler = _EC2_OPERATIONS.get(operation)
             if ec2_handler is None:
                 raise _ApiError("InvalidAction", f"no action {operation}")
+            errors = service_model.ec2_input_errors(operation, params)
+            if errors:
+                raise _ApiError("UnknownParameter", "; ".join(errors))
             return _xml_answer(200, ec2_handler(self, params))
         except _ApiError as exc:
             return _api_error_answer(service, exc)
@@ -329,29 +395,12 @@ class FakeControlPlane:
 
     def _search(self, params: dict[str, Any]) -> dict[str, Any]:
         after, before = _time(params.get("StartTimeAfter")), _time(params.get("EndTimeBefore"))
-        wanted_targets = params.get("TargetResources") or []
-        found = []
-        for offering in self.offerings:
-            capacity = offering["ReservedCapacityOfferings"]
-            if params.get("InstanceType") and any(
-                r["InstanceType"] != params["InstanceType"] for r in capacity
-            ):
-                continue
-            if params.get("InstanceCount") and (
-                sum(r["InstanceCount"] for r in capacity) != params["InstanceCount"]
-            ):
-                continue
-            if params.get("DurationHours") and offering["DurationHours"] != params["DurationHours"]:
-                continue
-            if any(t not in offering["TargetResources"] for t in wanted_targets):
-                continue
-            if after is not None and min(r["StartTime"] for r in capacity) < after:
-                continue
-            if before is not None and max(r["EndTime"] for r in capacity) > before:
-                continue
-            found.append(
-                {**offering, "RequestedStartTimeAfter": after, "RequestedEndTimeBefore": before}
-            )
+        found = [
+            {**offering, "RequestedStartTimeAfter": after, "RequestedEndTimeBefore": before}
+            for offering in self.offerings
+            if offering["TrainingPlanOfferingId"] in self.near_matches
+            or _exact_match(offering, params, after, before)
+        ]
         return {"TrainingPlanOfferings": [_drop_none(o) for o in found]}
 
     def _create(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -388,7 +437,9 @@ class FakeControlPlane:
         page = plans[start : start + size]
         # The plan record holds exactly the members a TrainingPlanSummary has.
         answer: dict[str, Any] = {
-            "TrainingPlanSummaries": [{k: v for k, v in p.items() if v != ""} for p in page]
+            "TrainingPlanSummaries": [
+                {k: v for k, v in p.items() if v not in (None, "")} for p in page
+            ]
         }
         if start + size < len(plans):
             answer["NextToken"] = str(start + size)
@@ -425,21 +476,23 @@ class FakeControlPlane:
             "InUseInstanceCount": 0,
             "TargetResources": list(offering["TargetResources"]),
             "ReservedCapacitySummaries": [
-                {
-                    "ReservedCapacityArn": (
-                        f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:reserved-capacity/{name}-{i}"
-                    ),
-                    "ReservedCapacityType": "Instance",
-                    "InstanceType": r["InstanceType"],
-                    "TotalInstanceCount": r["InstanceCount"],
-                    "Status": "Pending",
-                    "AvailabilityZone": r["AvailabilityZone"],
-                    "AvailabilityZoneId": self.zones.get(r["AvailabilityZone"]),
-                    "DurationHours": r["DurationHours"],
-                    "DurationMinutes": 0,
-                    "StartTime": r["StartTime"],
-                    "EndTime": r["EndTime"],
-                }
+                _drop_none(
+                    {
+                        "ReservedCapacityArn": (
+                            f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:reserved-capacity/{name}-{i}"
+                        ),
+                        "ReservedCapacityType": "Instance",
+                        "InstanceType": r["InstanceType"],
+                        "TotalInstanceCount": r["InstanceCount"],
+                        "Status": "Pending",
+                        "AvailabilityZone": r["AvailabilityZone"],
+                        "AvailabilityZoneId": self.zones.get(r["AvailabilityZone"]),
+                        "DurationHours": r["DurationHours"],
+                        "DurationMinutes": 0,
+                        "StartTime": r["StartTime"],
+                        "EndTime": r["EndTime"],
+                    }
+                )
                 for i, r in enumerate(capacity)
             ],
         }
@@ -559,11 +612,16 @@ class _Handler(BaseHTTPRequestHandler):
             operation = params.pop("Action", "")
             params.pop("Version", None)
         answer, delay = self.control_plane.handle(service, operation, params)
-        if answer is None:
-            self.close_connection = True
-            return
         if delay:
             self.control_plane.wait(delay)
+        if isinstance(answer, _Hangup):
+            if answer.reset:
+                # SO_LINGER with a zero timeout turns close() into a TCP reset.
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
+            self.close_connection = True
+            return
         try:
             self.send_response(answer.status)
             self.send_header("Content-Type", answer.content_type)
@@ -621,6 +679,25 @@ def _ec2_document(root: str, inner: str) -> str:
 
 def _xml_item(fields: dict[str, str]) -> str:
     return "<item>" + "".join(f"<{k}>{escape(v)}</{k}>" for k, v in fields.items()) + "</item>"
+
+
+def _exact_match(
+    offering: dict[str, Any],
+    params: dict[str, Any],
+    after: datetime | None,
+    before: datetime | None,
+) -> bool:
+    """The offering sells exactly what the search asks for."""
+    capacity = offering["ReservedCapacityOfferings"]
+    return (
+        all(r["InstanceType"] == params.get("InstanceType", r["InstanceType"]) for r in capacity)
+        and sum(r["InstanceCount"] for r in capacity)
+        == params.get("InstanceCount", sum(r["InstanceCount"] for r in capacity))
+        and offering["DurationHours"] == params.get("DurationHours", offering["DurationHours"])
+        and all(t in offering["TargetResources"] for t in params.get("TargetResources") or [])
+        and (after is None or min(r["StartTime"] for r in capacity) >= after)
+        and (before is None or max(r["EndTime"] for r in capacity) <= before)
+    )
 
 
 def _time(value: Any) -> datetime | None:

@@ -37,7 +37,7 @@ def control_plane() -> Iterator[FakeControlPlane]:
 
 
 @pytest.fixture
-def world(control_plane: FakeControlPlane, monkeypatch: pytest.MonkeyPatch) -> World:
+def world(control_plane: FakeControlPlane, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     control_plane.reset()
     standard_offerings(control_plane)
     clock = FakeClock(T0)
@@ -54,4 +54,6 @@ def world(control_plane: FakeControlPlane, monkeypatch: pytest.MonkeyPatch) -> W
         advance_clock=clock.advance,
         query_interval_seconds=POLL_SECONDS,
     )
-    return World(plane=control_plane, clock=clock, driver=driver)
+    yield World(plane=control_plane, clock=clock, driver=driver)
+    # Every answer the fake gave must fit botocore's output shapes.
+    assert control_plane.violations == []

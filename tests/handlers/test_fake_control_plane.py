@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import urllib.error
+import urllib.request
+from datetime import timedelta
+from typing import Any
+
 import boto3
 import pytest
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutError
 
-from tests.handlers.world import World
+from tests.fakes.aws_control_plane import JSON_CONTENT_TYPE, Segment
+from tests.handlers.world import T0, World
 
 ONE_ATTEMPT = Config(retries={"mode": "standard", "total_max_attempts": 1})
 
@@ -76,3 +83,138 @@ def test_create_rejects_a_taken_name_and_an_unknown_offering(world: World) -> No
         assert caught.value.response["Error"]["Code"] == code
     assert world.plane.tags[world.plane.plans["p"]["TrainingPlanArn"]] == []
     assert world.plane.create_counts() == {"p": 2, "q": 1}
+
+
+# --- the service models ------------------------------------------------------------------
+
+UNCHECKED = Config(
+    retries={"mode": "standard", "total_max_attempts": 1}, parameter_validation=False
+)
+
+
+def refusal(call: Any) -> str:
+    with pytest.raises(ClientError) as caught:
+        call()
+    error = caught.value.response["Error"]
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    return f"{error['Code']}: {error['Message']}"
+
+
+def test_sagemaker_requests_are_checked_against_the_service_model(world: World) -> None:
+    # botocore checks types and required members only; the fake checks the rest, as
+    # SageMaker does, and buys nothing for a refused request.
+    sagemaker = boto3.client("sagemaker", config=ONE_ATTEMPT)
+    assert refusal(
+        lambda: sagemaker.create_training_plan(
+            TrainingPlanName="plan_1", TrainingPlanOfferingId="tpo-cheap"
+        )
+    ) == (
+        "ValidationException: 1 validation error detected: Value 'plan_1' at "
+        "'trainingPlanName' failed to satisfy constraint: Member must satisfy regular "
+        "expression pattern: [a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}"
+    )
+    assert "Member must satisfy enum value set: [ml.p4d.24xlarge, ml.p5.48xlarge" in refusal(
+        lambda: sagemaker.search_training_plan_offerings(InstanceType="ml.g5.xlarge")
+    )
+    tags = [{"Key": f"k{i}", "Value": "v"} for i in range(51)]
+    assert "at 'tags' failed to satisfy constraint: Member must have length less than or " in (
+        refusal(
+            lambda: sagemaker.create_training_plan(
+                TrainingPlanName="p", TrainingPlanOfferingId="tpo-cheap", Tags=tags
+            )
+        )
+    )
+    assert "at 'instanceCount' failed to satisfy constraint: Member must have value less " in (
+        refusal(lambda: sagemaker.search_training_plan_offerings(InstanceCount=300))
+    )
+    unchecked = boto3.client("sagemaker", config=UNCHECKED)
+    assert refusal(lambda: unchecked.create_training_plan(TrainingPlanName="p")) == (
+        "ValidationException: 1 validation error detected: Value None at "
+        "'trainingPlanOfferingId' failed to satisfy constraint: Member must not be null"
+    )
+    assert world.plane.plans == {}
+
+
+def raw_post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:  # loopback only
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def test_unknown_members_and_parameters_are_refused(world: World) -> None:
+    status, body = raw_post(
+        world.plane.url,
+        json.dumps({"TrainingPlanName": "p", "Colour": "red"}).encode(),
+        {"X-Amz-Target": "SageMaker.DescribeTrainingPlan", "Content-Type": JSON_CONTENT_TYPE},
+    )
+    assert status == 400
+    assert json.loads(body)["message"] == (
+        "1 validation error detected: 'colour' is not a member of DescribeTrainingPlanRequest"
+    )
+    status, body = raw_post(
+        world.plane.url,
+        b"Action=DescribeAvailabilityZones&Version=2016-11-15&ZoneName.1=us-east-1a&Colour=red"
+        b"&AllAvailabilityZones=maybe",
+        {"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert status == 400
+    assert "<Code>UnknownParameter</Code>" in body
+    assert "The parameter Colour is not recognized" in body
+    assert "Invalid value 'maybe' for AllAvailabilityZones: a boolean is true or false" in body
+
+
+def test_answers_outside_the_output_shapes_are_reported(world: World) -> None:
+    world.plane.add_plan("p", world.plane.offerings[0], statuses=["Active"])
+    world.plane.plans["p"]["Colour"] = "red"
+    world.plane.plans["p"]["TotalInstanceCount"] = -1
+    boto3.client("sagemaker").describe_training_plan(TrainingPlanName="p")
+    found, world.plane.violations[:] = list(world.plane.violations), []  # checked at teardown
+    assert found == [
+        "DescribeTrainingPlan answer: Value -1 at 'totalInstanceCount' failed to satisfy "
+        "constraint: Member must have value greater than or equal to 0",
+        "DescribeTrainingPlan answer: 'colour' is not a member of DescribeTrainingPlanResponse",
+    ]
+
+
+def test_near_matches_and_segments_are_offered_for_any_search(world: World) -> None:
+    start = T0 + timedelta(days=2)
+    world.plane.add_offering(
+        "tpo-segments",
+        fee="1.00",
+        segments=[
+            Segment("us-east-1b", 2, start, 24),
+            Segment("us-east-1b", 2, start + timedelta(days=2), 24, "ml.p5e.48xlarge"),
+        ],
+        near_match=True,
+    )
+    found = boto3.client("sagemaker").search_training_plan_offerings(
+        InstanceType="ml.trn1.32xlarge", InstanceCount=64, DurationHours=24
+    )["TrainingPlanOfferings"]
+    assert [o["TrainingPlanOfferingId"] for o in found] == ["tpo-segments"]
+    capacity = found[0]["ReservedCapacityOfferings"]
+    assert [(c["InstanceType"], c["InstanceCount"], c["StartTime"]) for c in capacity] == [
+        ("ml.p5.48xlarge", 2, start),
+        ("ml.p5e.48xlarge", 2, start + timedelta(days=2)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("inject", "error"),
+    [
+        (lambda plane: plane.hang("CreateTrainingPlan", seconds=1.5), ReadTimeoutError),
+        (lambda plane: plane.reset_connection("CreateTrainingPlan"), ConnectionClosedError),
+    ],
+)
+def test_a_hung_or_reset_call_is_never_worked(world: World, inject: Any, error: type) -> None:
+    inject(world.plane)
+    buyer = boto3.client(
+        "sagemaker",
+        config=Config(retries={"mode": "standard", "total_max_attempts": 1}, read_timeout=1),
+    )
+    with pytest.raises(error):
+        buyer.create_training_plan(TrainingPlanName="p", TrainingPlanOfferingId="tpo-cheap")
+    assert world.plane.plans == {}
+    assert world.plane.create_counts() == {"p": 1}

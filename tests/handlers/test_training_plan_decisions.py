@@ -257,7 +257,14 @@ def test_any_properties_parse_or_raise_a_property_error(
 # --- offerings --------------------------------------------------------------------------
 
 
-def test_offerings_in_zones_keeps_single_zone_offerings_where_we_have_subnets() -> None:
+def in_zones(
+    offered: list[dict[str, Any]], subnets: dict[str, tuple[str, ...]] | None
+) -> list[dict[str, Any]]:
+    kept = [decisions.zone_problem(o, ZONES, subnets)[0] for o in offered]
+    return [o for o in kept if o is not None]
+
+
+def test_zone_problem_keeps_single_zone_offerings_where_we_have_subnets() -> None:
     offered = [
         offering("tpo-a", zones=("us-east-1a",)),
         offering("tpo-b", zones=("us-east-1b",)),
@@ -266,7 +273,7 @@ def test_offerings_in_zones_keeps_single_zone_offerings_where_we_have_subnets() 
         offering("tpo-unknown", zones=("us-east-1z",)),  # zone not in this account's map
         {**offering("tpo-empty"), "ReservedCapacityOfferings": []},
     ]
-    kept = decisions.offerings_in_zones(offered, ZONES, SUBNETS)
+    kept = in_zones(offered, SUBNETS)
     assert [o["TrainingPlanOfferingId"] for o in kept] == ["tpo-a", "tpo-b"]
     assert {k: kept[1][k] for k in ("AvailabilityZone", "AvailabilityZoneId", "SubnetIds")} == {
         "AvailabilityZone": "us-east-1b",
@@ -274,14 +281,15 @@ def test_offerings_in_zones_keeps_single_zone_offerings_where_we_have_subnets() 
         "SubnetIds": ["subnet-0b1", "subnet-0b2"],
     }
     assert "AvailabilityZone" not in offered[1]  # the input is not changed
+    assert decisions.zone_problem(offered[5], ZONES, SUBNETS) == (None, "it lists no zone")
 
 
-def test_offerings_in_zones_without_a_vpc_keeps_any_single_zone() -> None:
+def test_zone_problem_without_a_vpc_keeps_any_single_zone() -> None:
     offered = [
         offering("tpo-c", zones=("us-east-1c",)),
         offering("tpo-split", zones=("us-east-1a", "us-east-1b")),
     ]
-    kept = decisions.offerings_in_zones(offered, ZONES, None)
+    kept = in_zones(offered, None)
     assert [(o["TrainingPlanOfferingId"], o["SubnetIds"]) for o in kept] == [("tpo-c", [])]
 
 
@@ -377,9 +385,10 @@ def test_no_offering_message_lists_offered_zones_and_ours() -> None:
     request = OfferingRequest("ml.p5.48xlarge", 4, 48, subnet_ids_by_zone_id=SUBNETS)
     offered = [offering("a", zones=("us-east-1c",)), offering("b", zones=("us-east-1z",))]
     assert decisions.no_offering_message(request, offered, ZONES) == (
-        "none of the 2 offerings for 4 x ml.p5.48xlarge for 48 h lies in a single Availability "
-        "Zone where the VPC has private subnets (offered: us-east-1c (use1-az1), us-east-1z "
-        "(unknown zone ID); our subnets: use1-az4, use1-az6), so no plan was bought"
+        "none of the 2 offerings for 4 x ml.p5.48xlarge for 48 h fits, so no plan was bought "
+        "(a: its zone us-east-1c (use1-az1) has no private subnet of ours; b: its zone "
+        "us-east-1z is not one this account's DescribeAvailabilityZones lists; our private "
+        "subnets are in use1-az4, use1-az6)"
     )
 
 
@@ -415,6 +424,9 @@ def test_adoption_problems_are_all_listed() -> None:
         "its target resources ['training-job'] lack hyperpod-cluster",
     ]
     with pytest.raises(TrainingPlanError, match=r"^training plan nova-plan-1 exists but does not"):
+        decisions.validate_plan(plan(TotalInstanceCount=2), props)
+    # A Failed plan of the name we buy is never adopted; the message says how to go on.
+    with pytest.raises(TrainingPlanError, match=r"is Failed \(capacity withdrawn\) and reserves"):
         decisions.validate_plan(described, props)
 
 
@@ -439,9 +451,18 @@ def test_status_verdicts(status: str, verdict: str) -> None:
     [
         (
             plan(Status="Failed", StatusMessage="payment declined"),
-            "training plan nova-plan-1 is Failed: payment declined",
+            "training plan nova-plan-1 is Failed (payment declined) and reserves no capacity; a "
+            "plan of this name exists, so no deploy buys under it again: to buy a new plan, set "
+            "`retry: N` on this plan's entry in capacity.training_plans (1, or one more than its "
+            "current value), which gives a new plan name that must be approved like any purchase",
         ),
-        (plan(Status="Failed"), "training plan nova-plan-1 is Failed: no status message"),
+        (
+            plan(Status="Failed"),
+            "training plan nova-plan-1 is Failed (no status message) and reserves no capacity; a "
+            "plan of this name exists, so no deploy buys under it again: to buy a new plan, set "
+            "`retry: N` on this plan's entry in capacity.training_plans (1, or one more than its "
+            "current value), which gives a new plan name that must be approved like any purchase",
+        ),
         (
             plan(Status="Expired"),
             "training plan nova-plan-1 is Expired (it ended 2030-01-03T00:00:00Z) and reserves "

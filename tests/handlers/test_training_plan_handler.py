@@ -13,22 +13,77 @@ import pytest
 from novapod.constructs.training_plan.handler import index
 from tests.handlers.world import PLAN, World
 
+ARN = f"arn:aws:sagemaker:us-east-1:123456789012:training-plan/{PLAN}"
 
-def test_decisions_are_logged_as_json_lines_without_secrets(
+
+def test_a_purchase_logs_every_step_as_json_lines_without_secrets(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # What a `cdk deploy` user reads in the on_event and is_complete log groups.
     stack = world.stack()
     assert stack.create(world.props()).ok
     assert stack.delete().ok
     lines = capsys.readouterr().out.splitlines()
-    decisions = [json.loads(line)["decision"] for line in lines]
-    assert decisions == ["start", "purchase", "bought", "wait", "ready", "retain"]
+    records = [json.loads(line) for line in lines]
+    assert [(r["step"], r["message"]) for r in records] == [
+        ("start", f"Create of training plan {PLAN} (purchase)"),
+        ("describe", f"training plan {PLAN} does not exist"),
+        (
+            "search",
+            "SearchTrainingPlanOfferings found 4 offerings for 4 x ml.p5.48xlarge for 48 h "
+            "starting after 2030-01-01T00:00:00Z ending before 2030-01-31T00:00:00Z; 2 fit the "
+            "request",
+        ),
+        (
+            "skip",
+            "offering tpo-elsewhere skipped: its zone us-east-1c (use1-az1) has no private "
+            "subnet of ours",
+        ),
+        ("skip", "offering tpo-split skipped: its capacity spans 2 zones (us-east-1a, us-east-1b)"),
+        (
+            "choose",
+            "chose offering tpo-cheap (cheapest): 90000.00 USD within MaxUpfrontFee 100000 USD, "
+            "4 x ml.p5.48xlarge in us-east-1b (use1-az6) from 2030-01-06T00:00:00Z",
+        ),
+        (
+            "create",
+            f"calling CreateTrainingPlan for training plan {PLAN} with offering tpo-cheap (one "
+            "attempt, never resent)",
+        ),
+        ("bought", f"bought training plan {PLAN} ({ARN}); waiting until it is Scheduled"),
+        ("poll", f"training plan {PLAN} exists and is Pending"),
+        ("poll", f"training plan {PLAN} exists and is Scheduled"),
+        ("ready", f"training plan {PLAN} is Scheduled"),
+        (
+            "retain",
+            f"keeping training plan {PLAN}: SageMaker training plans cannot be cancelled or "
+            "deleted; the plan (if it exists) stays in the account until it expires",
+        ),
+    ]
+    skipped = [r for r in records if r["step"] == "skip"]
+    assert skipped[0]["offering_id"] == "tpo-elsewhere" and skipped[0]["reasons"]
+    choose = next(r for r in records if r["step"] == "choose")
+    assert (choose["upfront_fee"], choose["currency"], choose["zone_id"]) == (
+        "90000.00",
+        "USD",
+        "use1-az6",
+    )
     printed = "\n".join(lines)
     assert "fake-secret" not in printed
     assert "cloudformation-custom-resource-response" not in printed  # the signed ResponseURL
-    retain = json.loads(lines[-1])
-    assert retain["plan_name"] == PLAN
-    assert "cannot be cancelled" in retain["reason"]
+
+
+def test_a_failed_purchase_call_logs_its_classification(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    world.plane.server_error("CreateTrainingPlan")
+    assert not world.stack().create(world.props()).ok
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    failed = next(r for r in records if r["step"] == "create-failed")
+    assert failed["kind"] == "ambiguous"
+    assert [r["message"] for r in records if r["step"] == "confirm"] == [
+        f"training plan {PLAN} does not exist"
+    ] * 3
 
 
 def test_purchases_go_through_a_client_that_never_retries(world: World) -> None:

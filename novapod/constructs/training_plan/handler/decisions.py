@@ -19,6 +19,9 @@ ChoicePolicy = Literal["cheapest", "earliest"]
 Mode = Literal["purchase", "adopt"]
 Step = Literal["adopt", "purchase"]
 Verdict = Literal["ready", "pending"]
+# What a failed CreateTrainingPlan means for the money (see `classify_create_failure`).
+CreateFailure = Literal["refused", "not_sent", "name_taken", "ambiguous"]
+Window = tuple[datetime | None, datetime | None]
 
 HYPERPOD_CLUSTER = "hyperpod-cluster"
 TARGET_RESOURCES: tuple[str, ...] = (HYPERPOD_CLUSTER, "training-job")
@@ -55,6 +58,7 @@ class OfferingRequest:
 
     `subnet_ids_by_zone_id=None` keeps offerings in any single zone (the CLI before a
     VPC exists); a mapping keeps only zones where it lists at least one subnet.
+    `currency` (the fee cap's) keeps only offerings priced in it; None keeps any.
     """
 
     instance_type: str
@@ -65,6 +69,7 @@ class OfferingRequest:
     target_resources: tuple[str, ...] = (HYPERPOD_CLUSTER,)
     choice_policy: ChoicePolicy = "cheapest"
     subnet_ids_by_zone_id: Mapping[str, tuple[str, ...]] | None = None
+    currency: str | None = None
 
     def search_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of SearchTrainingPlanOfferings."""
@@ -134,6 +139,7 @@ class PlanProperties:
             target_resources=self.target_resources,
             choice_policy=self.choice_policy,
             subnet_ids_by_zone_id=self.subnet_ids_by_zone_id,
+            currency=self.currency,
         )
 
     def tag_list(self) -> list[dict[str, str]]:
@@ -368,45 +374,175 @@ def offering_start(offering: Mapping[str, Any]) -> datetime | None:
 
 
 # --- offerings --------------------------------------------------------------------------
+#
+# SearchTrainingPlanOfferings returns "a ranked list of training plan offerings that best
+# match" the request (see https://docs.aws.amazon.com/sagemaker/latest/dg/
+# training-plan-creation-using-api-cli-sdk.html), not only exact ones: an offering may
+# have fewer instances, capacity split into segments (up to five ReservedCapacityOfferings,
+# each with its own zone, count and times; see the ReservedCapacityOffering shape in the
+# botocore SageMaker model) or another currency. So every offering is checked against the
+# request here, before anything is bought.
+
+
+@dataclass(frozen=True)
+class Screening:
+    """Offerings that fit (annotated with their zone and our subnets there) and, for
+    each one skipped, its ID and the reasons (reported, never bought)."""
+
+    candidates: list[dict[str, Any]]
+    skipped: list[tuple[str, tuple[str, ...]]]
 
 
 def _zone_names(offering: Mapping[str, Any]) -> list[str | None]:
     return [r.get("AvailabilityZone") for r in offering.get("ReservedCapacityOfferings", [])]
 
 
-def offerings_in_zones(
-    offerings: Sequence[Mapping[str, Any]],
+def _hours(start: datetime, end: datetime) -> Decimal:
+    return Decimal((end - start).total_seconds()) / 3600
+
+
+def offering_problems(offering: Mapping[str, Any], request: OfferingRequest) -> list[str]:
+    """Why the offering does not sell what the request asks for (empty when it does).
+
+    Instance type, the total instance count of its capacity, its duration, its start and
+    end inside the requested window, its target resources and (when the request has
+    one) the fee cap's currency. Zones are checked by `zone_problem`.
+    """
+    capacity = list(offering.get("ReservedCapacityOfferings") or [])
+    if not capacity:
+        return ["it lists no reserved capacity"]
+    windows = sorted(
+        {(as_utc(r.get("StartTime")), as_utc(r.get("EndTime"))) for r in capacity},
+        key=lambda w: (w[0] or _NEVER, w[1] or _NEVER),
+    )
+    return [
+        *_capacity_problems(capacity, windows, request),
+        *_time_problems(offering, windows, request),
+        *_target_and_price_problems(offering, request),
+    ]
+
+
+def _capacity_problems(
+    capacity: Sequence[Mapping[str, Any]], windows: Sequence[Window], request: OfferingRequest
+) -> list[str]:
+    problems: list[str] = []
+    types = sorted({str(r.get("InstanceType")) for r in capacity})
+    if types != [request.instance_type]:
+        problems.append(f"its instance type is {', '.join(types)}, not {request.instance_type}")
+    if len(windows) > 1:
+        # Segments at different times leave gaps (or overlaps) in the reservation; a
+        # restricted instance group's nodes are reclaimed at each segment's end.
+        listed = ", ".join(f"{iso(s) or '?'}..{iso(e) or '?'}" for s, e in windows)
+        problems.append(
+            f"its capacity is split into {len(windows)} segments at different times "
+            f"({listed}), not one continuous reservation"
+        )
+        return problems
+    total = sum(int(r.get("InstanceCount") or 0) for r in capacity)
+    if total != request.instance_count:
+        problems.append(f"it offers {total} instances in total, not {request.instance_count}")
+    return problems
+
+
+def _time_problems(
+    offering: Mapping[str, Any], windows: Sequence[Window], request: OfferingRequest
+) -> list[str]:
+    problems: list[str] = []
+    hours, minutes = offering.get("DurationHours"), offering.get("DurationMinutes") or 0
+    if hours != request.duration_hours or minutes:
+        lasts = f"{hours} h" + (f" {minutes} min" if minutes else "")
+        problems.append(f"it lasts {lasts}, not {request.duration_hours} h")
+    starts = [s for s, _ in windows if s is not None]
+    ends = [e for _, e in windows if e is not None]
+    if len(starts) < len(windows) or len(ends) < len(windows):
+        return [*problems, "it lists no start or end time for its capacity"]
+    start, end = min(starts), max(ends)
+    if len(windows) == 1 and not problems and _hours(start, end) != request.duration_hours:
+        problems.append(
+            f"its capacity runs {_hours(start, end):f} h ({iso(start)} to {iso(end)}), "
+            f"not {request.duration_hours} h"
+        )
+    if request.start_time_after is not None and start < request.start_time_after:
+        problems.append(
+            f"it starts {iso(start)}, before StartTimeAfter {iso(request.start_time_after)}"
+        )
+    if request.end_time_before is not None and end > request.end_time_before:
+        problems.append(f"it ends {iso(end)}, after EndTimeBefore {iso(request.end_time_before)}")
+    return problems
+
+
+def _target_and_price_problems(offering: Mapping[str, Any], request: OfferingRequest) -> list[str]:
+    problems: list[str] = []
+    offered_targets = offering.get("TargetResources")
+    if offered_targets is not None:
+        missing = [t for t in request.target_resources if t not in offered_targets]
+        if missing:
+            problems.append(
+                f"its target resources {list(offered_targets)} lack {', '.join(missing)}"
+            )
+    if request.currency is not None:
+        offered_currency = offering.get("CurrencyCode")
+        if offered_currency != request.currency:
+            problems.append(
+                f"it is priced in {offered_currency or 'no currency'}, not in "
+                f"{request.currency} (the currency of MaxUpfrontFee)"
+            )
+        elif upfront_fee(offering) is None:
+            problems.append(f"its UpfrontFee {offering.get('UpfrontFee')!r} is not a number")
+    return problems
+
+
+def zone_problem(
+    offering: Mapping[str, Any],
     zone_name_to_id: Mapping[str, str],
     subnet_ids_by_zone_id: Mapping[str, Sequence[str]] | None,
-) -> list[dict[str, Any]]:
-    """Offerings whose reserved capacity all sits in one zone where we have subnets.
+) -> tuple[dict[str, Any] | None, str | None]:
+    """(the offering annotated with its zone and our subnets there, None), or
+    (None, why its capacity is not in one zone where we have subnets).
 
-    Each kept offering is a copy with `AvailabilityZone`, `AvailabilityZoneId` and
-    `SubnetIds` added. With `subnet_ids_by_zone_id=None` any single zone is kept.
+    With `subnet_ids_by_zone_id=None` any single zone is kept (the CLI before a VPC).
     """
-    kept: list[dict[str, Any]] = []
+    names = sorted({str(n) for n in _zone_names(offering)})
+    if not names:
+        return None, "it lists no zone"
+    if len(names) > 1:
+        return None, f"its capacity spans {len(names)} zones ({', '.join(names)})"
+    (name,) = names
+    zone_id = zone_name_to_id.get(name)
+    if zone_id is None:
+        return None, f"its zone {name} is not one this account's DescribeAvailabilityZones lists"
+    subnet_ids: Sequence[str] = ()
+    if subnet_ids_by_zone_id is not None:
+        subnet_ids = subnet_ids_by_zone_id.get(zone_id, ())
+        if not subnet_ids:
+            return None, f"its zone {name} ({zone_id}) has no private subnet of ours"
+    annotated = {
+        **offering,
+        "AvailabilityZone": name,
+        "AvailabilityZoneId": zone_id,
+        "SubnetIds": list(subnet_ids),
+    }
+    return annotated, None
+
+
+def screen_offerings(
+    offerings: Sequence[Mapping[str, Any]],
+    request: OfferingRequest,
+    zone_name_to_id: Mapping[str, str],
+) -> Screening:
+    """Split the service's offerings into candidates and skipped ones with reasons."""
+    candidates: list[dict[str, Any]] = []
+    skipped: list[tuple[str, tuple[str, ...]]] = []
     for offering in offerings:
-        names = set(_zone_names(offering))
-        if len(names) != 1:
-            continue
-        (name,) = names
-        zone_id = zone_name_to_id.get(name) if name else None
-        if zone_id is None:
-            continue
-        subnet_ids: Sequence[str] = ()
-        if subnet_ids_by_zone_id is not None:
-            subnet_ids = subnet_ids_by_zone_id.get(zone_id, ())
-            if not subnet_ids:
-                continue
-        kept.append(
-            {
-                **offering,
-                "AvailabilityZone": name,
-                "AvailabilityZoneId": zone_id,
-                "SubnetIds": list(subnet_ids),
-            }
-        )
-    return kept
+        problems = offering_problems(offering, request)
+        annotated, zone = zone_problem(offering, zone_name_to_id, request.subnet_ids_by_zone_id)
+        if zone is not None:
+            problems.append(zone)
+        if problems or annotated is None:
+            skipped.append((str(offering.get("TrainingPlanOfferingId", "?")), tuple(problems)))
+        else:
+            candidates.append(annotated)
+    return Screening(candidates=candidates, skipped=skipped)
 
 
 def choose_offering(
@@ -414,7 +550,9 @@ def choose_offering(
 ) -> dict[str, Any] | None:
     """`cheapest`: lowest UpfrontFee, ties to the earliest start; `earliest`: the reverse.
 
-    Remaining ties keep the service's order (its first offering is its best match).
+    Fees compare only within one currency: callers pass candidates screened for the fee
+    cap's currency. Remaining ties keep the service's order (its first offering is its
+    best match).
     """
 
     def key(indexed: tuple[int, Mapping[str, Any]]) -> tuple[Decimal | datetime | int, ...]:
@@ -439,28 +577,31 @@ def check_fee_cap(
     currency: str | None,
     *,
     candidates: Sequence[Mapping[str, Any]] = (),
+    plan_name: str | None = None,
 ) -> str | None:
     """Why the offering must not be bought under the cap, or None when it may be.
 
-    `candidates` (the offerings in our zones) name the cheapest fee in the refusal.
+    `candidates` (the offerings in our zones) name the cheapest fee in the refusal;
+    `plan_name` names the plan that is not bought.
     """
     offering_id = offering.get("TrainingPlanOfferingId", "?")
+    not_bought = f"training plan {plan_name} was not bought" if plan_name else "no plan was bought"
     if max_fee is None or currency is None:
         return (
             f"offering {offering_id} cannot be checked without MaxUpfrontFee and Currency, "
-            "so no plan was bought"
+            f"so {not_bought}"
         )
     offered_currency = offering.get("CurrencyCode")
     if offered_currency != currency:
         return (
             f"offering {offering_id} is priced in {offered_currency or 'an unknown currency'} "
-            f"but MaxUpfrontFee is in {currency}, so no plan was bought"
+            f"but MaxUpfrontFee is in {currency}, so {not_bought}"
         )
     fee = upfront_fee(offering)
     if fee is None:
         return (
             f"offering {offering_id} has no readable UpfrontFee "
-            f"({offering.get('UpfrontFee')!r}), so no plan was bought"
+            f"({offering.get('UpfrontFee')!r}), so {not_bought}"
         )
     if fee <= max_fee:
         return None
@@ -469,7 +610,7 @@ def check_fee_cap(
     return (
         f"the chosen offering {offering_id} costs {fee} {currency}, above MaxUpfrontFee "
         f"{max_fee} {currency} (the cheapest offering in our zones costs {cheapest} {currency}), "
-        "so no plan was bought; raise the cap or change the request"
+        f"so {not_bought}; raise the cap or change the request"
     )
 
 
@@ -477,23 +618,21 @@ def no_offering_message(
     request: OfferingRequest,
     offerings: Sequence[Mapping[str, Any]],
     zone_name_to_id: Mapping[str, str],
+    skipped: Sequence[tuple[str, Sequence[str]]] | None = None,
 ) -> str:
-    """Why nothing can be bought: no offering at all, or none in a zone of ours."""
+    """Why nothing can be bought: no offering at all, or each one's reasons to skip it."""
     if not offerings:
         return (
             f"SearchTrainingPlanOfferings found no offering for {request.describe()}, so no "
             "plan was bought; widen the window or change the instance count"
         )
-
-    def label(name: str | None) -> str:
-        return f"{name} ({zone_name_to_id.get(name or '', 'unknown zone ID')})"
-
-    offered = sorted({" + ".join(sorted(map(label, set(_zone_names(o))))) for o in offerings})
+    if skipped is None:
+        skipped = screen_offerings(offerings, request, zone_name_to_id).skipped
+    reasons = "; ".join(f"{oid}: {', '.join(why)}" for oid, why in skipped)
     ours = sorted((request.subnet_ids_by_zone_id or {}).keys())
     return (
-        f"none of the {len(offerings)} offerings for {request.describe()} lies in a single "
-        f"Availability Zone where the VPC has private subnets (offered: {', '.join(offered)}; "
-        f"our subnets: {', '.join(ours) or 'none'}), so no plan was bought"
+        f"none of the {len(offerings)} offerings for {request.describe()} fits, so no plan "
+        f"was bought ({reasons}; our private subnets are in {', '.join(ours) or 'no zone'})"
     )
 
 
@@ -530,7 +669,13 @@ def next_step(
 
 
 def validate_plan(plan: Mapping[str, Any], props: PlanProperties) -> None:
-    """Raise when an existing plan cannot serve the request."""
+    """Raise when an existing plan cannot serve the request.
+
+    A Failed plan of the name we would buy raises `failed_plan_message`: it is never
+    adopted as a success, and the message says how to buy under a new name.
+    """
+    if props.mode == "purchase" and plan.get("Status") == "Failed":
+        raise TrainingPlanError(failed_plan_message(plan))
     problems = adoption_problems(plan, props)
     if problems:
         raise TrainingPlanError(
@@ -573,18 +718,44 @@ def adoption_problems(plan: Mapping[str, Any], props: PlanProperties) -> list[st
     return problems
 
 
-def status_verdict(plan: Mapping[str, Any]) -> Verdict:
-    """`ready` from Scheduled on, `pending` while Pending; Failed and Expired raise."""
+def failed_plan_message(plan: Mapping[str, Any]) -> str:
+    """A Failed plan (its purchase failed) and how to buy under a new name.
+
+    "If the plan purchase fails, the status is set to Failed"
+    (https://docs.aws.amazon.com/sagemaker/latest/dg/training-plan-details-using-api-cli-sdk.html).
+    The name stays taken by that plan and the handler adopts by name, so only a new
+    name buys again: `retry` in the config is part of the name's digest.
+    """
+    name = plan.get("TrainingPlanName", "?")
+    return (
+        f"training plan {name} is Failed ({plan.get('StatusMessage') or 'no status message'}) "
+        "and reserves no capacity; a plan of this name exists, so no deploy buys under it "
+        "again: to buy a new plan, set `retry: N` on this plan's entry in "
+        "capacity.training_plans (1, or one more than its current value), which gives a new "
+        "plan name that must be approved like any purchase"
+    )
+
+
+def status_verdict(plan: Mapping[str, Any], *, mode: Mode = "purchase") -> Verdict:
+    """`ready` from Scheduled on, `pending` while Pending; Failed and Expired raise.
+
+    Statuses: Pending until paid and fulfilled, then Scheduled, Active from the start
+    date, Expired after the end, Failed when the purchase fails
+    (https://docs.aws.amazon.com/sagemaker/latest/dg/training-plan-details-using-api-cli-sdk.html).
+    """
     name = plan.get("TrainingPlanName", "?")
     status = plan.get("Status")
     if status in READY_STATUSES:
         return "ready"
     if status == "Pending":
         return "pending"
-    if status == "Failed":
+    if status == "Failed" and mode == "adopt":
         raise TrainingPlanError(
-            f"training plan {name} is Failed: {plan.get('StatusMessage') or 'no status message'}"
+            f"training plan {name} is Failed ({plan.get('StatusMessage') or 'no status message'})"
+            " and reserves no capacity; adopt another plan (existing_arn) or buy one"
         )
+    if status == "Failed":
+        raise TrainingPlanError(failed_plan_message(plan))
     if status == "Expired":
         raise TrainingPlanError(
             f"training plan {name} is Expired (it ended {iso(plan.get('EndTime')) or 'earlier'})"
@@ -597,11 +768,155 @@ def pending_timed_out(since: datetime, now: datetime, timeout_seconds: int) -> b
     return (now - since).total_seconds() >= timeout_seconds
 
 
-def pending_timeout_message(plan_name: str) -> str:
+def pending_timeout_message(plan_name: str, *, last_error: str | None = None) -> str:
+    """The plan is bought (or adopted) but not ready in time.
+
+    `last_error`: DescribeTrainingPlan kept failing, so its status is unknown.
+    """
+    if last_error is not None:
+        return (
+            f"training plan {plan_name} is bought, but DescribeTrainingPlan kept failing until "
+            f"the pending timeout ({last_error}); pay the invoice if one is due: the next "
+            "deploy adopts the plan and does not buy again"
+        )
     return (
         f"training plan {plan_name} is bought and Pending (awaiting payment or fulfilment); "
         "pay the invoice / wait, then re-run the deploy: it adopts the plan and does not buy "
         "again"
+    )
+
+
+# --- a failed purchase call -------------------------------------------------------------
+
+# Errors that name no refusal although their HTTP status is 4xx: botocore's standard
+# retry mode treats them as transient (https://docs.aws.amazon.com/boto3/latest/guide/
+# retries.html), so the request may have been worked.
+_TRANSIENT_CODES = frozenset(
+    {"RequestTimeout", "RequestTimeoutException", "PriorRequestNotComplete"}
+)
+# Throttling answers are refusals: "The request was denied due to request throttling"
+# (Common Errors, linked from every SageMaker action's page:
+# https://docs.aws.amazon.com/sagemaker/latest/APIReference/CommonErrors.html).
+_THROTTLING_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "RequestLimitExceeded",
+        "SlowDown",
+    }
+)
+# botocore exceptions raised before the request left the client: no connection was
+# made (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError) or the call
+# was never built (parameters, credentials, region, endpoint).
+_NOT_SENT_EXCEPTIONS = frozenset(
+    {
+        "EndpointConnectionError",
+        "ConnectTimeoutError",
+        "ProxyConnectionError",
+        "ParamValidationError",
+        "NoCredentialsError",
+        "PartialCredentialsError",
+        "CredentialRetrievalError",
+        "NoAuthTokenError",
+        "NoRegionError",
+        "UnknownEndpointError",
+        "EndpointResolutionError",
+        "InvalidProxiesConfigError",
+    }
+)
+
+
+def classify_create_failure(
+    *, exception_names: Sequence[str], error_code: str | None, http_status: int | None
+) -> CreateFailure:
+    """What a failed CreateTrainingPlan means for the money.
+
+    `exception_names`: the class names of the exception and its bases (botocore's
+    hierarchy, e.g. an SSLError is also a ConnectionError, raised mid-request too).
+
+    - `name_taken`: ResourceInUse, a plan of that name exists: describe and adopt it.
+    - `refused`: the service answered with a 4xx error (validation, quota, access,
+      throttling, unknown offering): it says it did not do the work, nothing was bought.
+    - `not_sent`: the request never left the client: nothing was bought.
+    - `ambiguous`: anything else (5xx, read timeout, connection closed or reset, a
+      transient 4xx, an answer that could not be read): the plan may have been bought.
+
+    CreateTrainingPlan's own errors are ResourceInUse, ResourceLimitExceeded and
+    ResourceNotFound, all HTTP 400 (https://docs.aws.amazon.com/sagemaker/latest/
+    APIReference/API_CreateTrainingPlan.html); 5xx InternalFailure and
+    ServiceUnavailable report a failure "of an unknown error" or of the server, not a
+    refusal (Common Errors, above).
+    """
+    names = set(exception_names)
+    if "ClientError" in names:
+        if error_code == "ResourceInUse":
+            return "name_taken"
+        if error_code in _TRANSIENT_CODES or http_status is None:
+            return "ambiguous"
+        if 400 <= http_status < 500:
+            return "refused"
+        return "ambiguous"
+    if names & _NOT_SENT_EXCEPTIONS:
+        return "not_sent"
+    return "ambiguous"
+
+
+def _refusal_advice(error_code: str | None) -> str:
+    rerun = "re-run the deploy, which describes the plan first and never buys it twice"
+    if error_code == "ResourceLimitExceeded":
+        # Training-plan limits are SageMaker quotas, raised through Service Quotas
+        # (https://docs.aws.amazon.com/servicequotas/latest/userguide/request-quota-increase.html).
+        return (
+            "the account is at a SageMaker training-plan quota: request a quota increase in "
+            "Service Quotas (service Amazon SageMaker, search 'training plan') and deploy "
+            "again once it is granted"
+        )
+    if error_code in _THROTTLING_CODES:
+        return f"SageMaker throttled the purchase; {rerun}"
+    if error_code == "ResourceNotFound":
+        return f"the offering is no longer for sale; {rerun} to search again"
+    if error_code is not None and error_code.startswith("AccessDenied"):
+        return f"the handler's role may not buy this plan; fix its permissions, then {rerun}"
+    return f"fix the cause, then {rerun}"
+
+
+def refused_create_message(plan_name: str, detail: str, error_code: str | None) -> str:
+    """CreateTrainingPlan was refused by the service (4xx): nothing was bought."""
+    return (
+        f"CreateTrainingPlan for training plan {plan_name} was refused ({detail}), so nothing "
+        f"was bought; {_refusal_advice(error_code)}"
+    )
+
+
+def not_sent_create_message(plan_name: str, detail: str) -> str:
+    return (
+        f"CreateTrainingPlan for training plan {plan_name} never reached SageMaker ({detail}), "
+        "so nothing was bought; re-run the deploy, which describes the plan first and never "
+        "buys it twice"
+    )
+
+
+def ambiguous_create_message(
+    plan_name: str, detail: str, *, describe_error: str | None = None
+) -> str:
+    """The purchase may have gone through although no describe shows the plan yet.
+
+    A plan bought moments ago may become visible later: the next deploy describes the
+    name first and adopts it. Changing the request changes the name and would buy a
+    second plan.
+    """
+    seen = (
+        f"describing it failed too ({describe_error})"
+        if describe_error is not None
+        else "DescribeTrainingPlan does not show the plan yet"
+    )
+    return (
+        f"CreateTrainingPlan for training plan {plan_name} failed ({detail}) and {seen}, so it "
+        "may have been bought: the next deploy adopts it if it exists; do not change the "
+        "request until then"
     )
 
 

@@ -2,11 +2,14 @@
 
 CreateTrainingPlan is a non-refundable purchase with no idempotency token and no
 cancel. So every event that may buy first describes the plan by its deterministic
-name and adopts it when it exists; it sends CreateTrainingPlan at most once, on a
-client that never retries it; and when that call fails in any way (even a lost
-response) it describes again and adopts a plan that now exists instead of buying.
+name and adopts it when it exists; it checks the chosen offering against the request
+before buying; it sends CreateTrainingPlan at most once, on a client that never
+retries it; and when that call fails it classifies the failure: a refusal bought
+nothing, an ambiguous failure (5xx, timeout, lost answer) is followed by describes
+that adopt a plan that now exists, and otherwise says the plan may have been bought.
 Delete never touches the plan. Decisions live in `decisions.py`; this module only
-performs the calls they ask for and logs each decision as one JSON line.
+performs the calls they ask for and logs every step as one JSON line (the Lambda's
+CloudWatch log group is where a `cdk deploy` user follows a purchase).
 """
 
 from __future__ import annotations
@@ -29,13 +32,21 @@ READ_TIMEOUT_SECONDS: float = 20
 # The purchase waits longer for its answer: a lost answer costs a confirming describe.
 CREATE_READ_TIMEOUT_SECONDS: float = 60
 MAX_ATTEMPTS = 3
-# A failed CreateTrainingPlan may still have bought the plan (lost response, 5xx):
-# describe after each of these pauses before concluding that nothing was bought.
+# After an ambiguous CreateTrainingPlan failure the plan may exist already: describe
+# after each of these pauses before saying it may have been bought.
 CONFIRM_DELAYS_SECONDS: tuple[float, ...] = (0, 2, 5)
 # Top-level key of on_event's result; the Provider passes it to every is_complete.
 WAIT_STARTED_AT = "WaitStartedAt"
 
 T = TypeVar("T")
+
+
+class DescribeError(TrainingPlanError):
+    """DescribeTrainingPlan failed (after botocore's retries); `detail` names the error."""
+
+    def __init__(self, message: str, detail: str) -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 def _now() -> datetime:
@@ -61,8 +72,10 @@ def _client(
     return boto3.client(service, config=config)
 
 
-def _log(decision: str, **fields: Any) -> None:
-    print(json.dumps({"decision": decision, **fields}, default=str, sort_keys=True))
+def _log(step: str, message: str, **fields: Any) -> None:
+    """One JSON line per step: Lambda sends stdout to the function's log group."""
+    record = {"step": step, "message": message, **dict(sorted(fields.items()))}
+    print(json.dumps(record, default=str))
 
 
 def _error_code(exc: BaseException) -> str | None:
@@ -72,11 +85,27 @@ def _error_code(exc: BaseException) -> str | None:
     return None
 
 
+def _http_status(exc: BaseException) -> int | None:
+    if isinstance(exc, ClientError):
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return int(status) if isinstance(status, int) else None
+    return None
+
+
 def _error_detail(exc: BaseException) -> str:
     if isinstance(exc, ClientError):
         message = exc.response.get("Error", {}).get("Message") or "no message"
         return f"{_error_code(exc) or 'error'}: {message}"
     return f"{type(exc).__name__}: {exc}"
+
+
+def create_failure(exc: BaseException) -> decisions.CreateFailure:
+    """The decision's view of a failed CreateTrainingPlan: class names, code, status."""
+    return decisions.classify_create_failure(
+        exception_names=[cls.__name__ for cls in type(exc).__mro__],
+        error_code=_error_code(exc),
+        http_status=_http_status(exc),
+    )
 
 
 def _aws(action: str, call: Callable[[], T]) -> T:
@@ -93,9 +122,17 @@ def _describe(sagemaker: Any, name: str) -> dict[str, Any] | None:
     except (ClientError, BotoCoreError) as exc:
         if _error_code(exc) == "ResourceNotFound":
             return None
-        raise TrainingPlanError(
-            f"DescribeTrainingPlan for training plan {name} failed ({_error_detail(exc)})"
+        detail = _error_detail(exc)
+        raise DescribeError(
+            f"DescribeTrainingPlan for training plan {name} failed ({detail})", detail
         ) from exc
+
+
+def _described(name: str, plan: Mapping[str, Any] | None) -> str:
+    if plan is None:
+        return f"training plan {name} does not exist"
+    message = f" ({plan['StatusMessage']})" if plan.get("StatusMessage") else ""
+    return f"training plan {name} exists and is {plan.get('Status')}{message}"
 
 
 # --- on_event ---------------------------------------------------------------------------
@@ -109,6 +146,7 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     keeps_name = request_type == "Update" and props.plan_name == event.get("PhysicalResourceId")
     _log(
         "start",
+        f"{request_type} of training plan {props.plan_name} ({props.mode})",
         request_type=request_type,
         plan_name=props.plan_name,
         mode=props.mode,
@@ -117,24 +155,36 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     if not keeps_name:
         refusal = decisions.purchase_refusal(props)
         if refusal is not None:
+            _log("refuse", refusal, plan_name=props.plan_name)
             raise TrainingPlanError(refusal)
     sagemaker = _client("sagemaker")
     described = _describe(sagemaker, props.lookup_name)
+    _log(
+        "describe",
+        _described(props.lookup_name, described),
+        plan_name=props.lookup_name,
+        status=described and described.get("Status"),
+    )
     step = decisions.next_step(described, props, may_purchase=not keeps_name)
     if step == "adopt" and described is not None:
-        _log("adopt", plan_name=described["TrainingPlanName"], status=described["Status"])
+        _log(
+            "adopt",
+            f"adopting training plan {described['TrainingPlanName']} ({described['Status']}); "
+            "nothing is bought",
+            plan_name=described["TrainingPlanName"],
+            status=described["Status"],
+        )
         return _result(props, described["TrainingPlanName"], described["TrainingPlanArn"], None)
     return _purchase(sagemaker, props)
 
 
 def _retain(event: Mapping[str, Any]) -> dict[str, Any]:
     physical_id = event.get("PhysicalResourceId", "")
-    _log(
-        "retain",
-        plan_name=physical_id,
-        reason="SageMaker training plans cannot be cancelled or deleted; the plan (if it "
-        "exists) stays in the account until it expires",
+    reason = (
+        "SageMaker training plans cannot be cancelled or deleted; the plan (if it exists) "
+        "stays in the account until it expires"
     )
+    _log("retain", f"keeping training plan {physical_id}: {reason}", plan_name=physical_id)
     return {"PhysicalResourceId": physical_id}
 
 
@@ -158,77 +208,141 @@ def _purchase(sagemaker: Any, props: PlanProperties) -> dict[str, Any]:
         f"searching offerings for training plan {props.plan_name}",
         lambda: offerings.find(sagemaker, ec2, request),
     )
+    _log(
+        "search",
+        f"SearchTrainingPlanOfferings found {len(found.offerings)} offerings for "
+        f"{request.describe()}; {len(found.candidates)} fit the request",
+        plan_name=props.plan_name,
+        offered=[o.get("TrainingPlanOfferingId") for o in found.offerings],
+        fitting=[o.get("TrainingPlanOfferingId") for o in found.candidates],
+    )
+    for offering_id, reasons in found.skipped:
+        _log(
+            "skip",
+            f"offering {offering_id} skipped: {', '.join(reasons)}",
+            plan_name=props.plan_name,
+            offering_id=offering_id,
+            reasons=list(reasons),
+        )
     chosen = found.chosen
     if chosen is None:
-        raise TrainingPlanError(
-            decisions.no_offering_message(request, found.offerings, found.zone_name_to_id)
+        message = decisions.no_offering_message(
+            request, found.offerings, found.zone_name_to_id, found.skipped
         )
+        _log("refuse", message, plan_name=props.plan_name)
+        raise TrainingPlanError(message)
     refusal = decisions.check_fee_cap(
-        chosen, props.max_upfront_fee, props.currency, candidates=found.candidates
+        chosen,
+        props.max_upfront_fee,
+        props.currency,
+        candidates=found.candidates,
+        plan_name=props.plan_name,
     )
     if refusal is not None:
+        _log("refuse", refusal, plan_name=props.plan_name)
         raise TrainingPlanError(refusal)
+    offering_id = chosen["TrainingPlanOfferingId"]
+    start = decisions.iso(decisions.offering_start(chosen))
     _log(
-        "purchase",
+        "choose",
+        f"chose offering {offering_id} ({request.choice_policy}): {chosen.get('UpfrontFee')} "
+        f"{chosen.get('CurrencyCode')} within MaxUpfrontFee {props.max_upfront_fee} "
+        f"{props.currency}, {request.instance_count} x {request.instance_type} in "
+        f"{chosen['AvailabilityZone']} ({chosen['AvailabilityZoneId']}) from {start}",
         plan_name=props.plan_name,
-        offering_id=chosen["TrainingPlanOfferingId"],
+        offering_id=offering_id,
         upfront_fee=chosen.get("UpfrontFee"),
         currency=chosen.get("CurrencyCode"),
         zone=chosen["AvailabilityZone"],
         zone_id=chosen["AvailabilityZoneId"],
-        start=decisions.iso(decisions.offering_start(chosen)),
+        start=start,
         policy=request.choice_policy,
-        offerings=len(found.offerings),
-        candidates=len(found.candidates),
     )
     kwargs: dict[str, Any] = {
         "TrainingPlanName": props.plan_name,
-        "TrainingPlanOfferingId": chosen["TrainingPlanOfferingId"],
+        "TrainingPlanOfferingId": offering_id,
     }
     if props.tags:
         kwargs["Tags"] = props.tag_list()
     # One attempt only: botocore must never resend a purchase on its own.
     buyer = _client("sagemaker", max_attempts=1, read_timeout=CREATE_READ_TIMEOUT_SECONDS)
+    _log(
+        "create",
+        f"calling CreateTrainingPlan for training plan {props.plan_name} with offering "
+        f"{offering_id} (one attempt, never resent)",
+        plan_name=props.plan_name,
+        offering_id=offering_id,
+    )
     purchased_at = _now()
     try:
         arn = buyer.create_training_plan(**kwargs)["TrainingPlanArn"]
     except Exception as exc:
         return _after_failed_create(sagemaker, props, exc, purchased_at)
-    _log("bought", plan_name=props.plan_name, plan_arn=arn)
+    _log(
+        "bought",
+        f"bought training plan {props.plan_name} ({arn}); waiting until it is Scheduled",
+        plan_name=props.plan_name,
+        plan_arn=arn,
+    )
     return _result(props, props.plan_name, arn, purchased_at)
 
 
 def _after_failed_create(
     sagemaker: Any, props: PlanProperties, exc: Exception, purchased_at: datetime
 ) -> dict[str, Any]:
-    """Adopt the plan if the failed call (or a rival) made it; never buy again."""
+    """Say nothing was bought only when the service refused; else adopt or warn."""
     name = props.plan_name
     detail = _error_detail(exc)
-    _log("create-failed", plan_name=name, error=detail)
-    plan = None
-    try:
-        for delay in CONFIRM_DELAYS_SECONDS:
-            _sleep(delay)
-            plan = _describe(sagemaker, name)
-            if plan is not None:
-                break
-    except TrainingPlanError as describe_error:
+    kind = create_failure(exc)
+    _log(
+        "create-failed",
+        f"CreateTrainingPlan for training plan {name} failed ({detail}); classified as {kind}",
+        plan_name=name,
+        error=detail,
+        kind=kind,
+    )
+    if kind == "refused":
         raise TrainingPlanError(
-            f"CreateTrainingPlan for training plan {name} failed ({detail}) and so did "
-            f"describing it ({describe_error}); re-run the deploy, which describes the plan "
-            "first and never buys it twice"
+            decisions.refused_create_message(name, detail, _error_code(exc))
         ) from exc
+    if kind == "not_sent":
+        raise TrainingPlanError(decisions.not_sent_create_message(name, detail)) from exc
+    plan, describe_error = _confirm(sagemaker, name)
     if plan is None:
         raise TrainingPlanError(
-            f"CreateTrainingPlan for training plan {name} failed ({detail}) and "
-            "DescribeTrainingPlan finds no plan of that name, so nothing was bought; re-run "
-            "the deploy, which describes the plan first and never buys it twice"
+            decisions.ambiguous_create_message(name, detail, describe_error=describe_error)
         ) from exc
     decisions.validate_plan(plan, props)
     # ResourceInUse: the plan existed before our call, so this event did not buy it.
-    ours = _error_code(exc) != "ResourceInUse"
-    _log("adopt-after-failed-create", plan_name=name, bought_by_this_event=ours)
+    ours = kind != "name_taken"
+    _log(
+        "adopt-after-failed-create",
+        f"training plan {name} exists after the failed call ({plan.get('Status')}); adopting "
+        "it without buying again",
+        plan_name=name,
+        bought_by_this_event=ours,
+    )
     return _result(props, name, plan["TrainingPlanArn"], purchased_at if ours else None)
+
+
+def _confirm(sagemaker: Any, name: str) -> tuple[dict[str, Any] | None, str | None]:
+    """Describe after each pause; (the plan, None) once seen, else (None, the error of
+    the describes when none of them answered)."""
+    answered = False
+    error: str | None = None
+    for delay in CONFIRM_DELAYS_SECONDS:
+        _sleep(delay)
+        try:
+            plan = _describe(sagemaker, name)
+        except DescribeError as failed:
+            error = failed.detail
+            _log("confirm", f"describing training plan {name} failed ({error})", plan_name=name)
+            continue
+        answered = True
+        _log("confirm", _described(name, plan), plan_name=name, after_seconds=delay)
+        if plan is not None:
+            return plan, None
+    return None, (None if answered else error)
 
 
 # --- is_complete ------------------------------------------------------------------------
@@ -241,19 +355,48 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     name = props.lookup_name
     bought_at = (event.get("Data") or {}).get("PurchasedAt")
     since = decisions.as_utc(bought_at or event.get(WAIT_STARTED_AT)) or _now()
-    plan = _describe(_client("sagemaker"), name)
+    timed_out = decisions.pending_timed_out(since, _now(), props.pending_timeout_seconds)
+    try:
+        plan = _describe(_client("sagemaker"), name)
+    except DescribeError as failed:
+        # A throttled or failing describe says nothing about the plan, which exists:
+        # keep waiting; the Provider polls again.
+        return _keep_waiting(name, since, timed_out, last_error=failed.detail)
     if plan is None and not bought_at:
         raise TrainingPlanError(f"training plan {name} no longer exists")
     # A plan bought moments ago may not be visible yet: wait for it like for Pending.
-    verdict = decisions.status_verdict(plan) if plan is not None else "pending"
+    verdict = decisions.status_verdict(plan, mode=props.mode) if plan is not None else "pending"
+    _log(
+        "poll",
+        _described(name, plan) if plan is not None else f"training plan {name} is not visible yet",
+        plan_name=name,
+        status=plan and plan.get("Status"),
+        since=decisions.iso(since),
+    )
     if plan is not None and verdict == "ready":
         decisions.validate_plan(plan, props)
         ec2 = _client("ec2")
-        zones = _aws("DescribeAvailabilityZones", lambda: offerings.zone_name_to_id(ec2))
+        try:
+            zones = _aws("DescribeAvailabilityZones", lambda: offerings.zone_name_to_id(ec2))
+        except TrainingPlanError as failed:
+            return _keep_waiting(name, since, timed_out, last_error=str(failed))
         data = decisions.plan_data(plan, zones, props.subnet_ids_by_zone_id)
-        _log("ready", **data)
+        _log("ready", f"training plan {name} is {data['Status']}", **data)
         return {"IsComplete": True, "Data": data}
-    if decisions.pending_timed_out(since, _now(), props.pending_timeout_seconds):
-        raise TrainingPlanError(decisions.pending_timeout_message(name))
-    _log("wait", plan_name=name, status=plan and plan.get("Status"), since=decisions.iso(since))
+    return _keep_waiting(name, since, timed_out)
+
+
+def _keep_waiting(
+    name: str, since: datetime, timed_out: bool, *, last_error: str | None = None
+) -> dict[str, Any]:
+    if timed_out:
+        raise TrainingPlanError(decisions.pending_timeout_message(name, last_error=last_error))
+    if last_error is not None:
+        _log(
+            "poll",
+            f"could not read training plan {name} ({last_error}); waiting and asking again",
+            plan_name=name,
+            error=last_error,
+            since=decisions.iso(since),
+        )
     return {"IsComplete": False}

@@ -1,13 +1,14 @@
 """Read-only offering search, shared by the handler and the `novapod offerings` command.
 
 Thin over `decisions`: two AWS reads (SearchTrainingPlanOfferings and
-DescribeAvailabilityZones), then the pure filter and choice. The clients are passed
+DescribeAvailabilityZones), then the pure screening (each offering checked against the
+request, skipped ones kept with their reasons) and choice. The clients are passed
 in, so the CLI can use the user's credentials and the handler its own role.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import decisions
@@ -15,12 +16,14 @@ from . import decisions
 
 @dataclass(frozen=True)
 class OfferingSearch:
-    """One search: what the service offered, the zone map, what fits and what to pick."""
+    """One search: what the service offered, the zone map, what fits, what to pick, and
+    the offerings skipped with their reasons."""
 
     offerings: list[dict[str, Any]]
     zone_name_to_id: dict[str, str]
     candidates: list[dict[str, Any]]
     chosen: dict[str, Any] | None
+    skipped: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
 
 
 def zone_name_to_id(ec2_client: Any) -> dict[str, str]:
@@ -40,18 +43,20 @@ def find(
 ) -> OfferingSearch:
     offered = search(sagemaker_client, request)
     zones = zone_name_to_id(ec2_client)
-    fitting = decisions.offerings_in_zones(offered, zones, request.subnet_ids_by_zone_id)
+    screening = decisions.screen_offerings(offered, request, zones)
     return OfferingSearch(
         offerings=offered,
         zone_name_to_id=zones,
-        candidates=fitting,
-        chosen=decisions.choose_offering(fitting, request.choice_policy),
+        candidates=screening.candidates,
+        chosen=decisions.choose_offering(screening.candidates, request.choice_policy),
+        skipped=screening.skipped,
     )
 
 
 def candidates(
     sagemaker_client: Any, ec2_client: Any, request: decisions.OfferingRequest
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """Offerings in one of our zones (annotated with zone and subnets), and the pick."""
+    """Offerings that fit, in one of our zones (annotated with zone and subnets), and the
+    pick."""
     found = find(sagemaker_client, ec2_client, request)
     return found.candidates, found.chosen
