@@ -32,7 +32,7 @@ def raw(**overrides: Any) -> dict[str, Any]:
         "InstanceType": "ml.p5.48xlarge",
         "InstanceCount": "4",
         "DurationHours": "48",
-        "PurchaseApproved": "true",
+        "ApprovedPlanName": "nova-plan-1",
         "MaxUpfrontFee": "100000.50",
         "Currency": "USD",
         "SubnetIdsByZoneId": json.dumps({"use1-az4": ["subnet-0a"]}),
@@ -138,7 +138,6 @@ def test_defaults_and_native_types_are_accepted() -> None:
         raw(
             InstanceCount=8,
             DurationHours=24,
-            PurchaseApproved=True,
             SubnetIdsByZoneId={"use1-az4": ["subnet-0a"], "use1-az6": []},
             StartTimeAfter="",
         )
@@ -153,13 +152,17 @@ def test_defaults_and_native_types_are_accepted() -> None:
     assert props.tags == ()
 
 
-@pytest.mark.parametrize("approval", [None, "false", "True", "yes", "1", False])
-def test_anything_but_true_is_not_an_approval(approval: Any) -> None:
-    props = decisions.parse_properties(raw(PurchaseApproved=approval))
+@pytest.mark.parametrize(
+    "approval", [None, "true", True, "nova-plan-2", "NOVA-PLAN-1", "nova-plan-1 ", ""]
+)
+def test_only_the_plan_name_itself_is_an_approval(approval: Any) -> None:
+    props = decisions.parse_properties(raw(ApprovedPlanName=approval))
     assert props.purchase_approved is False
+    shown = repr(approval) if isinstance(approval, str) else "None"
     assert decisions.purchase_refusal(props) == (
-        'buying training plan nova-plan-1 is not approved: PurchaseApproved must be "true" for '
-        "the custom resource to spend money"
+        f"buying training plan nova-plan-1 is not approved: ApprovedPlanName is {shown}, and "
+        "the custom resource spends money only when it equals PlanName (purchase.approve in "
+        "the config names this exact plan)"
     )
 
 

@@ -454,13 +454,14 @@ def create_that_cannot_connect_buys_nothing(w: World) -> Outcome:
 @scenario(
     Expect(
         creates={},
-        error=f'buying training plan {PLAN} is not approved: PurchaseApproved must be "true" '
-        "for the custom resource to spend money",
+        error=f"buying training plan {PLAN} is not approved: ApprovedPlanName is "
+        f"'{PLAN}-old', and the custom resource spends money only when it equals PlanName "
+        "(purchase.approve in the config names this exact plan)",
     )
 )
 def not_approved_makes_no_call_at_all(w: World) -> Outcome:
     stack = w.stack()
-    outcome = stack.create(w.props(PurchaseApproved="false"))
+    outcome = stack.create(w.props(ApprovedPlanName=f"{PLAN}-old"))
     assert w.plane.calls == []
     # CloudFormation's rollback Delete carries the framework's marker and is dropped.
     assert stack.history[-1].physical_id == CREATE_FAILED_MARKER and stack.history[-1].ok
@@ -649,7 +650,7 @@ def a_retry_name_buys_a_new_plan_beside_the_failed_one(w: World) -> Outcome:
     stack = w.stack()
     assert stack.create(w.props()).reason == FAILED_DECLINED
     # `retry: 1` in the config gives the plan a new name (approved like any purchase).
-    return stack.create(w.props(PlanName=RETRY_PLAN))
+    return stack.create(w.props(PlanName=RETRY_PLAN, ApprovedPlanName=RETRY_PLAN))
 
 
 @scenario(Expect(creates={PLAN: 1}, data=BOUGHT_NOW))

@@ -63,7 +63,7 @@ class World:
             "EndTimeBefore": "2030-01-31T00:00:00Z",
             "TargetResources": ["hyperpod-cluster"],
             "ChoicePolicy": "cheapest",
-            "PurchaseApproved": "true",
+            "ApprovedPlanName": PLAN,
             "MaxUpfrontFee": "100000",
             "Currency": "USD",
             "PendingTimeoutSeconds": "600",
@@ -71,6 +71,9 @@ class World:
             "Tags": [{"Key": "project", "Value": "novapod"}],
         }
         props.update(overrides)
+        if "PlanName" in overrides and "ApprovedPlanName" not in overrides:
+            # A new plan name comes with its new approval (validation demands one).
+            props["ApprovedPlanName"] = overrides["PlanName"]
         return {k: v for k, v in props.items() if v is not None}
 
     @staticmethod
@@ -84,6 +87,9 @@ class World:
             "SubnetIdsByZoneId": OUR_SUBNETS,
         }
         props.update(overrides)
+        if "PlanName" in overrides and "ApprovedPlanName" not in overrides:
+            # A new plan name comes with its new approval (validation demands one).
+            props["ApprovedPlanName"] = overrides["PlanName"]
         return {k: v for k, v in props.items() if v is not None}
 
 

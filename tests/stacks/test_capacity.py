@@ -49,7 +49,9 @@ def test_purchase_properties_carry_request_and_guardrails(synth) -> None:
         "4",
         "144",  # 4 x 30 h SFT + 4 x 2 h evaluation = 128 h, rounded up to 6 days
     )
-    assert props["PurchaseApproved"] == "true"
+    # Pinned: the name is what the config approves; a changed digest would buy again.
+    assert props["PlanName"] == "novapod-nova-lite-lite-sft-31e61478"
+    assert props["ApprovedPlanName"] == "novapod-nova-lite-lite-sft-31e61478"
     assert (props["MaxUpfrontFee"], props["Currency"]) == ("60000", "USD")
     assert props["ChoicePolicy"] == "cheapest"
     assert props["TargetResources"] == ["hyperpod-cluster"]
@@ -68,7 +70,7 @@ def test_adoption_has_no_purchase_path(synth) -> None:
     assert props["Mode"] == "adopt"
     assert props["ExistingArn"].endswith(":training-plan/team-p5-january")
     assert props["PlanName"] == "team-p5-january"
-    for key in ("PurchaseApproved", "MaxUpfrontFee", "ChoicePolicy", "DurationHours"):
+    for key in ("ApprovedPlanName", "MaxUpfrontFee", "ChoicePolicy", "DurationHours"):
         assert key not in props
     describe = [
         s

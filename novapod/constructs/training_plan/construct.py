@@ -230,7 +230,8 @@ class TrainingPlan(Construct):
                 "DurationHours": str(request.duration_hours),
                 "TargetResources": list(request.target_resources),
                 "ChoicePolicy": spec.choice,
-                "PurchaseApproved": "true" if spec.purchase.approve else "false",
+                # Validation made approve equal to the plan's name; the handler checks again.
+                "ApprovedPlanName": str(spec.purchase.approve),
                 "MaxUpfrontFee": str(spec.purchase.max_upfront_fee),
                 "Currency": spec.purchase.currency,
             }

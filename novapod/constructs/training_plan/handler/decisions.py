@@ -108,12 +108,16 @@ class PlanProperties:
     end_time_before: datetime | None
     target_resources: tuple[str, ...]
     choice_policy: ChoicePolicy
-    purchase_approved: bool
+    approved_plan_name: str | None
     max_upfront_fee: Decimal | None
     currency: str | None
     pending_timeout_seconds: int
     subnet_ids_by_zone_id: Mapping[str, tuple[str, ...]]
     tags: tuple[tuple[str, str], ...]
+
+    @property
+    def purchase_approved(self) -> bool:
+        return self.approved_plan_name == self.plan_name
 
     @property
     def lookup_name(self) -> str:
@@ -174,7 +178,9 @@ def parse_properties(raw: Mapping[str, Any]) -> PlanProperties:
     currency = _required_str(raw, "Currency") if purchase else None
     if currency is not None and not _CURRENCY.fullmatch(currency):
         raise PropertyError(f"Currency {currency!r} must be a three-letter code such as USD")
-    approved = raw.get("PurchaseApproved")
+    # The config approves one exact purchase by naming it; the handler checks the same
+    # equality, so a template edited by hand (or by a bug) cannot buy another plan.
+    approved = raw.get("ApprovedPlanName")
     return PlanProperties(
         mode="purchase" if purchase else "adopt",
         plan_name=plan_name,
@@ -186,7 +192,7 @@ def parse_properties(raw: Mapping[str, Any]) -> PlanProperties:
         end_time_before=end,
         target_resources=targets,
         choice_policy=_choice_policy(raw),
-        purchase_approved=approved is True or approved == "true",
+        approved_plan_name=approved if isinstance(approved, str) else None,
         max_upfront_fee=fee,
         currency=currency,
         pending_timeout_seconds=_int(raw, "PendingTimeoutSeconds", 1, 86400, required=False)
@@ -643,8 +649,9 @@ def purchase_refusal(props: PlanProperties) -> str | None:
     """Why this event must not buy, checked before any AWS call."""
     if props.mode == "purchase" and not props.purchase_approved:
         return (
-            f"buying training plan {props.plan_name} is not approved: PurchaseApproved must be "
-            '"true" for the custom resource to spend money'
+            f"buying training plan {props.plan_name} is not approved: ApprovedPlanName is "
+            f"{props.approved_plan_name!r}, and the custom resource spends money only when it "
+            "equals PlanName (purchase.approve in the config names this exact plan)"
         )
     return None
 
