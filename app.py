@@ -18,11 +18,11 @@ def main() -> None:
     try:
         config = load_config(path)
     except ConfigError as error:
-        print(f"novapod: invalid configuration {path}", file=sys.stderr)
-        print(error.render(), file=sys.stderr)
+        print(f"novapod: invalid configuration {path}:", file=sys.stderr)
+        print(error.render(), file=sys.stderr)  # each line starts with the file's name
         sys.exit(2)
     for warning in config.warnings():
-        print(f"novapod: warning: {warning}", file=sys.stderr)
+        print(f"{path}: warning: {warning}", file=sys.stderr)
     build_environment(app, config)
     add_policy_checks(app)
     app.synth()

@@ -1,0 +1,105 @@
+"""novapod: one YAML file to the AWS CDK stacks of an Amazon Nova customization
+environment on SageMaker HyperPod.
+
+The public entry point, for using novapod's stacks inside your own CDK app::
+
+    import aws_cdk as cdk
+    import novapod
+
+    app = cdk.App()
+    prod = cdk.Stage(app, "Prod")
+    stacks = novapod.build_environment(prod, novapod.load_config("config/prod.yaml"))
+    novapod.add_policy_checks(prod)  # optional: cdk-nag AWS Solutions checks at synth
+    app.synth()
+
+`import novapod` stays light (the `novapod` command imports it too): the CDK is
+loaded only when `build_environment` or `add_policy_checks` is called.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from novapod.config import ConfigError, NovapodConfig, load_config, parse_config
+
+if TYPE_CHECKING:
+    from constructs import Construct
+
+    from novapod.environment import EnvironmentStacks
+
+__all__ = [
+    "ConfigError",
+    "NovapodConfig",
+    "add_policy_checks",
+    "build_environment",
+    "feature_flags",
+    "load_config",
+    "parse_config",
+]
+
+
+def build_environment(
+    scope: Construct, config: NovapodConfig | str | os.PathLike[str]
+) -> EnvironmentStacks:
+    """Add one environment's stacks to `scope` (an App or a Stage) and return them.
+
+    `config` is a `NovapodConfig` (from `load_config` or `parse_config`) or the path
+    of a YAML file, which is loaded and validated (`ConfigError` if it is invalid).
+
+    The returned `EnvironmentStacks` holds the stacks: `network` and `storage`
+    always; `capacity`, `eks` and `hyperpod` when the config has training plans, an
+    `eks` section and a `hyperpod` section (else None). Pass their constructs (the
+    VPC handle, the KMS key, the buckets, the clusters) to your own stacks; those
+    references become `Fn::GetStackOutput` (see `feature_flags`).
+
+    novapod's stacks are built and tested with the feature flags in its cdk.json,
+    among them weak cross-stack references. They are set on `scope` when it has no
+    children yet (a fresh Stage, or an App before its first stack). A scope that
+    already has children must carry them already, for instance
+    `App(context=novapod.feature_flags())`; otherwise this raises ValueError naming
+    the flags that differ. Inside a Stage, CDK prefixes stack names with the stage's
+    name: `Prod-novapod-dev-network`.
+    """
+    from novapod.environment import build_environment as compose  # noqa: PLC0415 - loads the CDK
+
+    if not isinstance(config, NovapodConfig):
+        config = load_config(config)
+    _apply_feature_flags(scope)
+    return compose(scope, config)
+
+
+def add_policy_checks(scope: Construct) -> None:
+    """Run cdk-nag's AWS Solutions checks over `scope` at synth; a finding fails it."""
+    from novapod.environment import add_policy_checks as add  # noqa: PLC0415 - loads the CDK
+
+    add(scope)
+
+
+def feature_flags() -> dict[str, Any]:
+    """The CDK context (feature flags) novapod's stacks are built and tested with."""
+    from novapod.environment import cdk_json_context  # noqa: PLC0415 - loads the CDK
+
+    flags = cdk_json_context()
+    if not flags:
+        raise RuntimeError(
+            "novapod's feature flags live in its cdk.json, which this installation lacks; "
+            "install novapod from a checkout (pip install -e path/to/novapod)"
+        )
+    return flags
+
+
+def _apply_feature_flags(scope: Construct) -> None:
+    flags = feature_flags()
+    differ = sorted(k for k, v in flags.items() if scope.node.try_get_context(k) != v)
+    if not differ:
+        return
+    if scope.node.children:
+        raise ValueError(
+            f"{scope.node.path or 'the App'} already has constructs, so novapod cannot set "
+            f"its feature flags on it; {len(differ)} differ ({', '.join(differ[:3])}"
+            f"{', ...' if len(differ) > 3 else ''}): pass a fresh Stage, or create the App "
+            "with App(context=novapod.feature_flags())"
+        )
+    for key in differ:
+        scope.node.set_context(key, flags[key])

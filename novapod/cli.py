@@ -1,11 +1,17 @@
-"""The `novapod` command: validate a config, print its JSON Schema, plan capacity."""
+"""The `novapod` command: validate a config, print its JSON Schema, plan capacity.
+
+Only `offerings` talks to AWS. The other commands never read AWS settings (profile,
+config and credentials files), so a broken or missing profile cannot stop them.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
+from importlib import metadata
 
 import boto3  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
@@ -17,13 +23,37 @@ from novapod.constructs.training_plan.handler import decisions, offerings
 EXIT_OK = 0
 EXIT_INVALID = 2
 EXIT_AWS = 1
+CONFIG_VARIABLE = "NOVAPOD_CONFIG"
+
+
+class _NoConfigError(Exception):
+    """No file given and NOVAPOD_CONFIG unset."""
+
+
+def _config_path(args: argparse.Namespace) -> tuple[str, str]:
+    """The config file to read and where its name came from (for messages)."""
+    if args.config:
+        return args.config, ""
+    from_environment = os.environ.get(CONFIG_VARIABLE, "").strip()
+    if from_environment:
+        return from_environment, f" (from {CONFIG_VARIABLE})"
+    raise _NoConfigError(
+        f"novapod {args.command}: no config file: name one (novapod {args.command} "
+        f"config/my-env.yaml) or set {CONFIG_VARIABLE}"
+    )
+
+
+def _load(args: argparse.Namespace) -> NovapodConfig:
+    path, _ = _config_path(args)
+    return load_config(path)
 
 
 def _validate(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    path, origin = _config_path(args)
+    config = load_config(path)
     for warning in config.warnings():
-        print(f"warning: {warning}", file=sys.stderr)
-    print(f"{args.config}: valid (environment {config.name}, region {config.region})")
+        print(f"{path}: warning: {warning}", file=sys.stderr)
+    print(f"{path}{origin}: valid (environment {config.name}, region {config.region})")
     return EXIT_OK
 
 
@@ -33,7 +63,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    config = _load(args)
     plan = config.capacity_plan()
     names = config.purchase_names()
     if args.json:
@@ -51,18 +81,21 @@ def _plan(args: argparse.Namespace) -> int:
 
 def _offerings(args: argparse.Namespace) -> int:
     """Read-only: the search, filter and choice the TrainingPlan handler would make."""
-    config = load_config(args.config)
+    path, _ = _config_path(args)
+    config = load_config(path)
     requests = {r.name: r for r in config.capacity_plan().training_plans}
     explicit = {spec.name: spec for spec in config.capacity.training_plans}
     for listed, request in config.training_plan_requests():
         requests.setdefault(listed.name, request)
     if not requests:
-        raise ConfigError([("capacity", "no workloads or training plans to search offerings for")])
+        raise ConfigError(
+            [("capacity", "no workloads or training plans to search offerings for")], path
+        )
     name = args.plan or (next(iter(requests)) if len(requests) == 1 else None)
     if name is None or name not in requests:
         known = ", ".join(requests)
         where = f"--plan {name}: no such plan" if name else "--plan: several plans"
-        raise ConfigError([("", f"{where}; choose one of {known}")])
+        raise ConfigError([("", f"{where}; choose one of {known}")], path)
     request = requests[name]
     spec = explicit.get(name)
     if spec is not None and spec.adopted:
@@ -78,9 +111,20 @@ def _offerings(args: argparse.Namespace) -> int:
         choice_policy=spec.choice if spec else "cheapest",
         subnet_ids_by_zone_id=_our_zones(config),
     )
-    session = boto3.session.Session(region_name=config.region)
     try:
-        found = offerings.find(session.client("sagemaker"), session.client("ec2"), search)
+        # The only place novapod reads AWS settings: a missing profile or a broken
+        # ~/.aws/config surfaces here as botocore's own sentence, without a traceback.
+        session = boto3.session.Session(region_name=config.region)
+        sagemaker, ec2 = session.client("sagemaker"), session.client("ec2")
+    except BotoCoreError as error:
+        print(
+            f"novapod offerings: cannot use your AWS settings: {error}; fix AWS_PROFILE or "
+            "the AWS config and credentials files (aws configure list shows what is used)",
+            file=sys.stderr,
+        )
+        return EXIT_AWS
+    try:
+        found = offerings.find(sagemaker, ec2, search)
     except (BotoCoreError, ClientError) as error:
         print(f"novapod offerings: the search failed: {error}", file=sys.stderr)
         return EXIT_AWS
@@ -139,21 +183,23 @@ def _parser() -> argparse.ArgumentParser:
         prog="novapod",
         description="Amazon Nova customization on SageMaker HyperPod, as AWS CDK.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    config_help = f"path to the environment's YAML file (default: ${CONFIG_VARIABLE})"
     validate = commands.add_parser("validate", help="check a config; exit 2 on errors")
-    validate.add_argument("config", help="path to the environment's YAML file")
+    validate.add_argument("config", nargs="?", help=config_help)
     validate.set_defaults(run=_validate)
     plan = commands.add_parser(
         "plan", help="size the workloads and the training plans they need (reads only)"
     )
-    plan.add_argument("config", help="path to the environment's YAML file")
+    plan.add_argument("config", nargs="?", help=config_help)
     plan.add_argument("--json", action="store_true", help="machine-readable output")
     plan.set_defaults(run=_plan)
     offerings = commands.add_parser(
         "offerings",
         help="search training-plan offerings with your AWS credentials (buys nothing)",
     )
-    offerings.add_argument("config", help="path to the environment's YAML file")
+    offerings.add_argument("config", nargs="?", help=config_help)
     offerings.add_argument("--plan", help="training plan name (from `novapod plan`)")
     offerings.set_defaults(run=_offerings)
     schema = commands.add_parser("schema", help="print the config's JSON Schema (for editors)")
@@ -161,14 +207,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    try:
+        return metadata.version("novapod")
+    except metadata.PackageNotFoundError:  # run from a checkout without `pip install`
+        return "unknown (not installed)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         return run(args)
+    except _NoConfigError as error:
+        print(error, file=sys.stderr)
+        return EXIT_INVALID
     except ConfigError as error:
         print(error.render(), file=sys.stderr)
         return EXIT_INVALID
+    except BrokenPipeError:  # `novapod schema | head`: the reader left, nothing is wrong
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":

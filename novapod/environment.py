@@ -1,7 +1,9 @@
 """Compose one environment's stacks from a validated config.
 
-`build_environment` takes any scope (the App today, a pipeline Stage later) so the
-same composition serves `cdk deploy` and CDK Pipelines.
+`build_environment` takes any scope (the App of app.py, a Stage of your own app or
+of a pipeline) so the same composition serves `cdk deploy` and CDK Pipelines. The
+public entry point for your own CDK app is `novapod.build_environment`, which also
+sets novapod's feature flags on the scope; this one assumes they are set.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
 
 @dataclass(frozen=True)
 class EnvironmentStacks:
+    """One environment's stacks; those the config does not ask for are None."""
+
     network: NetworkStack
     storage: StorageStack
     capacity: CapacityStack | None
@@ -35,6 +39,7 @@ class EnvironmentStacks:
 
 
 def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentStacks:
+    """The environment's stacks under `scope`, which carries novapod's feature flags."""
     env = Environment(account=config.account, region=config.region)
     prefix = config.prefix
     network = NetworkStack(
@@ -127,6 +132,6 @@ def cdk_json_context() -> dict[str, Any]:
     return context
 
 
-def add_policy_checks(app: App) -> None:
+def add_policy_checks(scope: Construct) -> None:
     """cdk-nag runs at synth; an unacknowledged finding fails synthesis."""
-    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    Validations.of(scope).add_plugins(AwsSolutionsChecks(scope))

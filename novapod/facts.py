@@ -7,7 +7,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import botocore.session  # type: ignore[import-untyped]
+import botocore.loaders  # type: ignore[import-untyped]
+import botocore.model  # type: ignore[import-untyped]
 import yaml
 
 # Managed by novapod as EKS add-ons. CoreDNS is not among them: it is a Deployment, and
@@ -68,8 +69,24 @@ def version_tuple(version: str) -> tuple[int, ...]:
 @cache
 def sagemaker_enum(shape: str) -> frozenset[str]:
     """Allowed values of a SageMaker API enum, from the installed botocore model."""
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    return frozenset(model.shape_for(shape).enum)
+    return frozenset(_sagemaker_model().shape_for(shape).enum)
+
+
+@cache
+def _sagemaker_model() -> Any:
+    """The SageMaker service model that ships with botocore, read from its data files.
+
+    A botocore Session would also read AWS_PROFILE, ~/.aws/config and the credentials
+    file, so a missing profile or a broken file would break offline commands (validate,
+    plan, schema, cdk synth). The Loader reads only model files, and only botocore's
+    own copy (not ~/.aws/models or AWS_DATA_PATH), so every machine validates alike.
+    """
+    loader = botocore.loaders.Loader(
+        extra_search_paths=[botocore.loaders.Loader.BUILTIN_DATA_PATH],
+        include_default_search_paths=False,
+    )
+    data = loader.load_service_model("sagemaker", "service-2")
+    return botocore.model.ServiceModel(data, service_name="sagemaker")
 
 
 def plan_instance_types() -> frozenset[str]:

@@ -27,10 +27,10 @@ def cdk_synth(tmp_path: Path, *extra: str, env: dict[str, str] | None = None):
         "PATH": f"{venv_bin}:{os.environ['PATH']}",
         "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
         "CDK_DISABLE_VERSION_CHECK": "1",
-        **(env or {}),
     }
     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
         environment.pop(key, None)
+    environment.update(env or {})
     return subprocess.run(
         [str(CDK), "synth", "--quiet", "--output", str(tmp_path / "cdk.out"), *extra],
         cwd=ROOT,
@@ -56,6 +56,25 @@ def test_cdk_synth_default_config_offline(tmp_path) -> None:
     assert any(r["Type"] == "AWS::EC2::VPC" for r in network["Resources"].values())
 
 
+def test_cdk_synth_never_reads_aws_settings(tmp_path) -> None:
+    """A missing profile and broken AWS files stop neither app.py nor the synthesis."""
+    config = tmp_path / "aws-config"
+    config.write_text("[default\nregion = \n")
+    credentials = tmp_path / "aws-credentials"
+    credentials.write_text("garbage [[[\n")
+    hostile = {
+        "AWS_PROFILE": "novapod-test-no-such-profile",
+        "AWS_CONFIG_FILE": str(config),
+        "AWS_SHARED_CREDENTIALS_FILE": str(credentials),
+        "AWS_DEFAULT_REGION": "!!not-a-region",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+    result = cdk_synth(tmp_path, env=hostile)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert (tmp_path / "cdk.out" / "novapod-default-eks.template.json").exists()
+
+
 def test_cdk_synth_selects_config_by_context_and_env(tmp_path) -> None:
     closed = ROOT / "config" / "examples" / "closed-network.yaml"
     by_context = cdk_synth(tmp_path / "ctx", "-c", f"config={closed}")
@@ -71,7 +90,7 @@ def test_cdk_synth_bad_config_fails_cleanly(tmp_path) -> None:
     bad.write_text("name: dev\nregion: us-east-1\nnetwork:\n  vpc:\n    zone_ids: [use1-az4]\n")
     result = cdk_synth(tmp_path, "-c", f"config={bad}")
     assert result.returncode != 0
-    assert "network.vpc.zone_ids: the list should have at least 2 items" in result.stderr
+    assert f"{bad}: network.vpc.zone_ids: list at least 2 zone IDs, because EKS" in result.stderr
     assert "Traceback" not in result.stderr
     assert not list((tmp_path / "cdk.out").glob("*.template.json"))
 

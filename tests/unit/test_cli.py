@@ -1,15 +1,18 @@
-"""`novapod validate` and `novapod schema`: exit codes and messages, never a traceback."""
+"""The `novapod` command: exit codes and messages, never a traceback."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 from novapod.cli import main
-from tests.conftest import ALL_CONFIGS
+from tests.conftest import ALL_CONFIGS, ROOT
+
+CONFIG_VARIABLE = "NOVAPOD_CONFIG"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -32,9 +35,10 @@ def test_validate_reports_field_paths_with_status_2(tmp_path) -> None:
     result = run("validate", str(bad))
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
-    assert lines[0].startswith("name: 'Dev' does not match")
-    assert "network.vpc.zone_ids: the list should have at least 2 items" in result.stderr
-    assert "network.vpc.colour: unknown key" in result.stderr
+    assert lines[0].startswith(f"{bad}: name: 'Dev' does not match an environment name")
+    assert f"{bad}: network.vpc.zone_ids: list at least 2 zone IDs, because EKS" in result.stderr
+    assert f"{bad}: network.vpc.colour: unknown key" in result.stderr
+    assert all(line.startswith(f"{bad}: ") for line in lines)
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
 
@@ -98,7 +102,9 @@ def test_plan_reports_planning_errors_as_config_errors(tmp_path) -> None:
     )
     result = run("plan", str(path))
     assert result.returncode == 2
-    assert result.stderr.startswith("capacity.workloads[0]: workload 'cpt': cpt is not documented")
+    assert result.stderr.startswith(
+        f"{path}: capacity.workloads[0]: workload 'cpt': cpt is not documented"
+    )
     assert "Traceback" not in result.stderr
 
 
@@ -109,3 +115,214 @@ def test_plan_lists_adopted_plans(capsys) -> None:
     out = capsys.readouterr().out
     assert "Adopted plans (described and checked at deploy, never bought)" in out
     assert "reserved: arn:aws:sagemaker:us-east-1:111122223333:training-plan/team-p5-january" in out
+
+
+# ------------------------------------------------------------- offline, AWS settings
+
+HOSTILE_AWS_PROFILE = "novapod-test-no-such-profile"
+
+
+def hostile_aws_environment(tmp_path) -> dict[str, str]:
+    """AWS settings that make any botocore Session fail: a missing profile, unparsable
+    config and credentials files, a nonsense region."""
+    config = tmp_path / "aws-config"
+    config.write_text("[default\nregion = \n")
+    credentials = tmp_path / "aws-credentials"
+    credentials.write_text("garbage [[[\n")
+    environment = {
+        k: v for k, v in os.environ.items() if not k.startswith("AWS_") and k != CONFIG_VARIABLE
+    }
+    return {
+        **environment,
+        "AWS_PROFILE": HOSTILE_AWS_PROFILE,
+        "AWS_CONFIG_FILE": str(config),
+        "AWS_SHARED_CREDENTIALS_FILE": str(credentials),
+        "AWS_DEFAULT_REGION": "!!not-a-region",
+        "AWS_REGION": "!!not-a-region",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+
+
+def run_in(environment: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "novapod.cli", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=environment,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("validate", "config/default.yaml"),
+        ("validate", "config/examples/rig-plus-standard.yaml"),
+        ("plan", "config/examples/two-rigs-two-plans.yaml"),
+        ("plan", "config/examples/single-rig-purchase.yaml", "--json"),
+        ("schema",),
+    ],
+    ids=lambda a: "-".join(a).replace("/", "_"),
+)
+def test_offline_commands_never_read_aws_settings(tmp_path, args) -> None:
+    result = run_in(hostile_aws_environment(tmp_path), *args)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout.strip()
+
+
+def test_hostile_aws_environment_does_break_a_botocore_session(tmp_path) -> None:
+    """The environment above is hostile indeed: what a Session-based reader would hit."""
+    probe = (
+        "import botocore.session\nbotocore.session.get_session().get_service_model('sagemaker')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=hostile_aws_environment(tmp_path),
+    )
+    assert result.returncode != 0
+    assert "ConfigParseError" in result.stderr or "ProfileNotFound" in result.stderr
+
+
+def test_offerings_with_a_missing_profile_says_so_in_one_sentence(tmp_path) -> None:
+    environment = hostile_aws_environment(tmp_path)
+    environment["AWS_CONFIG_FILE"] = os.devnull
+    environment["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
+    result = run_in(environment, "offerings", "config/examples/single-rig-purchase.yaml")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("novapod offerings: cannot use your AWS settings:")
+    assert f"The config profile ({HOSTILE_AWS_PROFILE}) could not be found" in line
+    assert "AWS_PROFILE" in line.split("could not be found", 1)[1]
+
+
+def test_offerings_with_a_broken_aws_config_file_says_so_in_one_sentence(tmp_path) -> None:
+    result = run_in(
+        hostile_aws_environment(tmp_path), "offerings", "config/examples/single-rig-purchase.yaml"
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert "cannot use your AWS settings: Unable to parse config file" in line
+
+
+# ------------------------------------------------------------ --version, NOVAPOD_CONFIG
+
+
+def test_version_prints_the_installed_package_version() -> None:
+    from importlib.metadata import version
+
+    result = run("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"novapod {version('novapod')}"
+
+
+def test_validate_without_a_file_reads_novapod_config(tmp_path) -> None:
+    environment = {**os.environ, CONFIG_VARIABLE: "config/examples/dev-two-zones.yaml"}
+    result = run_in(environment, "validate")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(
+        "config/examples/dev-two-zones.yaml (from NOVAPOD_CONFIG): valid (environment"
+    )
+
+
+def test_validate_without_a_file_reports_errors_of_the_novapod_config_file(tmp_path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: dev\nregion: us-east-1\nnetwork: {}\n")
+    result = run_in({**os.environ, CONFIG_VARIABLE: str(bad)}, "validate")
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"{bad}: network: set exactly one of network.vpc")
+
+
+def test_validate_with_neither_file_nor_novapod_config_says_so_in_one_sentence() -> None:
+    environment = {k: v for k, v in os.environ.items() if k != CONFIG_VARIABLE}
+    result = run_in(environment, "validate")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        "novapod validate: no config file: name one (novapod validate config/my-env.yaml) "
+        "or set NOVAPOD_CONFIG"
+    )
+
+
+def test_plan_also_reads_novapod_config(capsys, monkeypatch) -> None:
+    monkeypatch.setenv(CONFIG_VARIABLE, str(ROOT / "config/examples/single-rig-purchase.yaml"))
+    assert main(["plan"]) == 0
+    assert "lite-sft" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- encodings
+
+
+def test_validate_names_the_file_and_byte_of_a_latin1_config(tmp_path) -> None:
+    path = tmp_path / "latin1.yaml"
+    text = (ROOT / "config/default.yaml").read_text(encoding="utf-8")
+    path.write_bytes(("# équipe données\n" + text).encode("latin-1"))
+    result = run("validate", str(path))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line == (
+        f"{path}: byte 2 (line 1, 0xe9) is not valid UTF-8; save the file as UTF-8 "
+        "(in most editors: Save with Encoding, UTF-8)"
+    )
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "utf-8-sig"])
+def test_validate_reads_configs_with_a_byte_order_mark(tmp_path, encoding) -> None:
+    path = tmp_path / f"{encoding}.yaml"
+    text = (ROOT / "config/default.yaml").read_text(encoding="utf-8")
+    path.write_bytes(("# équipe\n" + text).encode(encoding))  # Python writes the BOM
+    result = run("validate", str(path))
+    assert result.returncode == 0, result.stderr
+    assert "valid (environment default" in result.stdout
+
+
+def test_validate_refuses_utf16_without_a_byte_order_mark(tmp_path) -> None:
+    path = tmp_path / "utf16le.yaml"
+    path.write_bytes("name: dev\n".encode("utf-16-le"))
+    result = run("validate", str(path))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        f"{path}: byte 1 (line 1) is a NUL byte: the file looks like UTF-16 or UTF-32 "
+        "without a byte-order mark; save it as UTF-8"
+    )
+
+
+# ------------------------------------------------------- the Nova Pro PPO note
+
+
+PPO_BASE = (
+    "name: dev\nregion: us-east-1\nnetwork:\n  vpc:\n    zone_ids: [use1-az4, use1-az6]\n"
+    "capacity:\n  workloads:\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("workload", "noted"),
+    [
+        ("    - {name: ppo, model: pro, technique: ppo}\n", True),
+        ("    - {name: ppo, model: lite, technique: ppo}\n", False),
+        ("    - {name: sft, model: pro, technique: sft-lora, hours_per_run: 10}\n", False),
+    ],
+    ids=["pro-ppo", "lite-ppo", "pro-sft"],
+)
+def test_plan_prints_the_ppo_260_286_note_only_for_nova_pro_ppo(
+    tmp_path, capsys, workload, noted
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(PPO_BASE + workload)
+    assert main(["plan", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert ("260" in out and "286" in out and "Nova Pro ppo" in out) is noted
+    assert ("prints 260" in out) is noted
+    assert main(["plan", str(path), "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("prints 260" in note for note in notes) is noted

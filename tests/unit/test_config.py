@@ -68,7 +68,7 @@ MISTAKES = [
     ("account-short", with_("account", "1234"), "account", "does not match"),
     ("unknown-top-key", with_("netwrok", {}), "netwrok", "unknown key"),
     ("unknown-nested-key", with_("network.vpc.zones", ["use1-az1"]), "network.vpc.zones", "unknown key"),
-    ("zone-name-not-id", with_("network.vpc.zone_ids", ["us-east-1a", "use1-az6"]), "network.vpc.zone_ids[0]", "does not match"),
+    ("zone-name-not-id", with_("network.vpc.zone_ids", ["us-east-1a", "use1-az6"]), "network.vpc.zone_ids[0]", "is a zone name; use the zone ID"),
     ("one-zone", with_("network.vpc.zone_ids", ["use1-az4"]), "network.vpc.zone_ids", "at least 2"),
     ("zone-twice", with_("network.vpc.zone_ids", ["use1-az4", "use1-az4"]), "network.vpc.zone_ids", "repeated: use1-az4"),
     ("zone-other-region", with_("network.vpc.zone_ids", ["use1-az4", "usw2-az1"]), "network.vpc.zone_ids[1]", "not a zone of us-east-1"),
@@ -174,7 +174,7 @@ def test_default_config_is_account_agnostic_and_buys_nothing() -> None:
 
 def test_json_schema_describes_the_model() -> None:
     schema = json_schema()
-    assert schema["$schema"].endswith("2020-12/schema")
+    assert schema["$schema"] == "http://json-schema.org/draft-07/schema#"  # what editors use
     assert set(schema["required"]) == {"name", "region", "network"}
     assert schema["additionalProperties"] is False
 
@@ -874,3 +874,417 @@ def test_service_limits(data, path, words) -> None:
     issues = dict(errors_of(data))
     assert path in issues, issues
     assert words in issues[path]
+
+
+# ------------------------------------------------------------- fix-it error wording
+
+BASE_YAML = "name: dev\nregion: us-east-1\nnetwork:\n  vpc:\n    zone_ids: [use1-az4, use1-az6]\n"
+
+
+def load_issues(tmp_path, text: str) -> dict[str, str]:
+    """Write a config, load it, and return its issues (path -> message)."""
+    path = tmp_path / "c.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.source == str(path)
+    return dict(info.value.issues)
+
+
+ZONE_NAME_HINT = (
+    "us-east-1a is a zone name; use the zone ID, e.g. use1-az4 "
+    "(aws ec2 describe-availability-zones --region us-east-1 shows both)"
+)
+
+
+@pytest.mark.parametrize(
+    ("data", "path"),
+    [
+        (with_("network.vpc.zone_ids", ["use1-az4", "us-east-1a"]), "network.vpc.zone_ids[1]"),
+        (with_("storage.lustre", {"zone_id": "us-east-1a"}), "storage.lustre.zone_id"),
+        (
+            {
+                **VALID,
+                "network": {
+                    "existing_vpc": {
+                        **EXISTING,
+                        "private_subnets": [
+                            {**EXISTING["private_subnets"][0], "zone_id": "us-east-1a"},
+                            EXISTING["private_subnets"][1],
+                        ],
+                    }
+                },
+            },
+            "network.existing_vpc.private_subnets[0].zone_id",
+        ),
+    ],
+    ids=["vpc-zone-ids", "lustre-zone-id", "existing-subnet-zone-id"],
+)
+def test_a_zone_name_is_answered_with_how_to_find_the_zone_id(data, path) -> None:
+    assert dict(errors_of(data))[path] == ZONE_NAME_HINT
+
+
+def test_a_zone_name_of_another_region_names_that_regions_ids() -> None:
+    issues = dict(errors_of(with_("network.vpc.zone_ids", ["eu-west-1b", "use1-az6"])))
+    assert issues["network.vpc.zone_ids[0]"] == (
+        "eu-west-1b is a zone name; use the zone ID, e.g. euw1-az4 "
+        "(aws ec2 describe-availability-zones --region eu-west-1 shows both)"
+    )
+
+
+def test_something_else_in_place_of_a_zone_id() -> None:
+    issues = dict(errors_of(with_("network.vpc.zone_ids", ["az4", "use1-az6"])))
+    assert (
+        issues["network.vpc.zone_ids[0]"] == "'az4' is not an Availability Zone ID such as use1-az4"
+    )
+
+
+def test_money_written_with_a_currency_sign_asks_for_a_plain_number(tmp_path) -> None:
+    issues = load_issues(tmp_path, BASE_YAML + "storage:\n  access_log_days: '$40,000'\n")
+    assert issues["storage.access_log_days"] == (
+        "'$40,000' is not a whole number; write a plain number, e.g. 40000 "
+        "(no currency sign or separators)"
+    )
+
+
+def test_a_fee_written_with_a_currency_sign_asks_for_a_plain_number() -> None:
+    plan = {
+        "name": "main",
+        "instance_type": "ml.p5.48xlarge",
+        "instance_count": 1,
+        "duration_hours": 24,
+        "purchase": {"approve": True, "max_upfront_fee": "$40,000"},
+    }
+    issues = dict(errors_of(with_capacity({"training_plans": [plan]})))
+    assert issues["capacity.training_plans[0].purchase.max_upfront_fee"].startswith(
+        "'$40,000' is not a plain number; write 40000 (the currency goes in purchase.currency)"
+    )
+
+
+def test_an_unquoted_kubernetes_version_is_read_as_a_float_and_the_fix_is_quoting(
+    tmp_path,
+) -> None:
+    from novapod.facts import eks_facts
+
+    versions = [v for v in eks_facts().supported_versions if v.endswith("0")]
+    version = versions[0] if versions else "1.30"
+    issues = load_issues(tmp_path, BASE_YAML + f"eks:\n  kubernetes_version: {version}\n")
+    assert issues["eks.kubernetes_version"] == (
+        f'YAML read this as the number {float(version)}; quote it: kubernetes_version: "{version}"'
+    )
+
+
+def test_an_unquoted_account_with_a_leading_zero_is_octal_and_the_fix_is_quoting(
+    tmp_path,
+) -> None:
+    issues = load_issues(tmp_path, BASE_YAML + "account: 012345670123\n")
+    message = issues["account"]
+    assert message.endswith('quote it: account: "012345670123"')
+    assert "octal" in message
+    assert str(int("12345670123", 8)) in message  # what YAML made of it
+
+
+def test_an_unquoted_account_is_never_accepted_silently(tmp_path) -> None:
+    issues = load_issues(tmp_path, BASE_YAML + "account: 123456789012\n")
+    assert issues["account"] == (
+        'YAML read this as the number 123456789012; quote it: account: "123456789012"'
+    )
+
+
+def test_an_unquoted_tag_value_is_answered_with_its_quoted_form(tmp_path) -> None:
+    issues = load_issues(tmp_path, BASE_YAML + "tags:\n  cost-center: 4711\n")
+    assert issues["tags.cost-center"] == (
+        'YAML read this as the number 4711; quote it: cost-center: "4711"'
+    )
+
+
+def test_a_long_environment_name_says_the_limit_and_the_length() -> None:
+    issues = dict(errors_of(with_("name", "a-very-long-environment")))
+    assert issues["name"] == "at most 20 characters; got 23"
+
+
+def test_one_zone_says_why_two_are_needed() -> None:
+    issues = dict(errors_of(with_("network.vpc.zone_ids", ["use1-az4"])))
+    assert issues["network.vpc.zone_ids"] == (
+        "list at least 2 zone IDs, because EKS needs subnets in at least two Availability "
+        "Zones; got 1"
+    )
+
+
+def test_an_inverted_window_is_called_inverted() -> None:
+    plan = {
+        "name": "own",
+        "existing_arn": ARN,
+        "instance_type": "ml.p5.48xlarge",
+        "instance_count": 4,
+        "start_after": "2099-03-01T00:00:00Z",
+        "end_before": "2099-02-01T00:00:00Z",
+    }
+    issues = dict(errors_of(with_capacity({"training_plans": [plan]})))
+    assert issues["capacity.training_plans[0].end_before"] == (
+        "the window is inverted: end_before 2099-02-01T00:00:00+00:00 is not after "
+        "start_after 2099-03-01T00:00:00+00:00; swap the two or correct the dates"
+    )
+
+
+def test_a_time_without_a_utc_offset_shows_the_form_to_write(tmp_path) -> None:
+    plan = {
+        "name": "own",
+        "existing_arn": ARN,
+        "instance_type": "ml.p5.48xlarge",
+        "instance_count": 4,
+        "start_after": "2099-03-01T00:00:00",
+    }
+    issues = dict(errors_of(with_capacity({"training_plans": [plan]})))
+    assert issues["capacity.training_plans[0].start_after"].endswith(
+        "has no UTC offset; write it like 2027-03-01T00:00:00Z"
+    )
+
+
+def test_a_pattern_mismatch_says_what_is_expected_not_the_regex() -> None:
+    issues = dict(errors_of(with_("region", "US-East-1")))
+    assert issues["region"] == "'US-East-1' does not match a region code such as us-east-1"
+
+
+def test_every_cross_field_error_is_reported_at_once(tmp_path) -> None:
+    path = tmp_path / "many.yaml"
+    path.write_text(
+        "name: dev\nregion: us-east-1\ntags: {'aws:owner': me}\n"
+        "network:\n  closed: true\n  vpc:\n    cidr: 10.0.0.0/22\n"
+        "    zone_ids: [use1-az4, usw2-az1]\n"
+        "storage:\n  lustre: {zone_id: use1-az1}\n"
+        "eks:\n  admin_principals: [arn:aws:iam::111122223333:role/a, "
+        "arn:aws:iam::111122223333:role/a]\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    paths = [p for p, _ in info.value.issues]
+    assert paths == [
+        "network.vpc.zone_ids[1]",
+        "network.vpc.cidr",
+        "storage.lustre.zone_id",
+        "network.closed",
+        "tags",
+        "eks.admin_principals",
+    ]
+    lines = info.value.render().splitlines()
+    assert len(lines) == 6
+    assert all(line.startswith(f"{path}: ") for line in lines)
+    assert lines[0] == (
+        f"{path}: network.vpc.zone_ids[1]: usw2-az1 is not a zone of us-east-1 "
+        "(its zone IDs start with use1-az)"
+    )
+
+
+def test_errors_of_nested_sections_are_reported_together() -> None:
+    data = with_(
+        "network",
+        {
+            "existing_vpc": {
+                **EXISTING,
+                "private_subnets": [
+                    {k: v for k, v in s.items() if k != "route_table_id"}
+                    for s in EXISTING["private_subnets"]
+                ],
+            },
+            "endpoints": ["s3", "s3"],
+        },
+    )
+    paths = [p for p, _ in errors_of(data)]
+    assert paths == [
+        "network.endpoints",
+        "network.existing_vpc.private_subnets[0].route_table_id",
+        "network.existing_vpc.private_subnets[1].route_table_id",
+    ]
+
+
+def test_load_errors_name_the_file_on_every_line(tmp_path) -> None:
+    path = tmp_path / "two.yaml"
+    path.write_text("name: Dev\nregion: us-east-1\nnetwork: {vpc: {zone_ids: [use1-az4]}}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.render().splitlines() == [
+        f"{path}: name: 'Dev' does not match an environment name: lowercase letters, digits "
+        "and '-', starting with a letter and ending with a letter or digit",
+        f"{path}: network.vpc.zone_ids: list at least 2 zone IDs, because EKS needs subnets "
+        "in at least two Availability Zones; got 1",
+    ]
+
+
+def test_a_missing_file_is_named_once(tmp_path) -> None:
+    path = tmp_path / "nope.yaml"
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.render() == f"{path}: cannot read the file: No such file or directory"
+
+
+# ------------------------------------------------------------------------ encodings
+
+DEFAULT_TEXT = ALL_CONFIGS[0].read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-16-be", "utf-32", "utf-32-be"])
+def test_configs_with_a_byte_order_mark_are_read(tmp_path, encoding) -> None:
+    path = tmp_path / "bom.yaml"
+    text = "# Zürich team\n" + DEFAULT_TEXT
+    data = text.encode(encoding)
+    if encoding.endswith("-be"):  # Python writes no mark for an explicit byte order
+        mark = {"utf-16-be": b"\xfe\xff", "utf-32-be": b"\x00\x00\xfe\xff"}[encoding]
+        data = mark + data
+    path.write_bytes(data)
+    assert load_config(path) == load_config(ALL_CONFIGS[0])
+
+
+def test_a_latin1_byte_names_offset_line_and_the_fix(tmp_path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(
+        ("name: dev\n# caf\u00e9\n" + DEFAULT_TEXT[DEFAULT_TEXT.index("region") :]).encode(
+            "latin-1"
+        )
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.render() == (
+        f"{path}: byte 15 (line 2, 0xe9) is not valid UTF-8; save the file as UTF-8 "
+        "(in most editors: Save with Encoding, UTF-8)"
+    )
+
+
+# ---------------------------------------------------------------------- JSON schema
+
+
+def _object_schemas(node: Any, where: str = "#") -> list[tuple[str, dict[str, Any]]]:
+    """Every object schema that declares properties (models, not if/then fragments)."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    if isinstance(node, dict):
+        if node.get("type") == "object" and "properties" in node:
+            found.append((where, node))
+        for key, value in node.items():
+            found += _object_schemas(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found += _object_schemas(value, f"{where}[{i}]")
+    return found
+
+
+def test_json_schema_describes_every_property() -> None:
+    objects = _object_schemas(json_schema())
+    assert len(objects) >= 15
+    missing = [
+        f"{where}/{key}"
+        for where, node in objects
+        for key, prop in node["properties"].items()
+        if not prop.get("description")
+    ]
+    assert missing == []
+
+
+def _types(node: Any) -> set[str]:
+    out: set[str] = set()
+    if isinstance(node, dict):
+        if isinstance(node.get("type"), str):
+            out.add(node["type"])
+        for key in ("anyOf", "oneOf"):
+            for branch in node.get(key, []):
+                out |= _types(branch)
+    return out
+
+
+def test_json_schema_types_numbers_as_numbers() -> None:
+    schema = json_schema()
+    fee = schema["definitions"]["Purchase"]["properties"]["max_upfront_fee"]
+    assert "string" not in _types(fee)
+    assert "number" in _types(fee)
+    number_or_string = [
+        f"{where}/{key}"
+        for where, node in _object_schemas(schema)
+        for key, prop in node["properties"].items()
+        if {"number", "string"} <= _types(prop) or {"integer", "string"} <= _types(prop)
+    ]
+    assert number_or_string == []
+
+
+class _TimestampsAsText(yaml.SafeLoader):
+    """YAML as an editor's language server sees it: timestamps stay strings."""
+
+
+_TimestampsAsText.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _schema_errors(data: Any) -> list[str]:
+    import jsonschema
+
+    validator = jsonschema.Draft7Validator(json_schema())
+    return [error.message for error in validator.iter_errors(data)]
+
+
+def test_json_schema_is_a_valid_draft7_schema() -> None:
+    import jsonschema
+
+    jsonschema.Draft7Validator.check_schema(json_schema())
+
+
+def test_json_schema_keeps_descriptions_where_draft7_reads_them() -> None:
+    """Draft 7 ignores keywords beside $ref; a described reference sits in allOf."""
+
+    def refs_with_siblings(node: Any) -> int:
+        if isinstance(node, dict):
+            own = 1 if "$ref" in node and len(node) > 1 else 0
+            return own + sum(refs_with_siblings(v) for v in node.values())
+        if isinstance(node, list):
+            return sum(refs_with_siblings(v) for v in node)
+        return 0
+
+    schema = json_schema()
+    assert refs_with_siblings(schema) == 0
+    network = schema["properties"]["network"]
+    assert network["allOf"] == [{"$ref": "#/definitions/Network"}]
+    assert network["description"]
+
+
+@pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: p.name)
+def test_json_schema_accepts_every_shipped_config(path) -> None:
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=_TimestampsAsText)
+    assert _schema_errors(data) == []
+
+
+SCHEMA_REJECTS = [
+    ("name-uppercase", with_("name", "Dev")),
+    ("name-too-long", with_("name", "a-very-long-environment")),
+    ("account-as-number", with_("account", 123456789012)),
+    ("one-zone", with_("network.vpc.zone_ids", ["use1-az4"])),
+    ("zone-name", with_("network.vpc.zone_ids", ["us-east-1a", "use1-az6"])),
+    ("zone-twice", with_("network.vpc.zone_ids", ["use1-az4", "use1-az4"])),
+    ("cidr-too-small", with_("network.vpc.cidr", "10.0.0.0/25")),
+    ("unknown-key", with_("network.vpc.zones", ["use1-az1"])),
+    ("no-vpc-choice", with_("network", {})),
+    ("both-vpc-choices", with_("network.existing_vpc", EXISTING)),
+    ("endpoint-twice", with_("network.endpoints", ["sts", "sts"])),
+    ("flow-log-retention", with_("network.flow_logs.retention_days", 100)),
+    ("lustre-size", with_("storage.lustre", {"storage_capacity_gib": 3600})),
+    ("lustre-throughput", with_("storage.lustre", {"throughput_per_unit": 200})),
+    ("days-as-money", with_("storage.access_log_days", "$40,000")),
+    ("tag-key-reserved-chars", with_("tags", {"a&b": "x"})),
+    ("tag-value-number", with_("tags", {"cost": 4711})),
+    ("kubernetes-version-number", with_("eks", {"kubernetes_version": 1.3})),
+    ("kubernetes-version-unknown", with_("eks", {"kubernetes_version": "1.20"})),
+    ("public-endpoint-without-cidrs", with_("eks", {"endpoint": "public-and-private"})),
+    ("cidrs-with-private-endpoint", with_("eks", {"public_access_cidrs": ["10.0.0.0/8"]})),
+    ("hyperpod-without-eks", with_("hyperpod", {"instance_groups": [
+        {"name": "cpu", "instance_type": "ml.m5.2xlarge", "instance_count": 1}]})),
+    ("hyperpod-without-groups", with_("eks", {}, with_("hyperpod", {}))),
+    ("group-instance-type", with_("eks", {}, with_("hyperpod", {"instance_groups": [
+        {"name": "cpu", "instance_type": "ml.nope.large", "instance_count": 1}]}))),
+    ("rig-fsx-size", with_("eks", {}, with_("hyperpod", {"restricted_instance_groups": [
+        {"name": "rig", "training_plan": "main", "fsx_size_gib": 1000}]}))),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("data", [c[1] for c in SCHEMA_REJECTS], ids=[c[0] for c in SCHEMA_REJECTS])
+def test_json_schema_rejects_what_the_validator_rejects(data) -> None:
+    assert errors_of(data)  # the validator says no ...
+    assert _schema_errors(data)  # ... and so does the editor
