@@ -579,9 +579,9 @@ RIG = {"name": "rig", "training_plan": "main"}
             "outside what HyperPod supports",
         ),
         (
-            with_cluster(None, eks={"kubernetes_version": "1.35"}),
+            with_cluster(None, eks={"kubernetes_version": "1.32"}),
             "eks.kubernetes_version",
-            "no pinned add-on versions for 1.35",
+            "no pinned add-on versions for 1.32",
         ),
         (
             with_cluster(None, eks={"endpoint": "public-and-private"}),
