@@ -72,8 +72,9 @@ marker_put() {
 # checkout COMMIT BRANCH: fetch exactly that commit into its own directory, check that
 # it is on BRANCH (a commit reachable only from a pull-request ref is refused), and
 # print the path. The branch is fetched without trees or blobs (partial clone,
-# --filter=tree:0): only its commit graph is needed for the ancestry check.
-# See git-fetch(1) --filter and git-merge-base(1) --is-ancestor.
+# --filter=tree:0, git >= 2.20; GitHub serves such "treeless" fetches, see
+# github.blog/2020-12-21-get-up-to-speed-with-partial-clone-and-shallow-clone): only
+# its commit graph is needed for git-merge-base(1) --is-ancestor.
 checkout() {
   local commit=$1 branch=$2 dir="${WORK_DIR}/src-$1" head
   if [[ ! -d $dir ]]; then
