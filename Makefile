@@ -56,6 +56,7 @@ test: lint typecheck unit
 
 bench: setup
 	$(BIN)/python benchmarks/synth_time.py
+	$(BIN)/python benchmarks/deploy_critical_path.py
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -14,7 +14,7 @@ import math
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from functools import partial
 from pathlib import Path
@@ -27,6 +27,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    JsonValue,
     StringConstraints,
     ValidationError,
     ValidationInfo,
@@ -37,8 +38,15 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from novapod import addressing, approval, planning
-from novapod.facts import cluster_instance_types, eks_facts, plan_instance_types
+from novapod.constructs.cluster_bootstrap.pins import default_pins
+from novapod.facts import (
+    cluster_instance_types,
+    eks_facts,
+    plan_instance_types,
+    support_warning,
+)
 from novapod.naming import TRAINING_PLAN_NAME, training_plan_name
+from novapod.node_images import node_image_registries
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "default.yaml"
 
@@ -494,7 +502,7 @@ class Purchase(_Model):
     currency: str = Field(
         "USD",
         description="ISO 4217 code of the fee cap; offerings in other currencies are skipped.",
-        json_schema_extra={"enum": sorted(ISO_4217_CODES)},
+        json_schema_extra={"enum": list[JsonValue](sorted(ISO_4217_CODES))},
     )
 
     @field_validator("approve")
@@ -967,6 +975,21 @@ class NovapodConfig(_Model):
     def _check_service_limits(
         self, requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]]
     ) -> Iterator[_FieldError]:
+        if self.eks is not None:
+            # Nodes pull the EKS add-on images and the health agent from per-region
+            # registries; a region without them would fail at synth or on the nodes.
+            known = set(node_image_registries().eks_registries) & set(
+                default_pins().health_agent.registry_accounts
+            )
+            if self.region not in known:
+                yield _at(
+                    "region",
+                    f"novapod knows the EKS add-on and HyperPod health-agent image registries "
+                    f"of {', '.join(sorted(known))}, not of {self.region}: choose one of them, "
+                    "or add the region to novapod/data/node_images.yaml and "
+                    "hyperpod_dependencies.yaml",
+                    root=True,
+                )
         reserved = [k for k in self.tags if k.lower().startswith("aws:")]
         if reserved:
             yield _at(
@@ -1088,9 +1111,13 @@ class NovapodConfig(_Model):
                     root=True,
                 )
 
-    def warnings(self) -> list[str]:
+    def warnings(self, today: date | None = None) -> list[str]:
         """Things that are valid but probably wrong; the CLI prints them."""
         out: list[str] = []
+        if self.eks is not None:
+            support = support_warning(self.eks.kubernetes_version, today)
+            if support:
+                out.append(support)
         if self.hyperpod and self.hyperpod.restricted_instance_groups:
             regions = eks_facts().rig_regions
             if self.region not in regions:

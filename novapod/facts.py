@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import botocore.loaders  # type: ignore[import-untyped]
 import botocore.model  # type: ignore[import-untyped]
@@ -17,17 +18,68 @@ import yaml
 # bootstraps itself serves until then.
 ADDON_NAMES = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
 
+SupportStatus = Literal["standard", "extended", "ended"]
+
+
+@dataclass(frozen=True)
+class SupportWindow:
+    """When EKS ends standard (then extended, charged) support of a Kubernetes version."""
+
+    end_of_standard_support: date
+    end_of_extended_support: date
+
+    def status(self, on: date) -> SupportStatus:
+        if on < self.end_of_standard_support:
+            return "standard"
+        if on < self.end_of_extended_support:
+            return "extended"
+        return "ended"
+
 
 @dataclass(frozen=True)
 class EksFacts:
+    as_of: date  # when the facts were last checked
     supported_versions: tuple[str, ...]
     default_version: str
+    support_calendar: dict[str, SupportWindow]
     addons: dict[str, dict[str, str]]  # kubernetes version -> add-on -> version
     min_vpc_cni_for_rig: str
     rig_regions: tuple[str, ...]
 
     def addon_versions(self, kubernetes_version: str) -> dict[str, str] | None:
         return self.addons.get(kubernetes_version)
+
+    def support_status(self, kubernetes_version: str, on: date) -> SupportStatus | None:
+        """EKS support of a version on a day; None for a version without a calendar entry."""
+        window = self.support_calendar.get(kubernetes_version)
+        return window.status(on) if window else None
+
+    def support_warning(self, kubernetes_version: str, on: date | None = None) -> str | None:
+        """One sentence when a version is past EKS standard support on `on` (default:
+        today), else None. For `novapod validate` and synthesis to print."""
+        on = on or date.today()
+        window = self.support_calendar.get(kubernetes_version)
+        if window is None or window.status(on) == "standard":
+            return None
+        newest = max(self.addons, key=version_tuple)
+        if window.status(on) == "extended":
+            return (
+                f"eks.kubernetes_version: {kubernetes_version} left EKS standard support on "
+                f"{window.end_of_standard_support}; EKS charges extended-support rates for "
+                f"the cluster until {window.end_of_extended_support}, then upgrades it "
+                f"itself. Upgrade one minor version at a time towards {newest} (README: "
+                "Upgrading Kubernetes)."
+            )
+        return (
+            f"eks.kubernetes_version: {kubernetes_version} left EKS extended support on "
+            f"{window.end_of_extended_support}; EKS creates no new clusters of it and "
+            f"upgrades existing ones itself. Use {newest} (README: Upgrading Kubernetes)."
+        )
+
+
+def support_warning(kubernetes_version: str, on: date | None = None) -> str | None:
+    """The shipped facts' support_warning (see EksFacts.support_warning)."""
+    return eks_facts().support_warning(kubernetes_version, on)
 
 
 @cache
@@ -42,7 +94,24 @@ def parse_eks_facts(data: dict[str, Any]) -> EksFacts:
         str(k): {str(a): str(v) for a, v in pins.items()} for k, pins in data["addons"].items()
     }
     minimum = str(data["min_vpc_cni_for_rig"])
+    supported = tuple(str(v) for v in data["supported_kubernetes_versions"])
+    default = str(data["default_kubernetes_version"])
+    as_of = _date(data["as_of"], "as_of")
+    calendar = {
+        str(v): SupportWindow(
+            end_of_standard_support=_date(w["end_of_standard_support"], f"support_calendar.{v}"),
+            end_of_extended_support=_date(w["end_of_extended_support"], f"support_calendar.{v}"),
+        )
+        for v, w in data["support_calendar"].items()
+    }
     for version, pins in addons.items():
+        if version not in supported:
+            raise ValueError(
+                f"novapod/data/eks.yaml: add-ons pinned for {version}, which is not in "
+                "supported_kubernetes_versions"
+            )
+        if version not in calendar:
+            raise ValueError(f"novapod/data/eks.yaml: support_calendar lacks {version}")
         missing = [a for a in ADDON_NAMES if a not in pins]
         if missing:
             raise ValueError(f"novapod/data/eks.yaml: add-ons for {version} lack {missing}")
@@ -51,13 +120,32 @@ def parse_eks_facts(data: dict[str, Any]) -> EksFacts:
                 f"novapod/data/eks.yaml: vpc-cni {pins['vpc-cni']} for {version} is older than "
                 f"{minimum}, which restricted instance groups need"
             )
+    if default not in addons:
+        raise ValueError(f"novapod/data/eks.yaml: the default {default} has no add-on pins")
+    if calendar[default].status(as_of) != "standard":
+        raise ValueError(
+            f"novapod/data/eks.yaml: the default {default} is not in EKS standard support "
+            f"on {as_of} (it ended {calendar[default].end_of_standard_support})"
+        )
     return EksFacts(
-        supported_versions=tuple(str(v) for v in data["supported_kubernetes_versions"]),
-        default_version=str(data["default_kubernetes_version"]),
+        as_of=as_of,
+        supported_versions=supported,
+        default_version=default,
+        support_calendar=calendar,
         addons=addons,
         min_vpc_cni_for_rig=minimum,
         rig_regions=tuple(data["rig_regions"]),
     )
+
+
+def _date(value: Any, field: str) -> date:
+    """YAML reads 2026-11-30 as a date; accept the same text quoted."""
+    if isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(str(value))
+    except ValueError:
+        raise ValueError(f"novapod/data/eks.yaml: {field}: {value!r} is not a date") from None
 
 
 def version_tuple(version: str) -> tuple[int, ...]:

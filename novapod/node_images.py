@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from novapod.constructs.cluster_bootstrap.pins import HealthAgentPin
+
 SOURCE = "novapod/data/node_images.yaml"
 
 
@@ -32,12 +34,15 @@ class NodeImageRegistries:
     efa_repository: str
     efa_account: str
     efa_chart_region: str
-    health_agent_repository: str
-    health_agent_registries: dict[str, str]  # region -> account
-    health_agent_fallback_account: str
 
-    def system_repositories(self, region: str) -> tuple[ImageRepository, ...]:
-        """What nodes in `region` pull: EKS add-ons, EFA device plugin, health agent."""
+    def system_repositories(
+        self, region: str, health_agent: HealthAgentPin
+    ) -> tuple[ImageRepository, ...]:
+        """What nodes in `region` pull: EKS add-ons, EFA device plugin, health agent.
+
+        The health agent's registries are the ones the bootstrap sets the chart's image
+        from (novapod/data/hyperpod_dependencies.yaml): one source for both.
+        """
         account = self.eks_registries.get(region)
         if account is None:
             raise ValueError(
@@ -50,11 +55,14 @@ class NodeImageRegistries:
             ImageRepository(r, self.efa_account, self.efa_repository)
             for r in (self.efa_chart_region, region)
         }
-        agent = ImageRepository(
-            region,
-            self.health_agent_registries.get(region, self.health_agent_fallback_account),
-            self.health_agent_repository,
-        )
+        agent_account = health_agent.registry_accounts.get(region)
+        if agent_account is None:
+            raise ValueError(
+                f"region: {region} has no HyperPod health-monitoring agent registry in "
+                "novapod/data/hyperpod_dependencies.yaml; add it from the chart's "
+                "health-monitoring-agent README"
+            )
+        agent = ImageRepository(region, agent_account, health_agent.repository)
         return (*eks, *sorted(efa), agent)
 
 
@@ -67,12 +75,9 @@ def node_image_registries() -> NodeImageRegistries:
 def parse_node_image_registries(data: dict[str, Any]) -> NodeImageRegistries:
     """Check and type novapod/data/node_images.yaml (accounts are 12-digit strings)."""
     efa = data["efa_device_plugin"]
-    agent = data["health_monitoring_agent"]
     accounts = {
         **{f"eks_registries.{r}": a for r, a in data["eks_registries"].items()},
-        **{f"health_monitoring_agent.registries.{r}": a for r, a in agent["registries"].items()},
         "efa_device_plugin.account": efa["account"],
-        "health_monitoring_agent.fallback_account": agent["fallback_account"],
     }
     for where, account in accounts.items():
         if not (isinstance(account, str) and len(account) == 12 and account.isdigit()):
@@ -85,7 +90,4 @@ def parse_node_image_registries(data: dict[str, Any]) -> NodeImageRegistries:
         efa_repository=str(efa["repository"]),
         efa_account=efa["account"],
         efa_chart_region=str(efa["chart_region"]),
-        health_agent_repository=str(agent["repository"]),
-        health_agent_registries=dict(agent["registries"]),
-        health_agent_fallback_account=agent["fallback_account"],
     )

@@ -23,6 +23,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from novapod.constructs.acknowledge import acknowledge, nag_resource
+from novapod.constructs.cluster_bootstrap.pins import default_pins
 from novapod.node_images import ImageRepository, node_image_registries
 
 INSTANCE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
@@ -139,7 +140,9 @@ class ExecutionRole(Construct):
                 actions=list(ECR_PULL),
                 resources=[
                     self._repository_arn(r)
-                    for r in node_image_registries().system_repositories(region)
+                    for r in node_image_registries().system_repositories(
+                        region, default_pins().health_agent
+                    )
                 ],
             ),
             iam.PolicyStatement(

@@ -6,6 +6,10 @@ write only to its own log group (no AWSLambdaBasicExecutionRole), gives the fram
 functions roles of the same kind, logs the waiter state machine at level ALL, sets
 retention everywhere, and acknowledges the cdk-nag findings the framework itself
 causes, each with its reason. Callers add their API permissions to the two roles.
+
+Nothing here refers to a deployed value of the caller's resources: CloudFormation can
+create the functions, roles and state machine as soon as the stack starts, in
+parallel with whatever the custom resource itself waits for.
 """
 
 from __future__ import annotations
@@ -27,7 +31,11 @@ MEMORY_MB = 256
 
 
 class HandlerProvider(Construct):
-    """`on_event` and `is_complete` functions (handler strings `handler.index.*`)."""
+    """`on_event` and `is_complete` functions (handler strings `handler.index.*`).
+
+    `on_event_logs` and `is_complete_logs` are their log groups (what the handlers
+    print: the decision on each event, the state on each poll).
+    """
 
     def __init__(
         self,
@@ -47,14 +55,21 @@ class HandlerProvider(Construct):
         self._purpose = purpose
         self._days = log_retention_days
         self._key = encryption_key
+        self.on_event_logs = self.log_group("OnEventLogs")
+        self.is_complete_logs = self.log_group("IsCompleteLogs")
         self.on_event = self._function(
-            "OnEvent", code=code, handler="handler.index.on_event", timeout=on_event_timeout
+            "OnEvent",
+            code=code,
+            handler="handler.index.on_event",
+            timeout=on_event_timeout,
+            log_group=self.on_event_logs,
         )
         self.is_complete = self._function(
             "IsComplete",
             code=code,
             handler="handler.index.is_complete",
             timeout=is_complete_timeout,
+            log_group=self.is_complete_logs,
         )
         framework_logs = self.log_group("FrameworkLogs")
         self._framework_roles = [
@@ -103,9 +118,14 @@ class HandlerProvider(Construct):
         return role
 
     def _function(
-        self, id_: str, *, code: lambda_.Code, handler: str, timeout: Duration
+        self,
+        id_: str,
+        *,
+        code: lambda_.Code,
+        handler: str,
+        timeout: Duration,
+        log_group: logs.ILogGroup,
     ) -> lambda_.Function:
-        log_group = self.log_group(f"{id_}Logs")
         return lambda_.Function(
             self,
             id_,

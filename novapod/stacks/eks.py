@@ -4,10 +4,13 @@ Native `AWS::EKS::Cluster` (aws_eks_v2), EKS Auto Mode off, the standard managed
 add-ons at pinned versions, all control-plane logs with retention, secrets encrypted
 with the environment's key, a private endpoint unless config opens it to a CIDR list.
 The HyperPod dependencies are installed by the ClusterBootstrap custom resource.
+Outputs tell a `cdk deploy` user how to reach the cluster and where the long
+bootstrap wait logs its progress.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, cast
 
 from aws_cdk import CfnOutput, RemovalPolicy, Stack
@@ -33,6 +36,18 @@ ALL_LOG_TYPES = (
     eks.ClusterLoggingTypes.SCHEDULER,
 )
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+ADMIN_ID_DIGEST_CHARS = 10
+
+
+def admin_entry_id(principal: str) -> str:
+    """Construct ID of a principal's access entry: stable whatever its list position,
+    so removing one admin never replaces (and collides with) another's entry."""
+    digest = hashlib.sha256(principal.encode("utf-8")).hexdigest()[:ADMIN_ID_DIGEST_CHARS]
+    return f"Admin{digest}"
+
+
+def kubeconfig_command(cluster_name: str, region: str) -> str:
+    return f"aws eks update-kubeconfig --name {cluster_name} --region {region}"
 
 
 class EksStack(Stack):
@@ -113,12 +128,15 @@ class EksStack(Stack):
                 resolve_conflicts="OVERWRITE",
                 preserve_on_delete=False,
             )
-            self.addons[name].node.add_dependency(self.cluster)
+            # On the cluster resource only (its Ref already says so), not the whole
+            # construct: its kubectl barrier is for kubectl-based resources, not add-ons.
+            self.addons[name].node.add_dependency(cfn_cluster)
 
-        for i, principal in enumerate(spec.admin_principals):
+        # Keyed by principal, not by list position (see admin_entry_id).
+        for principal in dict.fromkeys(spec.admin_principals):
             eks.AccessEntry(
                 self,
-                f"Admin{i}",
+                admin_entry_id(principal),
                 cluster=cast(eks.ICluster, self.cluster),
                 principal=principal,
                 access_policies=[
@@ -130,22 +148,68 @@ class EksStack(Stack):
 
         # The HyperPod dependencies, installed before the HyperPod cluster (which depends
         # on this resource) by a CodeBuild project in the private subnets.
+        # Its project, roles and handlers are built from the cluster's name (known at
+        # synth), so they are created while the cluster is; only the build start waits
+        # for the cluster and for the add-ons (the chart expects a working CNI, DNS and
+        # pod identity).
         self.bootstrap = ClusterBootstrap(
             self,
             "HyperPodDependencies",
             cluster=cast(eks.ICluster, self.cluster),
+            cluster_name=cluster_name,
             vpc=network.vpc,
             subnets=[s.subnet for s in network.private_subnets],
             security_group=security_group,
             install_rig_dependencies=install_rig_dependencies,
             log_retention_days=spec.log_retention_days,
+            after=list(self.addons.values()),
         )
-        for addon in self.addons.values():
-            # The chart expects a working CNI, DNS and pod identity.
-            self.bootstrap.resource.node.add_dependency(addon)
         self._acknowledge()
-        CfnOutput(self, "ClusterName", value=self.cluster.cluster_name)
-        CfnOutput(self, "ClusterArn", value=self.cluster.cluster_arn)
+        self._outputs()
+
+    def _outputs(self) -> None:
+        CfnOutput(
+            self,
+            "ClusterName",
+            value=self.cluster.cluster_name,
+            description="Name of the EKS cluster that orchestrates HyperPod.",
+        )
+        CfnOutput(
+            self,
+            "ClusterArn",
+            value=self.cluster.cluster_arn,
+            description="ARN of the EKS cluster that orchestrates HyperPod.",
+        )
+        CfnOutput(
+            self,
+            "KubeconfigCommand",
+            value=kubeconfig_command(self.cluster_name, self.region),
+            description="Run this to point kubectl at the cluster (needs an access entry, "
+            "e.g. one of eks.admin_principals, and a route to the endpoint).",
+        )
+        bootstrap = self.bootstrap
+        CfnOutput(
+            self,
+            "BootstrapBuildLogGroup",
+            value=bootstrap.log_group.log_group_name,
+            description="CloudWatch log group of the HyperPod dependencies install "
+            "(CodeBuild: helm and the RIG script); watch it while cdk deploy waits on "
+            "HyperPodDependencies.",
+        )
+        CfnOutput(
+            self,
+            "BootstrapStartLogGroup",
+            value=bootstrap.handlers.on_event_logs.log_group_name,
+            description="Log group of the bootstrap custom resource's on_event handler: "
+            "which build each deploy started, or why none was needed.",
+        )
+        CfnOutput(
+            self,
+            "BootstrapProgressLogGroup",
+            value=bootstrap.handlers.is_complete_logs.log_group_name,
+            description="Log group of the bootstrap custom resource's is_complete handler: "
+            "the build's status and phase at every poll, with a link to its log.",
+        )
 
     def _acknowledge(self) -> None:
         acknowledge(

@@ -62,7 +62,7 @@ class Sandbox:
     ) -> subprocess.CompletedProcess[str]:
         """bootstrap.sh MODE with stdin closed (/dev/null), as CodeBuild runs it."""
         self.log.write_text("")
-        variables = pin_variables(self.pins, mode="install", rig=rig)
+        variables = pin_variables(self.pins, mode="install", rig=rig, region=REGION)
         full_env = {
             "PATH": f"{self.root / 'bin'}:/usr/bin:/bin",
             "HOME": str(self.root / "home"),

@@ -12,7 +12,7 @@ import pytest
 
 from novapod.constructs.cluster_bootstrap.buildspec import build_spec, pin_variables
 from novapod.constructs.cluster_bootstrap.pins import default_pins
-from tests.conftest import resources
+from tests.conftest import joined, resources
 
 ACCOUNT, REGION = "111122223333", "us-east-1"
 
@@ -37,6 +37,7 @@ def _fixture_stack(app: Any, name: str) -> tuple[Any, Any, Any, Any]:
     cluster = eks.Cluster(
         stack,
         "Cluster",
+        cluster_name=f"{name.lower()}-eks",
         version=eks.KubernetesVersion.V1_33,
         vpc=vpc,
         default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
@@ -73,6 +74,7 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
         stack,
         "Bootstrap",
         cluster=cluster,
+        cluster_name="bootstraprig-eks",
         vpc=vpc,
         subnets=vpc.private_subnets,
         security_group=group,
@@ -84,6 +86,7 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
         keyed,
         "Bootstrap",
         cluster=cluster2,
+        cluster_name="bootstrapkeyed-eks",
         vpc=vpc2,
         subnets=vpc2.private_subnets[:1],
         security_group=group2,
@@ -169,14 +172,15 @@ def test_project_runs_in_the_given_subnets_and_security_group(synthesized: Synth
 def test_project_runs_the_pinned_buildspec_without_docker(synthesized: Synthesized) -> None:
     project = only(synthesized.rig, "AWS::CodeBuild::Project")
     assert project["Source"]["Type"] == "NO_SOURCE"
-    assert json.loads(project["Source"]["BuildSpec"]) == build_spec(default_pins(), "install", True)
+    assert json.loads(project["Source"]["BuildSpec"]) == build_spec(
+        default_pins(), "install", True, REGION
+    )
     environment = project["Environment"]
     assert environment["Image"] == "aws/codebuild/standard:7.0"  # x86_64, like the pins
     assert environment["Type"] == "LINUX_CONTAINER"
     assert environment["PrivilegedMode"] is False
     variables = {v["Name"]: v["Value"] for v in environment["EnvironmentVariables"]}
-    cluster = logical_id(synthesized.rig, "AWS::EKS::Cluster", "Cluster")
-    assert variables["CLUSTER_NAME"] == {"Ref": cluster}
+    assert variables["CLUSTER_NAME"] == "bootstraprig-eks"  # a string: no wait for the cluster
     assert variables["SCRIPTS_KEY"].endswith(".zip")
     assert variables["SCRIPTS_BUCKET"].startswith("cdk-")
     assert (project["TimeoutInMinutes"], project["QueuedTimeoutInMinutes"]) == (45, 10)
@@ -258,7 +262,11 @@ def test_iam_is_least_privilege(synthesized: Synthesized) -> None:
     by_sid = {s.get("Sid"): s for s in build}
     cluster = logical_id(template, "AWS::EKS::Cluster", "Cluster")
     assert by_sid["DescribeThisCluster"]["Action"] == "eks:DescribeCluster"
-    assert by_sid["DescribeThisCluster"]["Resource"] == {"Fn::GetAtt": [cluster, "Arn"]}
+    # Formatted from the name, not the cluster's Arn attribute: no wait for the cluster.
+    assert joined(by_sid["DescribeThisCluster"]["Resource"]) == (
+        f"arn:aws:eks:{REGION}:{ACCOUNT}:cluster/bootstraprig-eks"
+    )
+    assert cluster not in json.dumps(by_sid["DescribeThisCluster"])
     scripts = by_sid["ReadBootstrapScripts"]
     assert scripts["Action"] == "s3:GetObject"
     assert re.fullmatch(
@@ -325,11 +333,17 @@ def test_the_custom_resource_carries_the_pins_and_waits_for_access(
     assert props["RigRevision"] == pins.rig.revision
     assert re.fullmatch(r"[0-9a-f]{64}", props["ScriptSha256"])
     # The handler hands these to every build, so each event installs what it declares.
-    assert props["BuildEnvironment"] == pin_variables(pins, mode="install", rig=True)
+    assert props["BuildEnvironment"] == pin_variables(pins, mode="install", rig=True, region=REGION)
+    assert props["ClusterName"] == "bootstraprig-eks"
     project = logical_id(template, "AWS::CodeBuild::Project", "BootstrapProject")
     assert props["ProjectName"] == {"Ref": project}
     depends = set(resource["DependsOn"])
     assert logical_id(template, "AWS::EKS::AccessEntry", "Bootstrap") in depends
+    # The cluster and the API ingress rule CDK puts under it.
+    assert logical_id(template, "AWS::EKS::Cluster", "Cluster") in depends
+    assert logical_id(
+        template, "AWS::EC2::SecurityGroupIngress", "ClusterClusterSecurityGroup"
+    ) in (depends)
     assert any(d.startswith("BootstrapRoleDefaultPolicy") for d in depends)
     assert resource["DeletionPolicy"] == "Delete"
     keyed = next(iter(resources(synthesized.keyed, "Custom::NovapodClusterBootstrap").values()))
@@ -353,31 +367,53 @@ def _light_stack() -> tuple[Any, Any, Any, Any]:
     return stack, vpc, group, cluster
 
 
+def _light(stack: Any, vpc: Any, group: Any, cluster: Any, **overrides: Any) -> dict[str, Any]:
+    return {
+        "cluster": cluster,
+        "cluster_name": "imported",
+        "vpc": vpc,
+        "subnets": vpc.private_subnets,
+        "security_group": group,
+        "install_rig_dependencies": True,
+        **overrides,
+    }
+
+
 def test_no_subnets_is_refused_in_one_sentence() -> None:
+    from aws_cdk import Aws
+
     from novapod.constructs.cluster_bootstrap.construct import ClusterBootstrap
 
     stack, vpc, group, cluster = _light_stack()
     with pytest.raises(ValueError, match="needs at least one private subnet"):
-        ClusterBootstrap(
-            stack,
-            "B",
-            cluster=cluster,
-            vpc=vpc,
-            subnets=[],
-            security_group=group,
-            install_rig_dependencies=True,
-        )
+        ClusterBootstrap(stack, "B", **_light(stack, vpc, group, cluster, subnets=[]))
     with pytest.raises(ValueError, match="does not offer a retention of 42 days"):
+        ClusterBootstrap(stack, "C", **_light(stack, vpc, group, cluster, log_retention_days=42))
+    # A token (the cluster's Ref) would make the build and handlers wait for the cluster.
+    with pytest.raises(ValueError, match="needs the EKS cluster's name as a plain string"):
         ClusterBootstrap(
-            stack,
-            "C",
-            cluster=cluster,
-            vpc=vpc,
-            subnets=vpc.private_subnets,
-            security_group=group,
-            install_rig_dependencies=True,
-            log_retention_days=42,
+            stack, "D", **_light(stack, vpc, group, cluster, cluster_name=Aws.STACK_NAME)
         )
+
+
+def test_a_region_without_a_health_agent_registry_fails_synthesis() -> None:
+    from aws_cdk import App, Environment, Stack
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_eks_v2 as eks
+
+    from novapod.constructs.cluster_bootstrap.construct import ClusterBootstrap
+
+    stack = Stack(App(), "Far", env=Environment(account=ACCOUNT, region="me-central-1"))
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
+    group = ec2.SecurityGroup(stack, "Group", vpc=vpc)
+    cluster = eks.Cluster.from_cluster_attributes(stack, "Cluster", cluster_name="imported")
+    made = ClusterBootstrap(stack, "B", **_light(stack, vpc, group, cluster))
+    errors = [str(m.data) for m in made.node.metadata if m.type == "aws:cdk:error"]
+    assert errors == [
+        "novapod/data/hyperpod_dependencies.yaml names no health-monitoring agent registry "
+        "for me-central-1; add its account under health_monitoring_agent.registry_accounts "
+        "(see the chart's _helpers.tpl)."
+    ]
 
 
 def test_unpinned_values_warn_at_synth(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -388,15 +424,7 @@ def test_unpinned_values_warn_at_synth(monkeypatch: pytest.MonkeyPatch) -> None:
         construct, "default_pins", lambda: replace(pins, yq=replace(pins.yq, sha256=None))
     )
     stack, vpc, group, cluster = _light_stack()
-    made = construct.ClusterBootstrap(
-        stack,
-        "B",
-        cluster=cluster,
-        vpc=vpc,
-        subnets=vpc.private_subnets,
-        security_group=group,
-        install_rig_dependencies=True,
-    )
+    made = construct.ClusterBootstrap(stack, "B", **_light(stack, vpc, group, cluster))
     warnings = [str(m.data) for m in made.node.metadata if m.type == "aws:cdk:warning"]
     assert any("no verified tools.yq.sha256" in w for w in warnings), warnings
     assert made.resource is not None and made.project is not None and made.role is not None

@@ -4,6 +4,7 @@ request shapes are checked against the service model."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,7 +30,7 @@ PROPS: dict[str, Any] = {
     "PinsSha256": PINS.digest(),
     "ScriptSha256": "b" * 64,
     "InstallRigDependencies": "true",
-    "BuildEnvironment": pin_variables(PINS, mode="install", rig=True),
+    "BuildEnvironment": pin_variables(PINS, mode="install", rig=True, region="us-east-1"),
 }
 
 
@@ -307,6 +308,42 @@ def test_create_then_poll_until_success(codebuild: Stubber) -> None:
     while not index.is_complete(state, None)["IsComplete"]:
         polls += 1
     assert polls == 2
+
+
+def test_progress_is_logged_at_start_and_at_every_poll(
+    codebuild: Stubber, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a cdk deploy user reads in the handlers' log groups (the EKS stack's
+    BootstrapStartLogGroup and BootstrapProgressLogGroup outputs)."""
+    from datetime import UTC, datetime
+
+    expect_start(codebuild, "install")
+    started_at = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    logs = {"groupName": "/novapod/bootstrap", "streamName": "s", "deepLink": LOG_LINK}
+    for status, phase, end in (
+        ("IN_PROGRESS", "PROVISIONING", None),
+        ("IN_PROGRESS", "BUILD", None),
+        ("SUCCEEDED", "COMPLETED", datetime(2026, 11, 30, 12, 5, 7, tzinfo=UTC)),
+    ):
+        record = build_record(status, currentPhase=phase, startTime=started_at, logs=logs)
+        if end:
+            record["builds"][0]["endTime"] = end
+        codebuild.add_response("batch_get_builds", record, {"ids": [BUILD_ID]})
+    request = event("Create")
+    state = {**request, **index.on_event(request, None)}
+    while not index.is_complete(state, None)["IsComplete"]:
+        pass
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    by_decision = [(line["decision"], line.get("status"), line.get("phase")) for line in lines]
+    assert by_decision[1:] == [
+        ("build-started", None, None),
+        ("wait", "IN_PROGRESS", "PROVISIONING"),
+        ("wait", "IN_PROGRESS", "BUILD"),
+        ("build-succeeded", "SUCCEEDED", "COMPLETED"),
+    ]
+    assert lines[1]["build_id"] == BUILD_ID and lines[1]["cluster"] == CLUSTER
+    assert all(line["log"] == LOG_LINK for line in lines[2:])
+    assert lines[-1]["elapsed_seconds"] == 307
 
 
 # --- decisions --------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from novapod.constructs.cluster_bootstrap.pins import (
     load_pins,
     parse_pins,
 )
+from novapod.facts import eks_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 PINS_FILE = ROOT / "novapod" / "data" / "hyperpod_dependencies.yaml"
@@ -31,7 +32,7 @@ def test_shipped_pins_are_complete_and_well_formed() -> None:
     assert pins.repository == "https://github.com/aws/sagemaker-hyperpod-cli.git"
     assert pins.chart.path == "helm_chart/HyperPodHelmChart"
     assert pins.chart.namespace == "kube-system"
-    assert pins.chart.release == "dependencies"  # the RIG script patches dependencies-*
+    assert pins.chart.release == "dependencies"  # the chart README's release name
     assert pins.rig.script == "helm_chart/install_rig_dependencies.sh"
     assert pins.rig.release == "rig-dependencies"
     assert pins.missing(rig=True) == ()
@@ -41,6 +42,29 @@ def test_shipped_pins_are_complete_and_well_formed() -> None:
     assert pins.helm.archive_member == "linux-amd64/helm"
     assert pins.helm.version.startswith("v3.")
     assert int(pins.yq.version.split(".")[0].lstrip("v")) >= 4  # the RIG script needs yq 4
+
+
+RELEASE_V2_HEAD_2026_04_14 = "abcdc77b3e4ca160874021c6615baf0dbb96c69b"
+
+
+def test_the_pinned_commit_is_recorded_with_its_branch() -> None:
+    # The commit pinned before (0543363c...) was reachable only from refs/pull/107/head.
+    pins = default_pins()
+    assert (pins.chart.commit, pins.chart.branch) == (RELEASE_V2_HEAD_2026_04_14, "release_v2")
+    assert (pins.rig.commit, pins.rig.branch) == (RELEASE_V2_HEAD_2026_04_14, "release_v2")
+
+
+def test_the_health_agent_image_follows_the_region() -> None:
+    agent = default_pins().health_agent
+    assert agent.values_key == "health-monitoring-agent.hmaimage"
+    assert agent.image("eu-west-2") == (
+        "011528288831.dkr.ecr.eu-west-2.amazonaws.com/"
+        "hyperpod-health-monitoring-agent:1.0.674.0_1.0.199.0"
+    )
+    assert str(agent.image("us-east-1")).startswith("767398015722.dkr.ecr.us-east-1.")
+    assert agent.image("me-central-1") is None  # no registry known: the build refuses
+    # Every RIG region has one.
+    assert all(agent.image(r) for r in eks_facts().rig_regions)
 
 
 def test_load_pins_reads_a_file(tmp_path: Path) -> None:
@@ -76,6 +100,29 @@ def test_load_pins_reads_a_file(tmp_path: Path) -> None:
         (lambda d: d["tools"]["yq"].update(archive_member="x"), "unknown key(s) archive_member"),
         (lambda d: d["chart"].pop("commit"), "chart.commit: is required"),
         (lambda d: d.update(charts={}), ": unknown key(s) charts"),
+        (
+            lambda d: d["chart"].update(branch="refs/pull/107/head"),
+            "chart.branch: must name the branch the commit belongs to",
+        ),
+        (lambda d: d["rig"].update(branch="pull/107/head"), "rig.branch: must name the branch"),
+        (lambda d: d["rig"].pop("branch"), "rig.branch: is required"),
+        (
+            lambda d: d["health_monitoring_agent"]["registry_accounts"].update(
+                {"us-east-1": 767398015722}
+            ),
+            "registry_accounts.us-east-1: must be a quoted 12-digit account ID",
+        ),
+        (
+            lambda d: d["health_monitoring_agent"]["registry_accounts"].update(
+                {"Virginia": "1" * 12}
+            ),
+            "registry_accounts.Virginia: is not an AWS region name",
+        ),
+        (
+            lambda d: d["health_monitoring_agent"].update(tag="latest tag"),
+            "health_monitoring_agent.tag: is not well formed",
+        ),
+        (lambda d: d.pop("health_monitoring_agent"), "health_monitoring_agent: must be a mapping"),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )
@@ -116,6 +163,9 @@ def test_digest_follows_every_pin() -> None:
     assert pins.digest() != replace(pins, chart=replace(pins.chart, commit="f" * 40)).digest()
     assert pins.digest() != replace(pins, yq=replace(pins.yq, sha256="e" * 64)).digest()
     assert pins.digest() != replace(pins, chart=replace(pins.chart, wait=True)).digest()
+    assert pins.digest() != replace(pins, rig=replace(pins.rig, branch="release_v3")).digest()
+    agent = replace(pins.health_agent, tag="1.0.700.0_1.0.200.0")
+    assert pins.digest() != replace(pins, health_agent=agent).digest()
 
 
 def test_revisions_are_commit_and_path() -> None:

@@ -37,12 +37,27 @@ def test_install_runs_the_pinned_sequence_without_a_terminal(sandbox: Sandbox) -
     assert aws[aws.index("--name") + 1] == CLUSTER
     assert aws[aws.index("--region") + 1] == REGION
 
-    fetches = [c for c in sandbox.calls("git") if "fetch" in c]
-    assert [c[-1] for c in fetches] == [CHART_COMMIT, RIG_COMMIT]
+    fetches = [c[c.index("fetch") + 1 :] for c in sandbox.calls("git") if "fetch" in c]
+    # Each commit, then its branch (commits only) to check the commit is on it.
+    assert fetches == [
+        ["--quiet", "--depth", "1", "origin", CHART_COMMIT],
+        ["--quiet", "--filter=tree:0", "origin", "refs/heads/release_v2"],
+        ["--quiet", "--depth", "1", "origin", RIG_COMMIT],
+        ["--quiet", "--filter=tree:0", "origin", "refs/heads/release_v2"],
+    ]
+    ancestry = [c[c.index("merge-base") + 1 :] for c in sandbox.calls("git") if "merge-base" in c]
+    assert ancestry == [
+        ["--is-ancestor", CHART_COMMIT, "FETCH_HEAD"],
+        ["--is-ancestor", RIG_COMMIT, "FETCH_HEAD"],
+    ]
     build = first_index(calls, "helm", "dependency", "build")
-    upgrade = first_index(calls, "helm", "upgrade", "--install")
-    rig = first_index(calls, "helm", "install", "rig-dependencies")
-    assert build < upgrade < rig
+    upgrade = first_index(calls, "helm", "upgrade", "--install", "dependencies")
+    owner = first_index(calls, "kubectl", "get", "namespace", "aws-hyperpod")
+    rig = first_index(calls, "helm", "upgrade", "--install", "rig-dependencies")
+    efa = first_index(
+        calls, "kubectl", "get", "daemonset", "dependencies-aws-efa-k8s-device-plugin"
+    )
+    assert build < upgrade < owner < rig < efa
 
     command = calls[upgrade]
     assert command[3] == "dependencies"
@@ -50,6 +65,11 @@ def test_install_runs_the_pinned_sequence_without_a_terminal(sandbox: Sandbox) -
     assert command[command.index("--namespace") + 1] == "kube-system"
     assert command[command.index("--timeout") + 1] == "15m"
     assert f"global.region={REGION}" in command
+    # The health-monitoring agent from the cluster region's registry, not us-west-2's.
+    assert (
+        "health-monitoring-agent.hmaimage=767398015722.dkr.ecr.us-east-1.amazonaws.com/"
+        "hyperpod-health-monitoring-agent:1.0.674.0_1.0.199.0"
+    ) in command
     assert "--wait" not in command  # chart.wait: false in the pins
 
     assert sandbox.releases() == {"dependencies": "deployed", "rig-dependencies": "deployed"}
@@ -57,6 +77,7 @@ def test_install_runs_the_pinned_sequence_without_a_terminal(sandbox: Sandbox) -
     assert sandbox.marker()["rig_revision"] == RIG_REVISION
     assert sandbox.marker()["pins_sha256"] == sandbox.pins.digest()
     assert "answered 'y'" in result.stdout
+    assert "tolerates sagemaker.amazonaws.com/RestrictedNode" in result.stdout
 
 
 def test_second_run_at_the_pinned_revision_changes_nothing(sandbox: Sandbox) -> None:
@@ -136,17 +157,49 @@ def test_a_rig_release_at_another_revision_is_not_rerun(sandbox: Sandbox) -> Non
     assert helm_upgrades(sandbox) == []
 
 
-def test_a_patched_aws_node_without_rig_release_is_refused(sandbox: Sandbox) -> None:
-    result = sandbox.run(
-        "install",
-        rig=True,
-        FAKE_AWS_NODE_KEYS="kubernetes.io/os sagemaker.amazonaws.com/instance-group-type",
-    )
+def test_a_commit_that_is_not_on_its_branch_is_refused(sandbox: Sandbox) -> None:
+    # Like the commit pinned before, reachable only from a pull-request ref.
+    result = sandbox.run("install", rig=True, FAKE_GIT_BRANCH_COMMITS=RIG_COMMIT)
     assert result.returncode == 1
-    assert "already excludes restricted nodes" in result.stderr
+    assert f"commit {CHART_COMMIT} is not on branch release_v2" in result.stderr
+    assert helm_upgrades(sandbox) == []
+    assert sandbox.releases() == {}
+
+
+def test_a_branch_that_does_not_exist_is_refused(sandbox: Sandbox) -> None:
+    result = sandbox.run("install", rig=True, FAKE_GIT_BRANCH="main")
+    assert result.returncode == 1
+    assert "could not fetch branch release_v2" in result.stderr
+    assert sandbox.releases() == {}
+
+
+def test_a_rig_script_that_leaves_efa_without_the_toleration_fails(sandbox: Sandbox) -> None:
+    # What the revision pinned before did: multi-node jobs would stay Pending.
+    result = sandbox.run("install", rig=True, FAKE_RIG_SKIP_EFA="1")
+    assert result.returncode == 1
+    assert (
+        "DaemonSet kube-system/dependencies-aws-efa-k8s-device-plugin does not tolerate "
+        "sagemaker.amazonaws.com/RestrictedNode"
+    ) in result.stderr
+    assert sandbox.marker()["rig_revision"] == ""  # not recorded: the next deploy says so
+
+
+def test_the_rig_script_is_not_run_over_another_release_of_the_chart(sandbox: Sandbox) -> None:
+    result = sandbox.run("install", rig=True, FAKE_NAMESPACE_RELEASE="hyperpod-dependencies")
+    assert result.returncode == 1
+    assert (
+        "namespace aws-hyperpod belongs to Helm release 'hyperpod-dependencies', not dependencies"
+    ) in result.stderr
     assert "rig-dependencies" not in sandbox.releases()
-    # The chart step before it completed and was recorded.
-    assert sandbox.marker()["chart_revision"] == CHART_REVISION
+    assert sandbox.marker()["chart_revision"] == CHART_REVISION  # the chart step completed
+
+
+def test_no_health_agent_registry_for_the_region_refuses_to_install(sandbox: Sandbox) -> None:
+    result = sandbox.run("install", rig=True, HMA_IMAGE="UNPINNED")
+    assert result.returncode == 1
+    assert "HMA_IMAGE is not pinned" in result.stderr
+    assert "health_monitoring_agent" in result.stderr
+    assert sandbox.calls() == []
 
 
 def test_a_rig_script_that_installs_nothing_fails_the_build(sandbox: Sandbox) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 import pytest
+import yaml
 
-from novapod.facts import eks_facts
-from tests.conftest import DEFAULT_CONFIG, ROOT, joined, producer_value, resources
+from benchmarks.critical_path import StackTemplate, ancestors, critical_path, resource_graph
+from novapod.facts import eks_facts, parse_eks_facts, support_warning
+from tests.conftest import DEFAULT_CONFIG, ROOT, Synthesized, joined, producer_value, resources
 
 MIXED = ROOT / "config" / "examples" / "rig-plus-standard.yaml"
 PURCHASE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"
@@ -23,7 +26,7 @@ def test_cluster_is_native_private_and_not_auto_mode(synth) -> None:
     props = cluster_props(synth(DEFAULT_CONFIG).templates["eks"])
     assert props.get("BootstrapSelfManagedAddons", True) is True  # CoreDNS comes from here
     assert props["Name"] == "novapod-default"
-    assert props["Version"] == "1.33"
+    assert props["Version"] == "1.35"
     assert props["ComputeConfig"] == {"Enabled": False}
     vpc = props["ResourcesVpcConfig"]
     assert (vpc["EndpointPrivateAccess"], vpc["EndpointPublicAccess"]) == (True, False)
@@ -92,7 +95,7 @@ def test_cluster_uses_the_hyperpod_security_group(synth) -> None:
 
 def test_addons_are_managed_at_pinned_versions(synth) -> None:
     addons = resources(synth(DEFAULT_CONFIG).templates["eks"], "AWS::EKS::Addon")
-    pinned = eks_facts().addon_versions("1.33")
+    pinned = eks_facts().addon_versions("1.35")
     assert pinned is not None
     found = {a["Properties"]["AddonName"]: a["Properties"] for a in addons.values()}
     # coredns stays self-managed: with no nodes before HyperPod, a managed one would be
@@ -139,3 +142,182 @@ def test_eks_does_not_depend_on_capacity(synth, path) -> None:
     result = synth(path)
     assert "capacity" not in result.dependencies["eks"]
     assert result.dependencies["eks"] <= {"network", "storage"}
+
+
+# --- Kubernetes versions -----------------------------------------------------------------
+
+
+def eks_data() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((ROOT / "novapod" / "data" / "eks.yaml").read_text())
+    return data
+
+
+def test_every_version_the_config_accepts_has_pinned_addons() -> None:
+    from novapod.config import ConfigError, parse_config
+
+    facts = eks_facts()
+    base = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    accepted = []
+    for version in facts.supported_versions:
+        try:
+            parse_config({**base, "eks": {**base["eks"], "kubernetes_version": version}})
+        except ConfigError as error:
+            assert "no pinned add-on versions" in str(error), str(error)
+        else:
+            accepted.append(version)
+    assert accepted == ["1.33", "1.34", "1.35"]
+    for version in accepted:
+        pins = facts.addon_versions(version)
+        assert pins is not None and set(pins) == {"vpc-cni", "kube-proxy", "eks-pod-identity-agent"}
+        # The kube-proxy add-on follows the cluster's minor version.
+        assert pins["kube-proxy"].startswith(f"v{version}.")
+        assert facts.support_calendar[version].end_of_extended_support > facts.as_of
+
+
+def test_the_default_version_is_in_standard_support_on_the_recorded_date() -> None:
+    facts = eks_facts()
+    assert facts.as_of == date(2026, 11, 30)
+    assert facts.default_version == "1.35"
+    assert facts.support_status(facts.default_version, facts.as_of) == "standard"
+    assert facts.addon_versions(facts.default_version) is not None
+    data = eks_data()
+    data["default_kubernetes_version"] = "1.33"  # left standard support on 2026-07-29
+    with pytest.raises(
+        ValueError, match=r"default 1.33 is not in EKS standard support on 2026-11-30"
+    ):
+        parse_eks_facts(data)
+
+
+def test_versions_past_standard_support_warn_in_one_sentence() -> None:
+    today = date(2026, 11, 30)
+    assert support_warning("1.35", today) is None
+    assert support_warning("1.34", today) is None
+    assert support_warning("1.34", date(2026, 12, 2)) is not None  # the day it ends
+    assert support_warning("1.33", today) == (
+        "eks.kubernetes_version: 1.33 left EKS standard support on 2026-07-29; EKS charges "
+        "extended-support rates for the cluster until 2027-07-29, then upgrades it itself. "
+        "Upgrade one minor version at a time towards 1.35 (README: Upgrading Kubernetes)."
+    )
+    assert "left EKS extended support on 2026-11-26" in str(support_warning("1.31", today))
+
+
+def test_pins_for_a_version_outside_the_calendar_are_refused() -> None:
+    data = eks_data()
+    data["supported_kubernetes_versions"].append("1.36")
+    data["addons"]["1.36"] = dict(data["addons"]["1.35"])
+    with pytest.raises(ValueError, match=r"support_calendar lacks 1\.36"):
+        parse_eks_facts(data)
+
+
+# --- deploy critical path ----------------------------------------------------------------
+
+
+def stack_templates(result: Synthesized) -> dict[str, StackTemplate]:
+    return {
+        kind: StackTemplate(kind, template, frozenset(result.dependencies[kind]))
+        for kind, template in result.templates.items()
+    }
+
+
+def test_bootstrap_provider_does_not_wait_for_the_eks_cluster(synth) -> None:
+    template = synth(PURCHASE).templates["eks"]
+    graph = resource_graph(template)
+    (cluster,) = resources(template, "AWS::EKS::Cluster")
+    (bootstrap,) = resources(template, "Custom::NovapodClusterBootstrap")
+    provider_types = {
+        "AWS::Lambda::Function",
+        "AWS::IAM::Role",
+        "AWS::IAM::Policy",
+        "AWS::StepFunctions::StateMachine",
+        "AWS::CodeBuild::Project",
+        "AWS::Logs::LogGroup",
+    }
+    provider = [
+        logical
+        for logical, resource in template["Resources"].items()
+        if logical.startswith("HyperPodDependencies") and resource["Type"] in provider_types
+    ]
+    assert len([p for p in provider if p.startswith("HyperPodDependenciesHandlers")]) >= 15
+    for logical in provider:
+        assert cluster not in ancestors(graph, logical), logical
+    # Only the build start waits for the cluster and every add-on.
+    waits_for = ancestors(graph, bootstrap)
+    assert cluster in waits_for
+    assert set(resources(template, "AWS::EKS::Addon")) <= waits_for
+
+
+def test_deploy_critical_path_is_the_floor_plus_network(synth) -> None:
+    path = critical_path(stack_templates(synth(PURCHASE)))
+    types = [s.type for s in path.steps]
+    cluster = types.index("AWS::EKS::Cluster")
+    # Between the cluster and the HyperPod cluster: one add-on, the bootstrap, the
+    # HyperPod stack's role; no Provider function, role or state machine.
+    assert types[cluster:] == [
+        "AWS::EKS::Cluster",
+        "AWS::EKS::Addon",
+        "Custom::NovapodClusterBootstrap",
+        "AWS::IAM::Role",
+        "AWS::SageMaker::Cluster",
+    ]
+    assert path.ratio(1860) < 1.11  # 1.128 before the Provider was built from synth values
+
+
+# --- access entries and outputs ----------------------------------------------------------
+
+
+def admin_logical_ids(admins: list[str]) -> dict[str, str]:
+    """principal -> logical ID of its access entry, for the default config plus admins."""
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_eks_v2 as eks_v2
+
+    from novapod.config import parse_config
+    from novapod.environment import build_environment, cdk_json_context
+
+    data = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    data["eks"]["admin_principals"] = admins
+    stacks = build_environment(App(context=cdk_json_context()), parse_config(data))
+    assert stacks.eks is not None
+    found = {}
+    for child in stacks.eks.node.find_all():
+        if isinstance(child, eks_v2.CfnAccessEntry):
+            principal = stacks.eks.resolve(child.principal_arn)
+            if isinstance(principal, str) and principal in admins:
+                found[principal] = stacks.eks.resolve(Stack.of(child).get_logical_id(child))
+    return found
+
+
+def test_removing_the_first_admin_keeps_the_second_admins_entry() -> None:
+    first = "arn:aws:iam::111122223333:role/PlatformAdmin"
+    second = "arn:aws:iam::111122223333:role/OnCall"
+    both = admin_logical_ids([first, second])
+    assert set(both) == {first, second}
+    assert admin_logical_ids([second]) == {second: both[second]}
+    assert admin_logical_ids([second, first]) == both  # order does not matter either
+
+
+def test_outputs_say_how_to_connect_and_where_bootstrap_progress_shows(synth) -> None:
+    template = synth(DEFAULT_CONFIG).templates["eks"]
+    outputs = template["Outputs"]
+    assert all(o.get("Description") for o in outputs.values()), outputs
+    assert outputs["KubeconfigCommand"]["Value"] == (
+        "aws eks update-kubeconfig --name novapod-default --region us-east-1"
+    )
+    groups = resources(template, "AWS::Logs::LogGroup")
+
+    def group_of(output: str) -> str:
+        (logical,) = [k for k in groups if outputs[output]["Value"] == {"Ref": k}]
+        return logical
+
+    assert group_of("BootstrapBuildLogGroup").startswith("HyperPodDependenciesBuildLogs")
+    (project,) = resources(template, "AWS::CodeBuild::Project").values()
+    assert project["Properties"]["LogsConfig"]["CloudWatchLogs"]["GroupName"] == {
+        "Ref": group_of("BootstrapBuildLogGroup")
+    }
+    functions = {
+        f["Properties"]["Handler"]: f["Properties"]["LoggingConfig"]["LogGroup"]
+        for f in resources(template, "AWS::Lambda::Function").values()
+        if f["Properties"].get("Handler", "").startswith("handler.index.")
+    }
+    assert functions["handler.index.on_event"] == {"Ref": group_of("BootstrapStartLogGroup")}
+    assert functions["handler.index.is_complete"] == {"Ref": group_of("BootstrapProgressLogGroup")}
+    assert "every poll" in outputs["BootstrapProgressLogGroup"]["Description"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
@@ -749,9 +749,9 @@ RIG = {"name": "rig", "training_plan": "main"}
             "outside what HyperPod supports",
         ),
         (
-            with_cluster(None, eks={"kubernetes_version": "1.35"}),
+            with_cluster(None, eks={"kubernetes_version": "1.32"}),
             "eks.kubernetes_version",
-            "no pinned add-on versions for 1.35",
+            "no pinned add-on versions for 1.32",
         ),
         (
             with_cluster(None, eks={"endpoint": "public-and-private"}),
@@ -1288,3 +1288,31 @@ SCHEMA_REJECTS = [
 def test_json_schema_rejects_what_the_validator_rejects(data) -> None:
     assert errors_of(data)  # the validator says no ...
     assert _schema_errors(data)  # ... and so does the editor
+
+
+def test_a_region_without_known_node_image_registries_is_refused_with_eks() -> None:
+    data = {
+        **VALID,
+        "region": "eu-south-1",
+        "network": {"vpc": {"zone_ids": ["eus1-az1", "eus1-az2"]}},
+        "eks": {},
+    }
+    issues = dict(errors_of(data))
+    assert issues["region"].startswith(
+        "novapod knows the EKS add-on and HyperPod health-agent image registries of "
+        "ap-northeast-1, ap-south-1,"
+    )
+    assert issues["region"].endswith(
+        "not of eu-south-1: choose one of them, or add the region to "
+        "novapod/data/node_images.yaml and hyperpod_dependencies.yaml"
+    )
+    # Without eks nothing pulls node images: the network and storage alone are fine.
+    assert parse_config({**data, "eks": None}).region == "eu-south-1"
+
+
+def test_a_kubernetes_version_past_standard_support_warns() -> None:
+    old = parse_config({**VALID, "eks": {"kubernetes_version": "1.33"}})
+    (warning,) = old.warnings(today=date(2026, 11, 30))
+    assert warning.startswith("eks.kubernetes_version: 1.33 left EKS standard support on ")
+    current = parse_config({**VALID, "eks": {"kubernetes_version": "1.35"}})
+    assert current.warnings(today=date(2026, 11, 30)) == []

@@ -24,13 +24,16 @@ SCRIPTS_DIR = "/tmp/novapod-bootstrap"  # noqa: S108 - fixed path inside the bui
 SCRIPTS_ZIP = "/tmp/novapod-bootstrap.zip"  # noqa: S108
 
 
-def build_spec(pins: HyperPodDependencies, mode: Mode, rig: bool) -> dict[str, Any]:
+def build_spec(pins: HyperPodDependencies, mode: Mode, rig: bool, region: str) -> dict[str, Any]:
     """A buildspec (version 0.2) that runs `bootstrap.sh <mode>` with these pins."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     return {
         "version": "0.2",
-        "env": {"shell": "bash", "variables": pin_variables(pins, mode=mode, rig=rig)},
+        "env": {
+            "shell": "bash",
+            "variables": pin_variables(pins, mode=mode, rig=rig, region=region),
+        },
         "phases": {
             "build": {
                 "commands": [
@@ -44,8 +47,11 @@ def build_spec(pins: HyperPodDependencies, mode: Mode, rig: bool) -> dict[str, A
     }
 
 
-def pin_variables(pins: HyperPodDependencies, *, mode: Mode, rig: bool) -> dict[str, str]:
-    """Environment of bootstrap.sh: the pins, the mode and the RIG switch."""
+def pin_variables(
+    pins: HyperPodDependencies, *, mode: Mode, rig: bool, region: str
+) -> dict[str, str]:
+    """Environment of bootstrap.sh: the pins, the mode, the RIG switch and the images
+    of the cluster's region."""
 
     def value(pin: str | None) -> str:
         return UNPINNED if pin is None else pin
@@ -58,14 +64,18 @@ def pin_variables(pins: HyperPodDependencies, *, mode: Mode, rig: bool) -> dict[
         "MARKER_CONFIGMAP": MARKER_CONFIGMAP,
         "HYPERPOD_REPO_URL": pins.repository,
         "CHART_COMMIT": value(chart.commit),
+        "CHART_BRANCH": chart.branch,
         "CHART_PATH": chart.path,
         "CHART_RELEASE": chart.release,
         "CHART_NAMESPACE": chart.namespace,
         "CHART_TIMEOUT": chart.timeout,
         "CHART_WAIT": "true" if chart.wait else "false",
         "RIG_COMMIT": value(rig_pin.commit),
+        "RIG_BRANCH": rig_pin.branch,
         "RIG_SCRIPT": rig_pin.script,
         "RIG_RELEASE": rig_pin.release,
+        "HMA_VALUES_KEY": pins.health_agent.values_key,
+        "HMA_IMAGE": value(pins.health_agent.image(region)),
         "HELM_VERSION": pins.helm.version,
         "HELM_URL": pins.helm.url,
         "HELM_SHA256": value(pins.helm.sha256),

@@ -7,6 +7,12 @@ CodeBuild project inside the VPC. A custom resource (CDK `Provider`: on_event st
 the build, is_complete polls it) ties it into the deployment: HyperPod depends on
 `ClusterBootstrap.resource`. Pins come from novapod/data/hyperpod_dependencies.yaml;
 the build's scripts live in `codebuild/` beside this file and ship as an S3 asset.
+
+Deploy time: the project, its role, the handler functions and the Provider's state
+machine are built from values known at synth (the cluster's name, ARNs formatted from
+it), so CloudFormation creates them while the EKS cluster is being created. Only the
+custom resource itself (the build start) waits for the cluster, its access entry and
+the caller's `after` (the add-ons).
 """
 
 from __future__ import annotations
@@ -14,7 +20,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from aws_cdk import Annotations, ArnFormat, Aws, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import (
+    Annotations,
+    ArnFormat,
+    Aws,
+    CustomResource,
+    Duration,
+    RemovalPolicy,
+    Stack,
+    Token,
+)
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
@@ -23,7 +38,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3_assets as s3_assets
-from constructs import Construct
+from constructs import Construct, IDependable
 
 from novapod.config import LOG_RETENTION_DAYS
 from novapod.constructs.acknowledge import acknowledge, nag_resource
@@ -54,7 +69,13 @@ class ClusterBootstrap(Construct):
 
     Attributes: `resource` (the custom resource HyperPod must depend on), `project`
     (the CodeBuild project), `role` (its role, a cluster admin through an EKS access
-    entry), `access_entry`, `log_group` (build logs) and `pins`.
+    entry), `access_entry`, `log_group` (build logs), `handlers` (whose `on_event_logs`
+    and `is_complete_logs` show which build started and its status per poll) and `pins`.
+
+    `cluster_name` is the cluster's name as a plain string (the cluster must be created
+    with that name): everything but the custom resource is built from it, not from the
+    cluster's attributes, so none of it waits for the cluster. `after` are further
+    resources the build needs first (e.g. the cluster's add-ons).
     """
 
     def __init__(
@@ -63,14 +84,22 @@ class ClusterBootstrap(Construct):
         id_: str,
         *,
         cluster: eks.ICluster,
+        cluster_name: str,
         vpc: ec2.IVpc,
         subnets: Sequence[ec2.ISubnet],
         security_group: ec2.ISecurityGroup,
         install_rig_dependencies: bool,
         log_retention_days: int = 365,
         encryption_key: kms.IKey | None = None,
+        after: Sequence[IDependable] = (),
     ) -> None:
         super().__init__(scope, id_)
+        if Token.is_unresolved(cluster_name) or not cluster_name:
+            raise ValueError(
+                "ClusterBootstrap needs the EKS cluster's name as a plain string (create "
+                "the cluster with that name), so that its build and handlers need not wait "
+                "for the cluster"
+            )
         if not subnets:
             raise ValueError(
                 "ClusterBootstrap needs at least one private subnet (with a NAT route) "
@@ -82,6 +111,7 @@ class ClusterBootstrap(Construct):
                 f"{log_retention_days} days"
             )
         self.pins: HyperPodDependencies = default_pins()
+        self.cluster_name = cluster_name
         self._days = log_retention_days
         self._key = encryption_key
         missing = self.pins.missing(rig=install_rig_dependencies)
@@ -91,6 +121,18 @@ class ClusterBootstrap(Construct):
                 f"novapod/data/hyperpod_dependencies.yaml has no verified {', '.join(missing)}; "
                 "the bootstrap build will refuse to run until they are pinned.",
             )
+        stack = Stack.of(self)
+        region = stack.region
+        if not Token.is_unresolved(region) and self.pins.health_agent.image(region) is None:
+            Annotations.of(self).add_error(
+                f"novapod/data/hyperpod_dependencies.yaml names no health-monitoring agent "
+                f"registry for {region}; add its account under "
+                "health_monitoring_agent.registry_accounts (see the chart's _helpers.tpl)."
+            )
+        # From the name, not the cluster's Arn attribute: no dependency on the cluster.
+        cluster_arn = stack.format_arn(
+            service="eks", resource="cluster", resource_name=cluster_name
+        )
 
         self.log_group = self._log_group("BuildLogs")
         scripts = s3_assets.Asset(self, "Scripts", path=str(SCRIPTS_DIR))
@@ -104,7 +146,7 @@ class ClusterBootstrap(Construct):
             iam.PolicyStatement(
                 sid="DescribeThisCluster",
                 actions=["eks:DescribeCluster"],
-                resources=[cluster.cluster_arn],
+                resources=[cluster_arn],
             )
         )
         self.role.add_to_policy(
@@ -126,12 +168,12 @@ class ClusterBootstrap(Construct):
                 build_image=BUILD_IMAGE, compute_type=codebuild.ComputeType.SMALL
             ),
             environment_variables={
-                "CLUSTER_NAME": codebuild.BuildEnvironmentVariable(value=cluster.cluster_name),
+                "CLUSTER_NAME": codebuild.BuildEnvironmentVariable(value=cluster_name),
                 "SCRIPTS_BUCKET": codebuild.BuildEnvironmentVariable(value=scripts.s3_bucket_name),
                 "SCRIPTS_KEY": codebuild.BuildEnvironmentVariable(value=scripts.s3_object_key),
             },
             build_spec=codebuild.BuildSpec.from_object(
-                build_spec(self.pins, "install", install_rig_dependencies)
+                build_spec(self.pins, "install", install_rig_dependencies, region)
             ),
             timeout=BUILD_TIMEOUT,
             queued_timeout=QUEUED_TIMEOUT,
@@ -164,6 +206,8 @@ class ClusterBootstrap(Construct):
         except RuntimeError:  # an imported cluster without one: its owner manages access
             control_plane = None
         if control_plane is not None:
+            # CDK puts the rule under the cluster's scope: the dependency on `cluster`
+            # below covers it.
             control_plane.add_ingress_rule(
                 security_group, ec2.Port.tcp(HTTPS), "novapod ClusterBootstrap build to the EKS API"
             )
@@ -179,13 +223,13 @@ class ClusterBootstrap(Construct):
             resource_type=RESOURCE_TYPE,
             properties={
                 "ProjectName": self.project.project_name,
-                "ClusterName": cluster.cluster_name,
+                "ClusterName": cluster_name,
                 "PinsSha256": self.pins.digest(),
                 "ScriptSha256": scripts.asset_hash,
                 "InstallRigDependencies": "true" if install_rig_dependencies else "false",
                 # Every build runs with the pins of its own event (see handler/decisions.py).
                 "BuildEnvironment": pin_variables(
-                    self.pins, mode="install", rig=install_rig_dependencies
+                    self.pins, mode="install", rig=install_rig_dependencies, region=region
                 ),
                 # For reviewers of the template; PinsSha256 already covers them.
                 "ChartRevision": self.pins.chart.revision,
@@ -194,9 +238,11 @@ class ClusterBootstrap(Construct):
             # Delete runs a best-effort uninstall build (see handler/index.py).
             removal_policy=RemovalPolicy.DESTROY,
         )
-        # The build needs its permissions and cluster access for every event, Delete too:
-        # these go after the resource is deleted and exist before it is created.
-        self.resource.node.add_dependency(self.access_entry, self.role)
+        # The build needs the cluster (with the API ingress rule CDK puts under it), its
+        # permissions and cluster access for every event, Delete too: these go after the
+        # resource is deleted and exist before it is created. Nothing else in this
+        # construct waits for the cluster.
+        self.resource.node.add_dependency(cluster, self.access_entry, self.role, *after)
         self._acknowledge(encrypted=encryption_key is not None)
 
     # --- building blocks ------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Pinned revisions and tools of the HyperPod dependencies install, loaded from data.
 
 `novapod/data/hyperpod_dependencies.yaml` names the chart and RIG script (repository,
-commit, path, release) and the tools the CodeBuild job downloads (version, URL,
+commit, the branch that commit belongs to, path, release), the health-monitoring
+agent's image per region, and the tools the CodeBuild job downloads (version, URL,
 sha256). This module reads and validates it into frozen values; it imports no CDK.
 A checksum or commit may be null when no verified value is known: the model keeps
 it as `None`, `missing()` names it, and the build refuses to run without it.
@@ -32,6 +33,14 @@ _VERSION = re.compile(r"v\d+\.\d+\.\d+")
 _RELEASE = re.compile(r"[a-z0-9]([-a-z0-9]{0,51}[a-z0-9])?")
 _REPO_PATH = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*")
 _DURATION = re.compile(r"(?P<value>[1-9][0-9]*)(?P<unit>[sm])")
+# A plain branch name (refs/heads/<name>), never a pull-request or other ref.
+_BRANCH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9._-]+)*")
+_NOT_BRANCHES = ("refs/", "pull/", "remotes/")
+_REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d")
+_ACCOUNT = re.compile(r"\d{12}")
+_VALUES_KEY = re.compile(r"[A-Za-z0-9-]+(\.[A-Za-z0-9_-]+)+")
+_ECR_REPOSITORY = re.compile(r"[a-z0-9]+([._/-][a-z0-9]+)*")
+_IMAGE_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 
 
 class PinsError(ValueError):
@@ -54,6 +63,7 @@ class ChartPin:
     """The HyperPod dependencies Helm chart, taken from a pinned commit."""
 
     commit: str | None
+    branch: str
     path: str
     release: str
     namespace: str
@@ -71,6 +81,7 @@ class RigPin:
     """The restricted-instance-group dependencies script, taken from a pinned commit."""
 
     commit: str | None
+    branch: str
     script: str
     release: str
 
@@ -80,12 +91,30 @@ class RigPin:
 
 
 @dataclass(frozen=True)
+class HealthAgentPin:
+    """The chart's health-monitoring agent image: one ECR registry per region."""
+
+    values_key: str
+    repository: str
+    tag: str
+    registry_accounts: dict[str, str]
+
+    def image(self, region: str) -> str | None:
+        """The image URI in `region`'s registry, or None where none is known."""
+        account = self.registry_accounts.get(region)
+        if account is None:
+            return None
+        return f"{account}.dkr.ecr.{region}.amazonaws.com/{self.repository}:{self.tag}"
+
+
+@dataclass(frozen=True)
 class HyperPodDependencies:
     """Everything ClusterBootstrap pins; `digest()` changes when any of it changes."""
 
     repository: str
     chart: ChartPin
     rig: RigPin
+    health_agent: HealthAgentPin
     helm: ToolPin
     kubectl: ToolPin
     yq: ToolPin
@@ -130,18 +159,23 @@ def load_pins(path: str | Path) -> HyperPodDependencies:
 
 def parse_pins(data: Any, *, source: str) -> HyperPodDependencies:
     reader = _Reader(source)
-    root = reader.mapping(data, "", {"repository", "chart", "rig", "tools"})
+    root = reader.mapping(
+        data, "", {"repository", "chart", "rig", "health_monitoring_agent", "tools"}
+    )
     repository = reader.https_url(root, "repository")
     chart = reader.mapping(
-        root.get("chart"), "chart", {"commit", "path", "release", "namespace", "timeout", "wait"}
+        root.get("chart"),
+        "chart",
+        {"commit", "branch", "path", "release", "namespace", "timeout", "wait"},
     )
-    rig = reader.mapping(root.get("rig"), "rig", {"commit", "script", "release"})
+    rig = reader.mapping(root.get("rig"), "rig", {"commit", "branch", "script", "release"})
     tools = reader.mapping(root.get("tools"), "tools", set(TOOL_NAMES))
     pinned = {name: reader.tool(tools, name) for name in TOOL_NAMES}
     return HyperPodDependencies(
         repository=repository,
         chart=ChartPin(
             commit=reader.commit(chart, "chart.commit"),
+            branch=reader.branch(chart, "chart.branch"),
             path=reader.repo_path(chart, "chart.path"),
             release=reader.release(chart, "chart.release"),
             namespace=reader.namespace(chart, "chart.namespace"),
@@ -150,9 +184,11 @@ def parse_pins(data: Any, *, source: str) -> HyperPodDependencies:
         ),
         rig=RigPin(
             commit=reader.commit(rig, "rig.commit"),
+            branch=reader.branch(rig, "rig.branch"),
             script=reader.repo_path(rig, "rig.script"),
             release=reader.release(rig, "rig.release"),
         ),
+        health_agent=reader.health_agent(root.get("health_monitoring_agent")),
         helm=pinned["helm"],
         kubectl=pinned["kubectl"],
         yq=pinned["yq"],
@@ -204,6 +240,41 @@ class _Reader:
                 f"must be a full 40-character lowercase hex commit SHA or null, got {value!r}",
             )
         return value
+
+    def branch(self, data: dict[str, Any], field: str) -> str:
+        value = self.string(data, "branch", field)
+        if value.startswith(_NOT_BRANCHES) or not _BRANCH.fullmatch(value):
+            raise self.fail(
+                field,
+                f"must name the branch the commit belongs to (e.g. release_v2), not a "
+                f"pull-request or other ref; got {value!r}",
+            )
+        return value
+
+    def health_agent(self, value: Any) -> HealthAgentPin:
+        field = "health_monitoring_agent"
+        data = self.mapping(value, field, {"values_key", "repository", "tag", "registry_accounts"})
+        checks = {"values_key": _VALUES_KEY, "repository": _ECR_REPOSITORY, "tag": _IMAGE_TAG}
+        text = {}
+        for key, pattern in checks.items():
+            text[key] = self.string(data, key, f"{field}.{key}")
+            if not pattern.fullmatch(text[key]):
+                raise self.fail(f"{field}.{key}", f"is not well formed: {text[key]!r}")
+        accounts = self._required(data, "registry_accounts", f"{field}.registry_accounts")
+        if not isinstance(accounts, dict) or not accounts:
+            raise self.fail(f"{field}.registry_accounts", "must map regions to account IDs")
+        for region, account in accounts.items():
+            where = f"{field}.registry_accounts.{region}"
+            if not isinstance(region, str) or not _REGION.fullmatch(region):
+                raise self.fail(where, "is not an AWS region name")
+            if not isinstance(account, str) or not _ACCOUNT.fullmatch(account):
+                raise self.fail(where, f"must be a quoted 12-digit account ID, got {account!r}")
+        return HealthAgentPin(
+            values_key=text["values_key"],
+            repository=text["repository"],
+            tag=text["tag"],
+            registry_accounts=dict(accounts),
+        )
 
     def sha256(self, data: dict[str, Any], field: str) -> str | None:
         value = self._required(data, "sha256", field)

@@ -20,7 +20,7 @@ shopt -s inherit_errexit
 source "$(dirname "${BASH_SOURCE[0]}")/tools.sh"
 
 NS=${CHART_NAMESPACE:-kube-system}
-RIG_RESTRICTED_KEY=sagemaker.amazonaws.com/instance-group-type
+RIG_TOLERATION_KEY=sagemaker.amazonaws.com/RestrictedNode
 
 usage() {
   printf 'usage: %s install|delete\n' "${0##*/}" >&2
@@ -69,15 +69,27 @@ marker_put() {
     kubectl apply --filename -
 }
 
-# checkout COMMIT: fetch exactly that commit into its own directory and print the path.
+# checkout COMMIT BRANCH: fetch exactly that commit into its own directory, check that
+# it is on BRANCH (a commit reachable only from a pull-request ref is refused), and
+# print the path. The branch is fetched without trees or blobs (partial clone,
+# --filter=tree:0, git >= 2.20; GitHub serves such "treeless" fetches, see
+# github.blog/2020-12-21-get-up-to-speed-with-partial-clone-and-shallow-clone): only
+# its commit graph is needed for git-merge-base(1) --is-ancestor.
 checkout() {
-  local commit=$1 dir="${WORK_DIR}/src-$1" head
+  local commit=$1 branch=$2 dir="${WORK_DIR}/src-$1" head
   if [[ ! -d $dir ]]; then
     git init --quiet "$dir" >&2
+    git -C "$dir" config gc.auto 0 >&2
     git -C "$dir" remote add origin "$HYPERPOD_REPO_URL" >&2
     git -C "$dir" fetch --quiet --depth 1 origin "$commit" >&2 ||
       fail "could not fetch commit ${commit} from ${HYPERPOD_REPO_URL}"
     git -C "$dir" checkout --quiet --detach FETCH_HEAD >&2
+    git -C "$dir" fetch --quiet --filter=tree:0 origin "refs/heads/${branch}" >&2 ||
+      fail "could not fetch branch ${branch} from ${HYPERPOD_REPO_URL}"
+    git -C "$dir" merge-base --is-ancestor "$commit" FETCH_HEAD >&2 ||
+      fail "commit ${commit} is not on branch ${branch} of ${HYPERPOD_REPO_URL};" \
+        "pin a commit of that branch in novapod/data/hyperpod_dependencies.yaml"
+    log "commit ${commit} is on branch ${branch}" >&2
   fi
   head=$(git -C "$dir" rev-parse HEAD)
   [[ $head == "$commit" ]] || fail "checked out ${head}, not the pinned commit ${commit}"
@@ -86,58 +98,77 @@ checkout() {
 
 install_chart() {
   local src chart args
-  src=$(checkout "$CHART_COMMIT")
+  src=$(checkout "$CHART_COMMIT" "$CHART_BRANCH")
   chart="${src}/${CHART_PATH}"
   [[ -f "${chart}/Chart.yaml" ]] || fail "no Helm chart at ${CHART_PATH} in commit ${CHART_COMMIT}"
   log "building chart dependencies of ${CHART_PATH}"
   helm dependency build "$chart"
   args=(upgrade --install "$CHART_RELEASE" "$chart" --namespace "$NS"
     --timeout "$CHART_TIMEOUT" --description "novapod ${CHART_COMMIT}"
-    --set-string "global.region=${AWS_REGION}")
+    --set-string "global.region=${AWS_REGION}"
+    --set-string "${HMA_VALUES_KEY}=${HMA_IMAGE}")
   if [[ $CHART_WAIT == true ]]; then args+=(--wait); fi
   log "helm ${args[*]}"
   helm "${args[@]}"
 }
 
-# The RIG script derives its RIG copy of aws-node from the live DaemonSet. Once that
-# DaemonSet carries the RIG exclusion (from an earlier run), a second derivation would
-# demand and exclude restricted nodes at once and never schedule: refuse instead.
-assert_aws_node_unpatched() {
-  local keys
-  keys=$(kubectl get daemonset aws-node --namespace kube-system --output \
-    'jsonpath={.spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[*].matchExpressions[*].key}') ||
-    fail "cannot read DaemonSet kube-system/aws-node (the VPC CNI must be installed first)"
-  if [[ " ${keys} " == *" ${RIG_RESTRICTED_KEY} "* ]]; then
-    fail "DaemonSet aws-node already excludes restricted nodes (${RIG_RESTRICTED_KEY})" \
-      "from an earlier RIG install, but release ${RIG_RELEASE} is absent. Re-running the RIG" \
-      "script would derive a RIG DaemonSet that never schedules. Restore aws-node (e.g. update" \
-      "the vpc-cni add-on with --resolve-conflicts OVERWRITE) and redeploy."
-  fi
+# The pinned RIG script derives every name it patches from the Helm release that owns
+# namespace aws-hyperpod (get_standard_hyperpod_helm_release_name); make sure that
+# is the release novapod installed, so it patches novapod's objects.
+assert_chart_owns_namespace() {
+  local owner
+  owner=$(kubectl get namespace aws-hyperpod --ignore-not-found --output \
+    'jsonpath={.metadata.annotations.meta\.helm\.sh/release-name}') ||
+    fail "cannot read namespace aws-hyperpod"
+  [[ $owner == "$CHART_RELEASE" ]] ||
+    fail "namespace aws-hyperpod belongs to Helm release '${owner:-none}', not" \
+      "${CHART_RELEASE}; the RIG script would patch that release's objects. Remove the" \
+      "other installation of the HyperPod dependencies chart, then redeploy."
+}
+
+# Multi-node jobs on restricted nodes need the EFA device plugin there: the RIG script
+# must have added the restricted-node toleration to it (override_efa). Older script
+# revisions did not, and such jobs stayed Pending; check instead of trusting the pin.
+assert_efa_tolerates_restricted_nodes() {
+  local daemonset="${CHART_RELEASE}-aws-efa-k8s-device-plugin" keys
+  keys=$(kubectl get daemonset "$daemonset" --namespace kube-system --output \
+    'jsonpath={.spec.template.spec.tolerations[*].key}') ||
+    fail "cannot read DaemonSet kube-system/${daemonset}"
+  [[ " ${keys} " == *" ${RIG_TOLERATION_KEY} "* ]] ||
+    fail "DaemonSet kube-system/${daemonset} does not tolerate ${RIG_TOLERATION_KEY}" \
+      "after ${RIG_SCRIPT} at ${RIG_COMMIT}: EFA devices would never reach restricted" \
+      "nodes and multi-node jobs would stay Pending. Pin a RIG script that patches it."
+  log "DaemonSet ${daemonset} tolerates ${RIG_TOLERATION_KEY}"
 }
 
 install_rig() {
   local src script_dir script state
-  src=$(checkout "$RIG_COMMIT")
+  src=$(checkout "$RIG_COMMIT" "$RIG_BRANCH")
   script="${src}/${RIG_SCRIPT}"
   [[ -f $script ]] || fail "no RIG script at ${RIG_SCRIPT} in commit ${RIG_COMMIT}"
   script_dir=$(dirname "$script")
   log "running ${RIG_SCRIPT} at ${RIG_COMMIT} (its y/N question answered 'y')"
-  # The script works relative to helm_chart/ and asks one question on stdin.
+  # The script works relative to helm_chart/ and asks one question on stdin before it
+  # installs; its "re-run?" questions come only when the RIG release exists, which
+  # do_install never lets it reach. Nothing else is on stdin, so any further or changed
+  # question reads EOF and the script cancels: the release check below then fails.
   (cd "$script_dir" && bash "./${script##*/}" <<<"y") ||
     fail "${RIG_SCRIPT} failed; see its output above"
   state=$(release_state "$RIG_RELEASE") || fail "cannot list Helm releases in ${NS}"
   [[ $state == deployed ]] ||
     fail "${RIG_SCRIPT} ended without a deployed ${RIG_RELEASE} release (state: ${state});" \
       "did its prompt change?"
+  assert_efa_tolerates_restricted_nodes
 }
 
 do_install() {
   local rig=${INSTALL_RIG:-false} tools=(helm kubectl) chart_revision rig_revision
   local recorded_chart recorded_rig state
-  require_set CLUSTER_NAME AWS_REGION HYPERPOD_REPO_URL CHART_PATH CHART_RELEASE \
-    CHART_TIMEOUT CHART_WAIT RIG_SCRIPT RIG_RELEASE MARKER_CONFIGMAP PINS_SHA256 \
-    HELM_URL HELM_ARCHIVE_MEMBER KUBECTL_URL
+  require_set CLUSTER_NAME AWS_REGION HYPERPOD_REPO_URL CHART_PATH CHART_BRANCH \
+    CHART_RELEASE CHART_TIMEOUT CHART_WAIT RIG_SCRIPT RIG_BRANCH RIG_RELEASE \
+    MARKER_CONFIGMAP PINS_SHA256 HELM_URL HELM_ARCHIVE_MEMBER KUBECTL_URL HMA_VALUES_KEY
   require_commit CHART_COMMIT "the HyperPod dependencies chart"
+  require_image HMA_IMAGE "the health-monitoring agent in ${AWS_REGION}"
   require_sha256 HELM_SHA256 helm
   require_sha256 KUBECTL_SHA256 kubectl
   if [[ $rig == true ]]; then
@@ -177,7 +208,7 @@ do_install() {
       "does not re-run it over an installation. Uninstall ${RIG_RELEASE}, restore aws-node," \
       "then redeploy."
   else
-    assert_aws_node_unpatched
+    assert_chart_owns_namespace
     install_rig
     recorded_rig=$rig_revision
     marker_put "$recorded_chart" "$recorded_rig"

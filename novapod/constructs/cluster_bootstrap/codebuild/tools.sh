@@ -30,6 +30,15 @@ require_commit() {
   fi
 }
 
+# require_image VARIABLE WHAT: the variable holds an image URI, or the run stops.
+require_image() {
+  local variable=$1 what=$2 value=${!1:-}
+  if [[ ! $value =~ ^[0-9]{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com/[^[:space:]]+:[^[:space:]]+$ ]]; then
+    fail "$variable is not pinned (got '${value}'): novapod/data/hyperpod_dependencies.yaml" \
+      "names no registry for ${what}. Add its account to health_monitoring_agent and redeploy."
+  fi
+}
+
 require_set() {
   local variable
   for variable in "$@"; do

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 Action = Literal["install", "delete", "none"]
@@ -137,6 +138,31 @@ def verdict(build: Mapping[str, Any]) -> Verdict:
     return "running"
 
 
+def log_link(build: Mapping[str, Any]) -> str | None:
+    """Where a build's output is: its console link, else its log group and stream."""
+    logs = build.get("logs") or {}
+    if logs.get("deepLink"):
+        return str(logs["deepLink"])
+    if logs.get("groupName"):
+        return f"log group {logs['groupName']}, stream {logs.get('streamName')}"
+    return None
+
+
+def progress(build: Mapping[str, Any]) -> dict[str, Any]:
+    """What a poll reports: status, phase, elapsed seconds and where the log is."""
+    report: dict[str, Any] = {
+        "build_id": build.get("id"),
+        "status": build.get("buildStatus", "UNKNOWN"),
+        "phase": build.get("currentPhase", "unknown phase"),
+        "log": log_link(build) or "not yet available",
+    }
+    start, end = build.get("startTime"), build.get("endTime")
+    if isinstance(start, datetime):
+        finished = end if isinstance(end, datetime) else datetime.now(start.tzinfo)
+        report["elapsed_seconds"] = int((finished - start).total_seconds())
+    return report
+
+
 def failure_message(build: Mapping[str, Any], action: str) -> str:
     """One sentence: which build, how it ended, in which phase, and where its log is."""
     build_id = build.get("id", "unknown build")
@@ -149,12 +175,7 @@ def failure_message(build: Mapping[str, Any], action: str) -> str:
         for c in p.get("contexts") or []
         if c.get("message")
     ]
-    logs = build.get("logs") or {}
-    link = logs.get("deepLink") or (
-        f"log group {logs['groupName']}, stream {logs.get('streamName')}"
-        if logs.get("groupName")
-        else "no log link in the build record"
-    )
+    link = log_link(build) or "no log link in the build record"
     detail = f" ({'; '.join(reasons)})" if reasons else ""
     return (
         f"HyperPod dependencies {action} build {build_id} ended {status} in phase {phase}"

@@ -38,6 +38,9 @@ def _client() -> Any:
 
 
 def _log(decision: str, **fields: Any) -> None:
+    # One JSON line per decision in the function's log group, which the EKS stack
+    # outputs (BootstrapStartLogGroup, BootstrapProgressLogGroup): where a cdk deploy
+    # user sees what the long wait is doing.
     print(json.dumps({"decision": decision, **fields}, default=str, sort_keys=True))
 
 
@@ -102,8 +105,16 @@ def _start_build(
             f"could not start the HyperPod dependencies {action} build in CodeBuild project "
             f"{props.project_name} ({_detail(exc)})"
         ) from exc
-    build_id = str(response["build"]["id"])
-    _log("build-started", action=action, build_id=build_id, cluster=props.cluster_name)
+    build = response["build"]
+    build_id = str(build["id"])
+    _log(
+        "build-started",
+        action=action,
+        build_id=build_id,
+        cluster=props.cluster_name,
+        project=props.project_name,
+        log=decisions.log_link(build) or "in the project's log group once the build starts",
+    )
     return build_id
 
 
@@ -130,10 +141,10 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     build = builds[0]
     verdict = decisions.verdict(build)
     if verdict == "running":
-        _log("wait", build_id=build_id, phase=build.get("currentPhase"))
+        _log("wait", action=action, **decisions.progress(build))
         return {"IsComplete": False}
     if verdict == "succeeded":
-        _log("build-succeeded", action=action, build_id=build_id)
+        _log("build-succeeded", action=action, **decisions.progress(build))
         return {"IsComplete": True}
     message = decisions.failure_message(build, action)
     if action == "delete":
