@@ -110,6 +110,8 @@ def _offerings(args: argparse.Namespace) -> int:
         target_resources=tuple(request.target_resources),
         choice_policy=spec.choice if spec else "cheapest",
         subnet_ids_by_zone_id=_our_zones(config),
+        # As the deploy does: only offerings priced in the fee cap's currency compete.
+        currency=spec.purchase.currency if spec and spec.purchase else None,
     )
     try:
         # The only place novapod reads AWS settings: a missing profile or a broken
@@ -129,7 +131,12 @@ def _offerings(args: argparse.Namespace) -> int:
         print(f"novapod offerings: the search failed: {error}", file=sys.stderr)
         return EXIT_AWS
     print(f"training plan {name}: {search.describe()}, zones {', '.join(config.network.zone_ids)}")
-    print(f"{len(found.offerings)} offered, {len(found.candidates)} in one of our zones")
+    print(
+        f"{len(found.offerings)} offered, {len(found.candidates)} fit the request in one of "
+        "our zones"
+    )
+    for offering_id, reasons in found.skipped:
+        print(f"skipped {offering_id}: {'; '.join(reasons)}")
     chosen_id = (found.chosen or {}).get("TrainingPlanOfferingId")
     rows = [("", "offering", "upfront fee", "currency", "zone", "zone id", "start", "end")]
     for offering in found.candidates:
@@ -155,9 +162,11 @@ def _offerings(args: argparse.Namespace) -> int:
     chosen = chosen_id
     purchase = spec.purchase if spec else None
     if purchase is None or not purchase.approve:
+        plan_name = config.purchase_names().get(name, "")
         print(
             f"would choose {chosen} ({search.choice_policy}); nothing is bought until the plan "
-            "is in capacity.training_plans with purchase.approve and max_upfront_fee"
+            f"is in capacity.training_plans with purchase.approve: {plan_name} and "
+            "max_upfront_fee"
         )
         return EXIT_OK
     refusal = decisions.check_fee_cap(

@@ -51,11 +51,18 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_lists_candidates_in_our_zones_and_the_choice(fake, tmp_path, capsys) -> None:
     assert main(["offerings", str(write(tmp_path, CONFIG)), "--plan", "main"]) == 0
     out = capsys.readouterr().out
-    assert "3 offered, 2 in one of our zones" in out
-    assert "tpo-elsewhere" not in out
+    assert "3 offered, 2 fit the request in one of our zones" in out
+    # Listed as skipped, with its reason, never as a candidate.
+    assert (
+        "skipped tpo-elsewhere: its zone us-east-1c (use1-az1) has no private subnet of ours" in out
+    )
+    assert not [line for line in out.splitlines() if "tpo-elsewhere" in line and "USD" in line]
     chosen = [line for line in out.splitlines() if line.startswith("*")]
     assert len(chosen) == 1 and "tpo-cheap" in chosen[0] and "use1-az6" in chosen[0]
-    assert "nothing is bought until" in out
+    assert (
+        "nothing is bought until the plan is in capacity.training_plans with purchase.approve: "
+        "novapod-dev-main-951cd24c and max_upfront_fee"
+    ) in out
     (search,) = fake.calls_to("SearchTrainingPlanOfferings")
     assert search["InstanceType"] == "ml.p5.48xlarge"
     assert (search["InstanceCount"], search["DurationHours"]) == (4, 48)
@@ -83,3 +90,17 @@ def test_aws_errors_are_one_line(fake, tmp_path, capsys) -> None:
     assert main(["offerings", str(write(tmp_path, CONFIG))]) == 1
     err = capsys.readouterr().err
     assert err.startswith("novapod offerings: the search failed:") and "Traceback" not in err
+
+
+def test_offerings_in_another_currency_are_skipped_as_the_deploy_skips_them(
+    fake, tmp_path, capsys
+) -> None:
+    fake.add_offering("tpo-euro", zones=["us-east-1a"], start=T0, fee="1.00", currency="EUR")
+    path = write(tmp_path, CONFIG + APPROVED.replace("LIMIT", "100000"))
+    assert main(["offerings", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "4 offered, 2 fit the request in one of our zones" in out
+    (skipped,) = [line for line in out.splitlines() if line.startswith("skipped tpo-euro")]
+    assert "EUR" in skipped
+    assert "a deploy would buy tpo-cheap" in out
+    assert fake.calls_to("CreateTrainingPlan") == []
