@@ -95,6 +95,8 @@ ISO_4217_CODES = frozenset(
     TZS UAH UGX USD UYU UZS VES VND VUV WST XAF XCD XCG XOF XPF YER ZAR ZMW ZWG""".split()  # noqa: SIM905 (a table reads better)
 )
 
+INSTANCE_TYPE_PATTERN = r"^ml\.[a-z0-9-]+\.[a-z0-9]+$"
+
 # Tag text every service here accepts (SageMaker's pattern, ASCII form).
 TAG_TEXT = r"^[A-Za-z0-9 _.:/=+@-]*$"
 
@@ -468,7 +470,7 @@ class Workload(_Model):
     )
     instance_type: str | None = Field(
         None,
-        pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
+        pattern=INSTANCE_TYPE_PATTERN,
         description="Override the documented instance type.",
     )
     instance_count: int | None = Field(
@@ -559,7 +561,7 @@ class TrainingPlanSpec(_Model):
     name: PlanName = Field(description="Short DNS-label name, at most 24 characters.")
     instance_type: str | None = Field(
         None,
-        pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
+        pattern=INSTANCE_TYPE_PATTERN,
         description="Instance type to reserve; derived from the workloads unless set.",
     )
     instance_count: int | None = Field(
@@ -748,7 +750,7 @@ class RestrictedGroup(_Model):
     training_plan: PlanName = Field(description="Name of an entry in capacity.training_plans.")
     instance_type: str | None = Field(
         None,
-        pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
+        pattern=INSTANCE_TYPE_PATTERN,
         description="Default: the plan's instance type.",
         json_schema_extra=_cluster_instance_types_schema,
     )
@@ -776,7 +778,7 @@ class StandardGroup(_Model):
 
     name: GroupName = Field(description="Instance group name; unique in the cluster.")
     instance_type: str = Field(
-        pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
+        pattern=INSTANCE_TYPE_PATTERN,
         description="A HyperPod instance type, e.g. ml.m5.2xlarge.",
         json_schema_extra=_cluster_instance_types_schema,
     )
@@ -1454,7 +1456,7 @@ _PATTERN_WORDS = {
     ),
     r"^\d{12}$": 'an AWS account ID: 12 digits, quoted (account: "111122223333")',
     r"^[a-z]{2}(-gov)?-[a-z]+-\d{1,2}$": "a region code such as us-east-1",
-    r"^ml\.[a-z0-9-]+\.[a-z0-9]+$": _INSTANCE_TYPE_WORDS,
+    INSTANCE_TYPE_PATTERN: _INSTANCE_TYPE_WORDS,
     r"^subnet-[0-9a-f]{8,17}$": "a subnet ID such as subnet-0123456789abcdef0",
     r"^rtb-[0-9a-f]{8,17}$": "a route table ID such as rtb-0123456789abcdef0",
     r"^vpc-[0-9a-f]{8,17}$": "a VPC ID such as vpc-0123456789abcdef0",
