@@ -37,8 +37,16 @@ def edit(data: dict[str, Any], change: str) -> dict[str, Any]:
         data["network"]["vpc"]["zone_ids"].append("use1-az1")
     elif change == "new-plan-window":
         data["capacity"]["training_plans"][0]["start_after"] = "2027-01-11T00:00:00Z"
+        # What is bought changed: validation demands the new name's approval.
+        data["capacity"]["training_plans"][0]["purchase"]["approve"] = (
+            "novapod-nova-lite-lite-sft-861a5d38"
+        )
     elif change == "rename-environment":
         data["name"] = "renamed"
+        # A renamed environment buys its plan anew: approved under the new name.
+        data["capacity"]["training_plans"][0]["purchase"]["approve"] = (
+            "novapod-renamed-lite-sft-31e61478"
+        )
     else:
         raise AssertionError(change)
     return data

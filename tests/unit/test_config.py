@@ -814,8 +814,8 @@ def test_rig_outside_known_regions_warns() -> None:
     assert parse_config(data).warnings() == []
     data = {
         **data,
-        "region": "ca-central-1",
-        "network": {"vpc": {"zone_ids": ["cac1-az1", "cac1-az2"]}},
+        "region": "sa-east-1",
+        "network": {"vpc": {"zone_ids": ["sae1-az1", "sae1-az2"]}},
     }
     (warning,) = parse_config(data).warnings()
     assert warning.startswith("region: restricted instance groups have been seen only in us-east-1")
