@@ -1195,6 +1195,33 @@ class NovapodConfig(_Model):
         return {**self.tags, "novapod:environment": self.name}
 
 
+VALIDATE_AS_OF_ENV = "NOVAPOD_VALIDATE_AS_OF"
+
+
+def _validate_as_of(source: str | None) -> datetime | None:
+    """NOVAPOD_VALIDATE_AS_OF: judge time-dependent rules (a plan window that has
+    ended) as of that time, to re-synthesize a past commit as it was, and in tests."""
+    value = os.environ.get(VALIDATE_AS_OF_ENV)
+    if not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise ConfigError(
+            [
+                (
+                    "",
+                    f"{VALIDATE_AS_OF_ENV}={value} is not an ISO 8601 time with a UTC offset; "
+                    "write it like 2026-11-30T00:00:00Z or unset it",
+                )
+            ],
+            source,
+        )
+    return moment
+
+
 def _validation_time(info: ValidationInfo) -> datetime:
     """Now, or the time `parse_config(..., now=)` validates as of (tests, replays)."""
     context = info.context if isinstance(info.context, Mapping) else {}
@@ -1252,7 +1279,8 @@ def parse_config(
             source,
         )
     try:
-        return NovapodConfig.model_validate(dict(data), context={"now": now or datetime.now(UTC)})
+        moment = now or _validate_as_of(source) or datetime.now(UTC)
+        return NovapodConfig.model_validate(dict(data), context={"now": moment})
     except ValidationError as exc:
         raise ConfigError(_issues(exc), source) from None
 

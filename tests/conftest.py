@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 
@@ -16,6 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = ROOT / "config" / "default.yaml"
 EXAMPLES = sorted((ROOT / "config" / "examples").glob("*.yaml"))
 ALL_CONFIGS = [DEFAULT_CONFIG, *EXAMPLES]
+# "Now" for validating the shipped configs, in this process and every subprocess (CLI,
+# CDK CLI): their plan windows are in early 2027 and must not expire under the tests.
+VALIDATION_TIME = datetime(2026, 11, 30, tzinfo=UTC)
+os.environ["NOVAPOD_VALIDATE_AS_OF"] = VALIDATION_TIME.isoformat()
 
 
 @dataclass(frozen=True)

@@ -1316,3 +1316,28 @@ def test_a_kubernetes_version_past_standard_support_warns() -> None:
     assert warning.startswith("eks.kubernetes_version: 1.33 left EKS standard support on ")
     current = parse_config({**VALID, "eks": {"kubernetes_version": "1.35"}})
     assert current.warnings(today=date(2026, 11, 30)) == []
+
+
+def test_validation_time_can_be_set_for_reproducible_synths(monkeypatch) -> None:
+    capacity = {
+        "workloads": [SFT],
+        "training_plans": [
+            {
+                "name": "main",
+                "end_before": "2027-02-28T00:00:00Z",
+                "purchase": {**APPROVED, "approve": "novapod-dev-main-cb891fae"},
+            }
+        ],
+    }
+    monkeypatch.setenv("NOVAPOD_VALIDATE_AS_OF", "2027-03-01T00:00:00+00:00")
+    assert dict(errors_of(with_capacity(capacity)))["capacity.training_plans[0].end_before"]
+    monkeypatch.setenv("NOVAPOD_VALIDATE_AS_OF", "2027-02-01T00:00:00Z")
+    assert parse_config(with_capacity(capacity)).name == "dev"
+    monkeypatch.setenv("NOVAPOD_VALIDATE_AS_OF", "yesterday")
+    assert errors_of(with_capacity(capacity)) == [
+        (
+            "",
+            "NOVAPOD_VALIDATE_AS_OF=yesterday is not an ISO 8601 time with a UTC offset; write "
+            "it like 2026-11-30T00:00:00Z or unset it",
+        )
+    ]
