@@ -18,6 +18,7 @@ from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from novapod.config import NovapodConfig
+from novapod.constructs.execution_role import execution_role_kinds
 from novapod.stacks.capacity import CapacityStack
 from novapod.stacks.eks import EksStack
 from novapod.stacks.hyperpod import HyperPodStack
@@ -85,6 +86,9 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             install_rig_dependencies=bool(
                 config.hyperpod and config.hyperpod.restricted_instance_groups
             ),
+            # Built here, not in the HyperPod stack: created while the EKS cluster is.
+            execution_role_kinds=execution_role_kinds(config.hyperpod),
+            node_policies=storage.node_policies,
             env=env,
             description=f"novapod {config.name}: EKS cluster with the HyperPod dependencies",
         )
@@ -99,7 +103,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             eks_cluster_arn=eks.cluster.cluster_arn,
             network=network.handle,
             security_group=network.security_group,
-            storage_policies=storage.node_policies,
+            execution_roles=eks.execution_roles,
             lifecycle_scripts=storage.lifecycle_scripts,
             plans=capacity.plans if capacity else {},
             bootstrap=eks.bootstrap.resource,

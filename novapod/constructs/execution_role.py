@@ -12,16 +12,22 @@ health-monitoring agent). AWS's HyperPod EKS sample grants the ECR pull actions 
 Resource '*' (aws-samples/awsome-distributed-training 1.architectures/
 7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/sagemaker-iam-role-stack.yaml);
 we name the AWS-owned repositories instead (novapod/data/node_images.yaml).
+
+EksStack creates these roles, from values known at synth (the EKS cluster's ARN is
+written from its name), so they exist while the EKS cluster is still being created;
+HyperPodStack, which deploys after EksStack, only passes their ARNs to the cluster.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from novapod.config import HyperPod
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.cluster_bootstrap.pins import default_pins
 from novapod.node_images import ImageRepository, node_image_registries
@@ -56,6 +62,25 @@ ECR_PULL = ("ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLa
 # Nova customization images live in AWS-owned repositories whose names start so.
 NOVA_REPOSITORIES = "nova-*"
 
+GroupKind = Literal["restricted", "standard"]
+# Construct IDs, kept from when HyperPodStack built the roles (same logical IDs).
+ROLE_IDS: dict[GroupKind, str] = {
+    "restricted": "RestrictedGroupRole",
+    "standard": "StandardGroupRole",
+}
+
+
+def execution_role_kinds(hyperpod: HyperPod | None) -> tuple[GroupKind, ...]:
+    """The role kinds a cluster's groups use: none without a HyperPod cluster."""
+    if hyperpod is None:
+        return ()
+    kinds: list[GroupKind] = []
+    if hyperpod.restricted_instance_groups:
+        kinds.append("restricted")
+    if hyperpod.instance_groups:
+        kinds.append("standard")
+    return tuple(kinds)
+
 
 class ExecutionRole(Construct):
     """The role HyperPod nodes of one group kind (`restricted` or `standard`) assume."""
@@ -65,7 +90,7 @@ class ExecutionRole(Construct):
         scope: Construct,
         id_: str,
         *,
-        kind: str,
+        kind: GroupKind,
         region: str,
         cluster_arn: str,
         subnet_ids: Sequence[str],
@@ -168,7 +193,7 @@ class ExecutionRole(Construct):
             service="ec2", account="*", resource="instance", resource_name="*"
         )
 
-    def _acknowledge(self, kind: str, interfaces: str, repositories: str) -> None:
+    def _acknowledge(self, kind: GroupKind, interfaces: str, repositories: str) -> None:
         acknowledge(
             self.role,
             f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{INSTANCE_POLICY}]",

@@ -4,6 +4,9 @@ Native `AWS::EKS::Cluster` (aws_eks_v2), EKS Auto Mode off, the standard managed
 add-ons at pinned versions, all control-plane logs with retention, secrets encrypted
 with the environment's key, a private endpoint unless config opens it to a CIDR list.
 The HyperPod dependencies are installed by the ClusterBootstrap custom resource.
+The HyperPod execution roles are created here too, from values known at synth, so
+they are ready while the cluster and the bootstrap still run and HyperPodStack (which
+deploys after this stack) only references them.
 Outputs tell a `cdk deploy` user how to reach the cluster and where the long
 bootstrap wait logs its progress.
 """
@@ -11,6 +14,7 @@ bootstrap wait logs its progress.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any, cast
 
 from aws_cdk import CfnOutput, RemovalPolicy, Stack
@@ -24,6 +28,7 @@ from constructs import Construct
 from novapod.config import Eks
 from novapod.constructs.acknowledge import acknowledge
 from novapod.constructs.cluster_bootstrap.construct import ClusterBootstrap
+from novapod.constructs.execution_role import ROLE_IDS, ExecutionRole, GroupKind
 from novapod.constructs.log_retention import retention
 from novapod.constructs.network import VpcHandle
 from novapod.facts import ADDON_NAMES, eks_facts
@@ -51,7 +56,7 @@ def kubeconfig_command(cluster_name: str, region: str) -> str:
 
 
 class EksStack(Stack):
-    """Exposes `cluster` (eks_v2.Cluster) and `cluster_name`."""
+    """Exposes `cluster` (eks_v2.Cluster), `cluster_name` and `execution_roles` (by kind)."""
 
     def __init__(
         self,
@@ -64,6 +69,8 @@ class EksStack(Stack):
         security_group: ec2.ISecurityGroup,
         key: kms.IKey,
         install_rig_dependencies: bool,
+        execution_role_kinds: Sequence[GroupKind] = (),
+        node_policies: Sequence[iam.IManagedPolicy] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, **kwargs)
@@ -164,6 +171,24 @@ class EksStack(Stack):
             log_retention_days=spec.log_retention_days,
             after=list(self.addons.values()),
         )
+        self.execution_roles: dict[GroupKind, ExecutionRole] = {
+            kind: ExecutionRole(
+                self,
+                ROLE_IDS[kind],
+                kind=kind,
+                region=self.region,
+                # From the name (arn:...:eks:<region>:<account>:cluster/<name>, as in
+                # docs.aws.amazon.com/resilience-hub/latest/APIReference/API_EksSource.html),
+                # not the cluster's Arn attribute: the roles must not wait for the cluster.
+                cluster_arn=self.format_arn(
+                    service="eks", resource="cluster", resource_name=cluster_name
+                ),
+                subnet_ids=[s.subnet_id for s in network.private_subnets],
+                security_group_id=security_group.security_group_id,
+                storage_policies=node_policies,
+            )
+            for kind in execution_role_kinds
+        }
         self._acknowledge()
         self._outputs()
 

@@ -3,22 +3,23 @@
 Restricted instance groups run on training-plan capacity: each takes its plan's ARN
 and the subnets the TrainingPlan resource reports for the plan's zone, so the nodes
 land where the capacity is. Standard groups run system pods and CPU work with our
-lifecycle scripts. The cluster waits for ClusterBootstrap (HyperPod dependencies).
+lifecycle scripts. The cluster waits for ClusterBootstrap (HyperPod dependencies)
+and for the execution roles with their policies: both are in EksStack, which this
+stack deploys after.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from novapod.config import HyperPod, NovapodConfig, RestrictedGroup, StandardGroup
-from novapod.constructs.execution_role import ExecutionRole
+from novapod.constructs.execution_role import ExecutionRole, GroupKind, execution_role_kinds
 from novapod.constructs.lifecycle_scripts import LifecycleScripts
 from novapod.constructs.network import VpcHandle
 from novapod.constructs.training_plan.construct import TrainingPlan
@@ -27,7 +28,7 @@ CLUSTER_LOGICAL_ID = "HyperPodCluster"
 
 
 class HyperPodStack(Stack):
-    """Exposes `cluster` (CfnCluster) and the execution roles by group kind."""
+    """Exposes `cluster` (CfnCluster) and the execution roles it uses, by group kind."""
 
     def __init__(
         self,
@@ -39,7 +40,7 @@ class HyperPodStack(Stack):
         eks_cluster_arn: str,
         network: VpcHandle,
         security_group: ec2.ISecurityGroup,
-        storage_policies: Sequence[iam.IManagedPolicy],
+        execution_roles: Mapping[GroupKind, ExecutionRole],
         lifecycle_scripts: LifecycleScripts | None,
         plans: Mapping[str, TrainingPlan],
         bootstrap: Construct | None,
@@ -53,26 +54,23 @@ class HyperPodStack(Stack):
         self.requests = {spec.name: request for spec, request in config.training_plan_requests()}
         self.security_group_id = security_group.security_group_id
 
-        def role(id_: str, kind: str) -> ExecutionRole:
-            return ExecutionRole(
-                self,
-                id_,
-                kind=kind,
-                region=config.region,
-                cluster_arn=eks_cluster_arn,
-                subnet_ids=[s.subnet_id for s in network.private_subnets],
-                security_group_id=self.security_group_id,
-                storage_policies=storage_policies,
-            )
-
-        self.roles: dict[str, ExecutionRole] = {}
-        if spec.restricted_instance_groups:
-            self.roles["restricted"] = role("RestrictedGroupRole", "restricted")
+        # EksStack created the roles (this stack deploys after it, so they and their
+        # policies exist before the cluster starts nodes); here they are only referenced.
+        needed = execution_role_kinds(spec)
+        missing = [k for k in needed if k not in execution_roles]
+        if missing:
+            raise ValueError(f"the EKS stack created no {', '.join(missing)} execution role")
+        self.roles: dict[GroupKind, ExecutionRole] = {k: execution_roles[k] for k in needed}
+        for execution_role in self.roles.values():
+            # Said outright, not left to the ARN reference: CloudFormation creates this
+            # stack only after the roles' stack has completed, policies included.
+            if Stack.of(execution_role) is not self:
+                self.add_stack_dependency(
+                    Stack.of(execution_role), "the HyperPod execution roles and their policies"
+                )
         scripts = lifecycle_scripts
-        if spec.instance_groups:
-            if scripts is None:
-                raise ValueError("standard instance groups need the lifecycle scripts deployed")
-            self.roles["standard"] = role("StandardGroupRole", "standard")
+        if spec.instance_groups and scripts is None:
+            raise ValueError("standard instance groups need the lifecycle scripts deployed")
 
         self.cluster = sagemaker.CfnCluster(
             self,
@@ -98,10 +96,6 @@ class HyperPodStack(Stack):
         if bootstrap is not None:
             # The HyperPod dependencies chart must be in the cluster before HyperPod.
             self.cluster.node.add_dependency(bootstrap)
-        # The roles are referenced by ARN, their inline policies are not: without this the
-        # cluster can start nodes before the ENI and ECR permissions exist.
-        for execution_role in self.roles.values():
-            self.cluster.node.add_dependency(execution_role.policy)
         CfnOutput(
             self,
             "ClusterName",

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from benchmarks.critical_path import ancestors, resource_graph
 from novapod.stacks.hyperpod import CLUSTER_LOGICAL_ID
-from tests.conftest import ROOT, joined, producer_value, resources
+from tests.conftest import DEFAULT_CONFIG, ROOT, joined, producer_value, resources
 
 EXAMPLES = ROOT / "config" / "examples"
 PURCHASE = EXAMPLES / "single-rig-purchase.yaml"
@@ -110,7 +111,8 @@ def test_standard_groups_run_lifecycle_scripts_from_s3(synth) -> None:
 
 
 def role_statements(result, logical_fragment: str) -> list[dict[str, Any]]:
-    template = result.templates["hyperpod"]
+    # The execution roles live in the EKS stack (created while the EKS cluster is).
+    template = result.templates["eks"]
     out = []
     for logical_id, policy in resources(template, "AWS::IAM::Policy").items():
         if logical_fragment in logical_id:
@@ -140,9 +142,13 @@ def test_execution_role_statements(synth, fragment, kind) -> None:
         "network-interface/*",
     ]
     assert statements["PodIdentityOnThisCluster"]["Action"] == "eks-auth:AssumeRoleForPodIdentity"
-    assert producer_value(result, statements["PodIdentityOnThisCluster"]["Resource"]) == {
-        "Fn::GetAtt": ["ClusterEB0386A7", "Arn"]
-    }
+    # Written from the cluster's name, not read from the cluster: the ARN EKS gives it.
+    (eks_cluster,) = resources(result.templates["eks"], "AWS::EKS::Cluster").values()
+    name = eks_cluster["Properties"]["Name"]
+    assert name == "novapod-mixed"
+    assert joined(statements["PodIdentityOnThisCluster"]["Resource"]) == (
+        f"arn:aws:eks:us-east-1:111122223333:cluster/{name}"
+    )
     eni = statements["ManageInterfaces"]
     assert joined(eni["Resource"]).endswith(":network-interface/*")
     assert "ec2:CreateTags" not in as_list(eni["Action"])
@@ -156,7 +162,7 @@ def test_execution_role_statements(synth, fragment, kind) -> None:
     for statement in statements.values():
         assert all("*" not in a for a in as_list(statement["Action"]))
     # The role's S3/KMS access comes from StorageStack's managed policies.
-    template = result.templates["hyperpod"]
+    template = result.templates["eks"]
     (role,) = [
         r for k, r in resources(template, "AWS::IAM::Role").items() if k.startswith(fragment)
     ]
@@ -197,14 +203,28 @@ def test_storage_policies_use_object_arns_for_object_actions(synth) -> None:
     ]
 
 
-def test_only_the_needed_role_kinds_exist(synth) -> None:
-    assert {k for k in resources(synth(PURCHASE).templates["hyperpod"], "AWS::IAM::Role")} == {
+def execution_roles(result) -> set[str]:
+    return {
         k
-        for k in resources(synth(PURCHASE).templates["hyperpod"], "AWS::IAM::Role")
-        if k.startswith("RestrictedGroupRole")
+        for k in resources(result.templates["eks"], "AWS::IAM::Role")
+        if k.startswith(("RestrictedGroupRole", "StandardGroupRole"))
     }
-    existing = resources(synth(EXISTING).templates["hyperpod"], "AWS::IAM::Role")
-    assert all(k.startswith("StandardGroupRole") for k in existing) and existing
+
+
+def test_only_the_needed_role_kinds_exist(synth) -> None:
+    # Logical IDs kept from when the HyperPod stack built the roles.
+    assert execution_roles(synth(PURCHASE)) == {"RestrictedGroupRole637F6980"}
+    assert execution_roles(synth(EXISTING)) == {"StandardGroupRoleBEBA0EDF"}
+    assert execution_roles(synth(MIXED)) == {
+        "RestrictedGroupRole637F6980",
+        "StandardGroupRoleBEBA0EDF",
+    }
+    # No HyperPod section, no execution roles.
+    assert execution_roles(synth(DEFAULT_CONFIG)) == set()
+    for path in (PURCHASE, EXISTING, MIXED):
+        hyperpod = synth(path).templates["hyperpod"]
+        assert not resources(hyperpod, "AWS::IAM::Role")
+        assert not resources(hyperpod, "AWS::IAM::Policy")
 
 
 @pytest.mark.parametrize("path", [PURCHASE, TWO, MIXED, ADOPT, EXISTING], ids=lambda p: p.stem)
@@ -326,16 +346,29 @@ def test_restricted_role_pulls_no_other_aws_registry(synth) -> None:
 
 
 @pytest.mark.parametrize("path", [PURCHASE, MIXED, EXISTING], ids=lambda p: p.stem)
-def test_cluster_waits_for_its_execution_role_policies(synth, path) -> None:
-    template = synth(path).templates["hyperpod"]
-    role_policies = {
-        k
-        for k in resources(template, "AWS::IAM::Policy")
-        if k.startswith(("RestrictedGroupRole", "StandardGroupRole"))
+def test_cluster_waits_for_its_execution_roles_without_them_waiting_for_eks(synth, path) -> None:
+    result = synth(path)
+    eks = result.templates["eks"]
+    graph = resource_graph(eks)
+    (eks_cluster,) = resources(eks, "AWS::EKS::Cluster")
+    # Every group's role is a role of the EKS stack, with its inline policy there too ...
+    used = {
+        producer_value(result, g["ExecutionRole"])["Fn::GetAtt"][0]
+        for key in ("RestrictedInstanceGroups", "InstanceGroups")
+        for g in groups(result, key).values()
     }
-    roles = {k for k in resources(template, "AWS::IAM::Role")}
-    assert len(role_policies) == len(roles) >= 1
-    assert role_policies <= set(cluster(synth(path))["DependsOn"])
+    assert used and used <= set(resources(eks, "AWS::IAM::Role"))
+    policies = {
+        k: p
+        for k, p in resources(eks, "AWS::IAM::Policy").items()
+        if any(r.get("Ref") in used for r in p["Properties"]["Roles"])
+    }
+    assert {r["Ref"] for p in policies.values() for r in p["Properties"]["Roles"]} == used
+    # ... the HyperPod stack deploys after the EKS stack has completed (roles, policies) ...
+    assert "eks" in result.dependencies["hyperpod"]
+    # ... and neither the roles nor their policies wait for the EKS cluster.
+    for logical_id in used | set(policies):
+        assert eks_cluster not in ancestors(graph, logical_id), logical_id
 
 
 def test_hyperpod_outputs_name_and_arn_with_descriptions(synth) -> None:
