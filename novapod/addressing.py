@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 # One ml.p5.48xlarge HyperPod node takes about 81 addresses from its subnet
 # (32 EFA interfaces with prefix delegation plus the primary ENI).
@@ -30,6 +32,9 @@ _DIRECTION_CODES = {
     "southeast": "se",
     "southwest": "sw",
 }
+
+
+NatGateways = Literal["one-per-zone", "single"]
 
 
 class AddressPlanError(ValueError):
@@ -121,3 +126,14 @@ def plan_subnets(
             f"{cidr} cannot hold {wanted} subnets; use a larger VPC CIDR or smaller subnets"
         )
     return allocations
+
+
+def nat_zones(zone_ids: Sequence[str], nat_gateways: NatGateways) -> dict[str, str]:
+    """Private subnet's zone ID -> zone ID of the NAT gateway its default route uses.
+
+    `one-per-zone`: each zone its own, so a zone's failure takes only its own egress;
+    `single`: every zone through the first zone's gateway.
+    """
+    if nat_gateways == "one-per-zone":
+        return {zone: zone for zone in zone_ids}
+    return {zone: zone_ids[0] for zone in zone_ids}

@@ -48,6 +48,10 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         f"{prefix}-network",
         network=config.network,
         name=prefix,
+        # Egress beside the first thing that needs it: with EKS, the bootstrap build in
+        # the eks stack, so the EKS cluster does not wait ~2 minutes for NAT gateways.
+        # Without EKS the network stack keeps it: an open network always has egress.
+        defer_egress=config.eks is not None,
         env=env,
         description=f"novapod {config.name}: VPC, endpoints, HyperPod security group",
     )
@@ -89,6 +93,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             # Built here, not in the HyperPod stack: created while the EKS cluster is.
             execution_role_kinds=execution_role_kinds(config.hyperpod),
             node_policies=storage.node_policies,
+            egress=network.deferred_egress,
             env=env,
             description=f"novapod {config.name}: EKS cluster with the HyperPod dependencies",
         )

@@ -4,15 +4,21 @@ CDK's L2 `ec2.Vpc` places subnets by zone *name*, and zone names map to differen
 physical zones in every account. Training-plan capacity, EKS and HyperPod all have to
 meet in the same physical zone, so novapod builds the VPC from L1 resources with
 `AvailabilityZoneId`, then hands later constructs an ordinary `ec2.IVpc`.
+
+`Egress` (NAT gateways and the private subnets' default routes) is built beside the
+first thing that needs the internet: in the VPC's own stack, or, deferred, in a later
+stack that gets an `EgressHandover`, so what needs no egress never waits ~2 minutes
+for NAT gateways.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from aws_cdk import CfnTag, Stack
 from aws_cdk import aws_ec2 as ec2
-from constructs import Construct
+from constructs import Construct, IDependable
 
 from novapod import addressing
 from novapod.config import CreateVpc, ExistingVpc
@@ -53,11 +59,83 @@ class VpcHandle:
         return ec2.SubnetSelection(subnets=[s.subnet for s in self.private_subnets])
 
 
-class ZonalVpc(Construct):
-    """A VPC with one private subnet per zone ID and, unless closed, public subnets + NAT."""
+@dataclass(frozen=True)
+class EgressHandover:
+    """What NAT egress is built from, by zone ID, typed (no lookups).
+
+    The VPC's internet gateway must be attached before any of it is created: in the
+    VPC's stack through `Egress(after=...)`, in a later stack through the stack order.
+    """
+
+    nat_gateways: addressing.NatGateways
+    zone_ids: tuple[str, ...]
+    public_subnet_ids: Mapping[str, str]
+    private_route_table_ids: Mapping[str, str]
+    name: str
+
+
+class Egress(Construct):
+    """NAT gateways (with their Elastic IPs) and each private subnet's route 0.0.0.0/0 to one.
+
+    Attributes: `nat_gateways` and `routes`, by zone ID. Whatever needs the internet from
+    the private subnets must depend on `routes`; `after` are resources the Elastic IPs
+    must wait for (the internet gateway's attachment when it is in the same stack).
+    """
 
     def __init__(
-        self, scope: Construct, id_: str, *, spec: CreateVpc, closed: bool, name: str
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        handover: EgressHandover,
+        after: Sequence[IDependable] = (),
+    ) -> None:
+        super().__init__(scope, id_)
+        placement = addressing.nat_zones(handover.zone_ids, handover.nat_gateways)
+        self.nat_gateways: dict[str, ec2.CfnNatGateway] = {}
+        for zone in dict.fromkeys(placement.values()):
+            eip = ec2.CfnEIP(self, f"NatEip{_suffix(zone)}", domain="vpc")
+            # An EIP for a VPC defined in the same template must wait for the gateway
+            # attachment (docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/
+            # aws-attribute-dependson.html, "When a DependsOn attribute is required").
+            if after:
+                eip.node.add_dependency(*after)
+            self.nat_gateways[zone] = ec2.CfnNatGateway(
+                self,
+                f"NatGateway{_suffix(zone)}",
+                subnet_id=handover.public_subnet_ids[zone],
+                allocation_id=eip.attr_allocation_id,
+                tags=[CfnTag(key="Name", value=f"{handover.name}-{zone}")],
+            )
+        self.routes: dict[str, ec2.CfnRoute] = {
+            zone: ec2.CfnRoute(
+                self,
+                f"PrivateDefaultRoute{_suffix(zone)}",
+                route_table_id=handover.private_route_table_ids[zone],
+                destination_cidr_block="0.0.0.0/0",
+                nat_gateway_id=self.nat_gateways[nat_zone].ref,
+            )
+            for zone, nat_zone in placement.items()
+        }
+
+
+class ZonalVpc(Construct):
+    """A VPC with one private subnet per zone ID and, unless closed, public subnets + NAT.
+
+    With `defer_egress` the NAT gateways and private default routes are not built here:
+    `deferred_egress` hands a later stack what it needs to build them (`Egress`).
+    Otherwise `egress` holds them (None when closed).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        spec: CreateVpc,
+        closed: bool,
+        name: str,
+        defer_egress: bool = False,
     ) -> None:
         super().__init__(scope, id_)
         stack = Stack.of(self)
@@ -78,7 +156,6 @@ class ZonalVpc(Construct):
         self.cfn_vpc.override_logical_id("Vpc")
 
         public_by_zone: dict[str, ec2.CfnSubnet] = {}
-        nat_by_zone: dict[str, ec2.CfnNatGateway] = {}
         attachment: ec2.CfnVPCGatewayAttachment | None = None
         if not closed:
             igw = ec2.CfnInternetGateway(
@@ -101,34 +178,31 @@ class ZonalVpc(Construct):
                 )
                 route.add_resource_dependency(attachment)
                 public_by_zone[alloc.zone_id] = subnet
-            nat_zones = (
-                list(spec.zone_ids) if spec.nat_gateways == "one-per-zone" else [spec.zone_ids[0]]
-            )
-            for zone in nat_zones:
-                eip = ec2.CfnEIP(self, f"NatEip{_suffix(zone)}", domain="vpc")
-                eip.add_resource_dependency(attachment)
-                nat_by_zone[zone] = ec2.CfnNatGateway(
-                    self,
-                    f"NatGateway{_suffix(zone)}",
-                    subnet_id=public_by_zone[zone].ref,
-                    allocation_id=eip.attr_allocation_id,
-                    tags=[CfnTag(key="Name", value=f"{name}-{zone}")],
-                )
 
         private: list[tuple[str, ec2.CfnSubnet, ec2.CfnRouteTable]] = []
         for alloc in (a for a in allocations if a.kind == "private"):
             subnet, table = self._subnet(alloc, name)
             subnet.override_logical_id(f"PrivateSubnet{_suffix(alloc.zone_id)}")
-            if nat_by_zone:
-                nat = nat_by_zone.get(alloc.zone_id) or next(iter(nat_by_zone.values()))
-                ec2.CfnRoute(
-                    self,
-                    f"PrivateDefaultRoute{_suffix(alloc.zone_id)}",
-                    route_table_id=table.ref,
-                    destination_cidr_block="0.0.0.0/0",
-                    nat_gateway_id=nat.ref,
-                )
             private.append((alloc.zone_id, subnet, table))
+
+        self.egress: Egress | None = None
+        self.deferred_egress: EgressHandover | None = None
+        if attachment is not None:
+            handover = EgressHandover(
+                nat_gateways=spec.nat_gateways,
+                zone_ids=tuple(spec.zone_ids),
+                public_subnet_ids={z: s.ref for z, s in public_by_zone.items()},
+                private_route_table_ids={z: t.ref for z, _, t in private},
+                name=name,
+            )
+            if defer_egress:
+                self.deferred_egress = handover
+            else:
+                # "Default" drops out of logical IDs (docs.aws.amazon.com/cdk/v2/guide/
+                # identifiers.html, logical ID heuristics): the NAT gateways, EIPs and
+                # routes keep the IDs they had when built inline here. A route under a
+                # new ID would be created beside the old one and fail (RouteAlreadyExists).
+                self.egress = Egress(self, "Default", handover=handover, after=[attachment])
 
         self.private_route_table_ids = [t.ref for _, _, t in private]
         self.vpc = ec2.Vpc.from_vpc_attributes(

@@ -7,6 +7,9 @@ The HyperPod dependencies are installed by the ClusterBootstrap custom resource.
 The HyperPod execution roles are created here too, from values known at synth, so
 they are ready while the cluster and the bootstrap still run and HyperPodStack (which
 deploys after this stack) only references them.
+When the network stack defers it, NAT egress is built here too: only the bootstrap
+build (and the HyperPod nodes, deployed after this stack) needs the internet, so the
+EKS cluster does not wait for NAT gateways.
 Outputs tell a `cdk deploy` user how to reach the cluster and where the long
 bootstrap wait logs its progress.
 """
@@ -30,7 +33,7 @@ from novapod.constructs.acknowledge import acknowledge
 from novapod.constructs.cluster_bootstrap.construct import ClusterBootstrap
 from novapod.constructs.execution_role import ROLE_IDS, ExecutionRole, GroupKind
 from novapod.constructs.log_retention import retention
-from novapod.constructs.network import VpcHandle
+from novapod.constructs.network import Egress, EgressHandover, VpcHandle
 from novapod.facts import ADDON_NAMES, eks_facts
 
 ALL_LOG_TYPES = (
@@ -56,7 +59,9 @@ def kubeconfig_command(cluster_name: str, region: str) -> str:
 
 
 class EksStack(Stack):
-    """Exposes `cluster` (eks_v2.Cluster), `cluster_name` and `execution_roles` (by kind)."""
+    """Exposes `cluster` (eks_v2.Cluster), `cluster_name`, `execution_roles` (by kind) and
+    `egress` (NAT gateways and private default routes when the network stack handed
+    them over as the `egress` argument, else None)."""
 
     def __init__(
         self,
@@ -71,10 +76,13 @@ class EksStack(Stack):
         install_rig_dependencies: bool,
         execution_role_kinds: Sequence[GroupKind] = (),
         node_policies: Sequence[iam.IManagedPolicy] = (),
+        egress: EgressHandover | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, **kwargs)
         self.cluster_name = cluster_name
+        # The network stack is deployed before this one, its internet gateway attached.
+        self.egress = Egress(self, "Egress", handover=egress) if egress else None
         # EKS creates this log group itself, without retention, unless it exists first.
         control_plane_logs = logs.LogGroup(
             self,
@@ -157,8 +165,11 @@ class EksStack(Stack):
         # on this resource) by a CodeBuild project in the private subnets.
         # Its project, roles and handlers are built from the cluster's name (known at
         # synth), so they are created while the cluster is; only the build start waits
-        # for the cluster and for the add-ons (the chart expects a working CNI, DNS and
-        # pod identity).
+        # for the cluster, for the add-ons (the chart expects a working CNI, DNS and
+        # pod identity) and for the private default routes built here, if any (the build
+        # downloads helm, kubectl, yq and the chart from the internet; CodeBuild in a VPC
+        # reaches it through a NAT route: docs.aws.amazon.com/codebuild/latest/userguide/
+        # enabling-vpc-access-in-projects.html).
         self.bootstrap = ClusterBootstrap(
             self,
             "HyperPodDependencies",
@@ -169,7 +180,10 @@ class EksStack(Stack):
             security_group=security_group,
             install_rig_dependencies=install_rig_dependencies,
             log_retention_days=spec.log_retention_days,
-            after=list(self.addons.values()),
+            after=[
+                *self.addons.values(),
+                *(self.egress.routes.values() if self.egress else ()),
+            ],
         )
         self.execution_roles: dict[GroupKind, ExecutionRole] = {
             kind: ExecutionRole(

@@ -1,4 +1,8 @@
-"""NetworkStack: the VPC (created by zone ID or imported), endpoints, security group."""
+"""NetworkStack: the VPC (created by zone ID or imported), endpoints, security group.
+
+NAT egress of a created, open VPC is built here unless `defer_egress` hands it to the
+stack whose resources first need the internet (`deferred_egress`).
+"""
 
 from __future__ import annotations
 
@@ -12,20 +16,37 @@ from constructs import Construct
 from novapod.config import Network
 from novapod.constructs.endpoints import VpcEndpoints
 from novapod.constructs.log_retention import retention
-from novapod.constructs.network import VpcHandle, ZonalVpc, imported_vpc
+from novapod.constructs.network import EgressHandover, VpcHandle, ZonalVpc, imported_vpc
 from novapod.constructs.security_group import HyperPodSecurityGroup
 
 
 class NetworkStack(Stack):
-    """Exposes `handle` (VPC, private subnets by zone ID) and `security_group`."""
+    """Exposes `handle` (VPC, private subnets by zone ID), `security_group` and
+    `deferred_egress` (what a later stack builds NAT egress from, or None)."""
 
     def __init__(
-        self, scope: Construct, id_: str, *, network: Network, name: str, **kwargs: Any
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        network: Network,
+        name: str,
+        defer_egress: bool = False,
+        **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, **kwargs)
+        self.deferred_egress: EgressHandover | None = None
         if network.vpc is not None:
-            zonal = ZonalVpc(self, "Network", spec=network.vpc, closed=network.closed, name=name)
+            zonal = ZonalVpc(
+                self,
+                "Network",
+                spec=network.vpc,
+                closed=network.closed,
+                name=name,
+                defer_egress=defer_egress,
+            )
             self.handle: VpcHandle = zonal.handle
+            self.deferred_egress = zonal.deferred_egress
         else:
             assert network.existing_vpc is not None
             self.handle = imported_vpc(self, "ExistingVpc", spec=network.existing_vpc)

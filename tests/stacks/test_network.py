@@ -69,14 +69,16 @@ def test_private_subnets_are_placed_by_zone_id(synth) -> None:
     assert all(p["MapPublicIpOnLaunch"] is False for p in private.values())
 
 
-def test_default_network_has_nat_per_zone_and_public_subnets(synth) -> None:
+def test_default_network_has_public_subnets_and_leaves_nat_to_the_eks_stack(synth) -> None:
     template = synth(DEFAULT_CONFIG).template("network")
     template.resource_count_is("AWS::EC2::InternetGateway", 1)
-    template.resource_count_is("AWS::EC2::NatGateway", 2)
     template.resource_count_is("AWS::EC2::Subnet", 4)
+    # With eks the NAT gateways are built in the eks stack (tests/stacks/test_egress.py).
+    template.resource_count_is("AWS::EC2::NatGateway", 0)
+    template.resource_properties_count_is("AWS::EC2::Route", {"NatGatewayId": Match.any_value()}, 0)
     template.has_resource_properties(
         "AWS::EC2::Route",
-        {"DestinationCidrBlock": "0.0.0.0/0", "NatGatewayId": Match.any_value()},
+        {"DestinationCidrBlock": "0.0.0.0/0", "GatewayId": Match.any_value()},
     )
     template.has_resource_properties(
         "AWS::EC2::VPC",

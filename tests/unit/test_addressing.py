@@ -93,3 +93,9 @@ def test_p5_capacity_of_subnet_sizes() -> None:
     assert addressing.p5_nodes_per_subnet(21) == 25
     assert addressing.p5_nodes_per_subnet(20) == 50
     assert addressing.usable_addresses(24) == 251
+
+
+def test_nat_zones_one_per_zone_or_the_first_zones_for_all() -> None:
+    zones = ["use1-az6", "use1-az4", "use1-az1"]
+    assert addressing.nat_zones(zones, "one-per-zone") == {z: z for z in zones}
+    assert addressing.nat_zones(zones, "single") == {z: "use1-az6" for z in zones}
