@@ -1204,11 +1204,8 @@ def _validate_as_of(source: str | None) -> datetime | None:
     value = os.environ.get(VALIDATE_AS_OF_ENV)
     if not value:
         return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        moment = None
-    if moment is None or moment.tzinfo is None:
+    moment = planning.aware_time(value)
+    if moment is None:
         raise ConfigError(
             [
                 (

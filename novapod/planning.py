@@ -538,14 +538,20 @@ def _standalone_request(plan: PlanSettings) -> PlanRequest:
     )
 
 
-def _parse_time(where: str, key: str, value: str | None) -> datetime | None:
-    if value is None:
-        return None
+def aware_time(value: str) -> datetime | None:
+    """An ISO 8601 time with a UTC offset, or None for anything else."""
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        parsed = None
-    if parsed is None or parsed.tzinfo is None:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def _parse_time(where: str, key: str, value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    parsed = aware_time(value)
+    if parsed is None:
         raise PlanningError(
             f"{where}: {key} {value!r} is not an ISO 8601 time with a UTC offset; write it "
             "like 2026-03-01T00:00:00Z"
