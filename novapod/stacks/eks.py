@@ -127,6 +127,12 @@ class EksStack(Stack):
             "AccessConfig.AuthenticationMode", spec.authentication_mode
         )
         cfn_cluster.node.add_dependency(control_plane_logs)
+        # EKS checks at CreateCluster that the cluster role may use the secrets key; a
+        # role whose policy is not attached yet fails the create (the KMS propagation race
+        # in hashicorp/terraform-provider-aws#49247, retried there, not by CloudFormation).
+        role_policy = cast(iam.Role, self.cluster.role).node.try_find_child("DefaultPolicy")
+        assert role_policy is not None
+        cfn_cluster.node.add_dependency(role_policy)
 
         pins = eks_facts().addon_versions(spec.kubernetes_version)
         assert pins is not None  # the config refuses versions without pins
