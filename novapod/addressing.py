@@ -20,7 +20,7 @@ IPS_PER_P5_NODE = 81
 AWS_RESERVED_PER_SUBNET = 5
 
 _ZONE_ID = re.compile(r"^(?P<prefix>[a-z]{2,5}\d{1,2})-az(?P<n>\d{1,2})$")
-_REGION = re.compile(r"^(?P<geo>[a-z]{2})(?:-gov)?-(?P<dir>[a-z]+)-(?P<n>\d{1,2})$")
+_REGION = re.compile(r"^(?P<geo>[a-z]{2})(?P<gov>-gov)?-(?P<dir>[a-z]+)-(?P<n>\d{1,2})$")
 _DIRECTION_CODES = {
     "north": "n",
     "south": "s",
@@ -58,14 +58,22 @@ def p5_nodes_per_subnet(prefix_length: int) -> int:
 
 
 def zone_id_prefix(region: str) -> str | None:
-    """The zone-ID prefix AWS uses for a region (us-east-1 -> use1), or None if unknown."""
+    """The zone-ID prefix AWS uses for a region (us-east-1 -> use1), or None if unknown.
+
+    GovCloud regions keep a `g` after the geography (us-gov-west-1 -> usgw1,
+    us-gov-east-1 -> usge1): AWS's AZ-ID page states the rule for commercial regions
+    (https://docs.aws.amazon.com/global-infrastructure/latest/regions/aws-availability-zones.html),
+    and the GovCloud zone IDs `usgw1-az1..3` / `usge1-az1..3` are what EC2 returns
+    there (see getmoto/moto:moto/ec2/models/availability_zones_and_regions.py).
+    """
     match = _REGION.match(region)
     if not match:
         return None
     direction = _DIRECTION_CODES.get(match["dir"])
     if direction is None:
         return None
-    return f"{match['geo']}{direction}{match['n']}"
+    partition = "g" if match["gov"] else ""
+    return f"{match['geo']}{partition}{direction}{match['n']}"
 
 
 def is_zone_id(value: str) -> bool:

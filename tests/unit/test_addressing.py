@@ -75,7 +75,8 @@ def test_allocations_are_disjoint_and_inside_the_vpc(prefix, zones, private, pub
         ("ap-northeast-1", "apne1"),
         ("ap-southeast-2", "apse2"),
         ("eu-central-1", "euc1"),
-        ("us-gov-west-1", "usw1"),
+        ("us-gov-west-1", "usgw1"),
+        ("us-gov-east-1", "usge1"),
         ("mars-west-1", None),
     ],
 )
@@ -87,6 +88,11 @@ def test_zone_id_region_match() -> None:
     assert addressing.zone_id_matches_region("use1-az4", "us-east-1")
     assert not addressing.zone_id_matches_region("usw2-az1", "us-east-1")
     assert addressing.zone_id_matches_region("xx1-az1", "mars-west-1")  # unknown region: no verdict
+    # GovCloud zone IDs carry a `g`; the commercial region's zones are not GovCloud's.
+    assert addressing.zone_id_matches_region("usgw1-az1", "us-gov-west-1")
+    assert addressing.zone_id_matches_region("usge1-az3", "us-gov-east-1")
+    assert not addressing.zone_id_matches_region("usw1-az1", "us-gov-west-1")
+    assert not addressing.zone_id_matches_region("usgw1-az1", "us-west-1")
 
 
 def test_p5_capacity_of_subnet_sizes() -> None:
