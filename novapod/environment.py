@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import App, Environment, Tags, Validations
+from aws_cdk import App, CfnResource, Environment, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
@@ -117,9 +117,22 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         )
     for key, value in config.resource_tags.items():
         Tags.of(scope).add(key, value)
+    if eks is not None:
+        _tag_kubectl_barrier(eks, config.resource_tags)
     return EnvironmentStacks(
         network=network, storage=storage, capacity=capacity, eks=eks, hyperpod=hyperpod
     )
+
+
+def _tag_kubectl_barrier(eks: EksStack, tags: dict[str, str]) -> None:
+    """Tag the SSM parameter aws_eks_v2 adds as a kubectl-ready barrier.
+
+    aws-cdk-lib builds it as a plain CfnResource (aws-eks-v2/lib/cluster.js,
+    `KubectlReadyBarrier`), which Tags.of cannot reach; SSM parameters take a map.
+    """
+    barrier = eks.cluster.node.try_find_child("KubectlReadyBarrier")
+    if isinstance(barrier, CfnResource) and barrier.cfn_resource_type == "AWS::SSM::Parameter":
+        barrier.add_property_override("Tags", dict(tags))
 
 
 def create_app(config: NovapodConfig, *, outdir: str | Path | None = None) -> App:
