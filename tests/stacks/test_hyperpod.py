@@ -17,6 +17,7 @@ TWO = EXAMPLES / "two-rigs-two-plans.yaml"
 MIXED = EXAMPLES / "rig-plus-standard.yaml"
 ADOPT = EXAMPLES / "adopt-existing-plan.yaml"
 EXISTING = EXAMPLES / "existing-vpc.yaml"
+STANDARD_ON_PLAN = EXAMPLES / "standard-group-on-plan.yaml"
 
 
 def cluster(result) -> dict[str, Any]:
@@ -108,6 +109,42 @@ def test_standard_groups_run_lifecycle_scripts_from_s3(synth) -> None:
     (deployment,) = resources(result.templates["storage"], "Custom::CDKBucketDeployment").values()
     prefix = joined(deployment["Properties"]["DestinationBucketKeyPrefix"])
     assert uri == f"s3://${{LifecycleScriptsBucket}}/{prefix}"
+
+
+def test_a_standard_group_runs_on_its_plan_in_the_plans_zone(synth) -> None:
+    result = synth(STANDARD_ON_PLAN)
+    assert "RestrictedInstanceGroups" not in cluster(result)["Properties"]
+    (group,) = groups(result, "InstanceGroups").values()
+    assert group["InstanceGroupName"] == "p5-train"
+    assert group["TrainingPlanArn"] == (
+        "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-std-plan-p5-std-c690dadf"
+    )
+    # The subnet the TrainingPlan resource reports for the zone of the plan's capacity.
+    (subnet,) = group["OverrideVpcConfig"]["Subnets"]
+    assert producer_value(result, subnet) == {"Fn::GetAtt": ["TrainingPlanP5Std", "SubnetId"]}
+    (security_group,) = group["OverrideVpcConfig"]["SecurityGroupIds"]
+    assert producer_value(result, security_group) == {
+        "Fn::GetAtt": ["HyperPodSecurityGroup1B7ACBFE", "GroupId"]
+    }
+    plan = result.templates["capacity"]["Resources"]["TrainingPlanP5Std"]["Properties"]
+    assert (plan["InstanceType"], plan["InstanceCount"], plan["DurationHours"]) == (
+        "ml.p5.48xlarge",
+        "2",
+        "120",
+    )
+    assert plan["TargetResources"] == ["hyperpod-cluster"]
+    assert set(plan["SubnetIdsByZoneId"]) == {"use1-az4", "use1-az6"}
+    # Still a standard group: lifecycle scripts and its EBS volume.
+    assert group["LifeCycleConfig"]["OnCreate"] == "on_create.sh"
+    assert group["InstanceStorageConfigs"] == [{"EbsVolumeConfig": {"VolumeSizeInGB": 500}}]
+
+
+def test_threads_per_core_reaches_the_group_and_only_when_set(synth) -> None:
+    (group,) = groups(synth(STANDARD_ON_PLAN), "InstanceGroups").values()
+    assert group["ThreadsPerCore"] == 1
+    # Unset: the key is absent, so HyperPod uses the instance type's default.
+    assert "ThreadsPerCore" not in groups(synth(MIXED), "InstanceGroups")["system"]
+    assert "ThreadsPerCore" not in groups(synth(PURCHASE))["nova-lite"]
 
 
 def role_statements(result, logical_fragment: str) -> list[dict[str, Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -84,6 +85,24 @@ def test_default_network_has_public_subnets_and_leaves_nat_to_the_eks_stack(synt
         "AWS::EC2::VPC",
         {"CidrBlock": "10.0.0.0/16", "EnableDnsHostnames": True, "EnableDnsSupport": True},
     )
+
+
+def test_public_subnet_prefix_sizes_the_public_subnets(synth) -> None:
+    def cidrs(path: Path) -> dict[str, str]:
+        template = synth(path).templates["network"]
+        return {
+            r["Properties"]["AvailabilityZoneId"]: r["Properties"]["CidrBlock"]
+            for logical_id, r in resources(template, "AWS::EC2::Subnet").items()
+            if "PublicSubnet" in logical_id
+        }
+
+    # public_subnet_prefix: 26, carved from the top of 10.90.0.0/16.
+    assert cidrs(ROOT / "config" / "examples" / "standard-group-on-plan.yaml") == {
+        "use1-az4": "10.90.255.192/26",
+        "use1-az6": "10.90.255.128/26",
+    }
+    # The default /24.
+    assert cidrs(DEFAULT_CONFIG) == {"use1-az4": "10.0.255.0/24", "use1-az6": "10.0.254.0/24"}
 
 
 def test_single_nat_serves_every_private_subnet(synth) -> None:

@@ -84,6 +84,14 @@ def test_lifecycle_rules_follow_config(synth) -> None:
     assert artifact_rule["Transitions"] == [{"StorageClass": "STANDARD_IA", "TransitionInDays": 90}]
 
 
+def test_artifacts_infrequent_access_null_removes_the_transition(synth) -> None:
+    path = ROOT / "config" / "examples" / "standard-group-on-plan.yaml"
+    bucket = synth(path).templates["storage"]["Resources"]["ArtifactsBucket"]
+    (rule,) = bucket["Properties"]["LifecycleConfiguration"]["Rules"]
+    assert "Transitions" not in rule
+    assert rule["NoncurrentVersionExpiration"] == {"NoncurrentDays": 90}  # the rest stays
+
+
 def test_key_rotates_and_is_retained(synth) -> None:
     key = synth(DEFAULT_CONFIG).templates["storage"]["Resources"]["EncryptionKey"]
     assert key["Type"] == "AWS::KMS::Key"
