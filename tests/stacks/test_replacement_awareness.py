@@ -15,7 +15,7 @@ import yaml
 
 from novapod.replacement import replacements
 from novapod.stacks.hyperpod import CLUSTER_LOGICAL_ID
-from tests.conftest import ROOT
+from tests.conftest import ROOT, joined, resources
 
 BASE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"
 
@@ -33,6 +33,15 @@ def edit(data: dict[str, Any], change: str) -> dict[str, Any]:
         rig["fsx_throughput"] = 500
     elif change == "eks-admins":
         data["eks"]["admin_principals"].append("arn:aws:iam::111122223333:role/Other")
+    elif change == "endpoint-set":
+        # The default (S3 + the RIG set) plus two more interface endpoints.
+        data["network"]["endpoints"] = [
+            "s3", "ecr.api", "ecr.dkr", "sts", "logs", "monitoring", "eks", "eks-auth",
+            "ssm", "ssmmessages", "ec2messages", "lambda", "sqs",
+        ]  # fmt: skip
+    elif change == "log-retention":
+        data["eks"]["log_retention_days"] = 90
+        data["network"]["flow_logs"] = {"retention_days": 30}
     elif change == "add-zone":
         data["network"]["vpc"]["zone_ids"].append("use1-az1")
     elif change == "new-plan-window":
@@ -70,16 +79,54 @@ def replaced(synth, result, kind: str) -> set[str]:
     return {r.logical_id for r in replacements(before, result.templates[kind])}
 
 
+def retention_days(result, kind: str) -> set[int]:
+    return {
+        r["Properties"]["RetentionInDays"]
+        for r in result.templates[kind]["Resources"].values()
+        if r["Type"] == "AWS::Logs::LogGroup"
+    }
+
+
+def interface_endpoints(result) -> set[str]:
+    return {
+        joined(r["Properties"]["ServiceName"]).rsplit(".", 1)[-1]
+        for r in result.templates["network"]["Resources"].values()
+        if r["Type"] == "AWS::EC2::VPCEndpoint"
+    }
+
+
+# The README's "Kept in place" list: instance counts, health checks, node recovery,
+# admin principals, endpoint sets, log retention.
 @pytest.mark.parametrize(
     "change",
-    ["node-recovery", "fewer-instances", "health-checks", "fsx-throughput", "eks-admins"],
+    [
+        "node-recovery",
+        "fewer-instances",
+        "health-checks",
+        "fsx-throughput",
+        "eks-admins",
+        "endpoint-set",
+        "log-retention",
+    ],
 )
 def test_edits_that_keep_the_cluster(synth, variant, change) -> None:
     result = variant(change)
     for kind in ("network", "storage", "capacity", "eks", "hyperpod"):
         assert replaced(synth, result, kind) == set(), kind
-    if change != "eks-admins":  # the edit reaches the cluster, as an in-place update
-        before = synth(BASE).templates["hyperpod"]["Resources"][CLUSTER_LOGICAL_ID]
+    base = synth(BASE)
+    # Each edit reaches the templates, so the comparison above saw it.
+    if change == "eks-admins":
+        assert len(resources(result.templates["eks"], "AWS::EKS::AccessEntry")) == (
+            len(resources(base.templates["eks"], "AWS::EKS::AccessEntry")) + 1
+        )
+    elif change == "endpoint-set":
+        assert interface_endpoints(result) - interface_endpoints(base) == {"lambda", "sqs"}
+    elif change == "log-retention":
+        assert retention_days(base, "eks") == {365} and retention_days(result, "eks") == {90}
+        assert retention_days(base, "network") == {365}
+        assert retention_days(result, "network") == {30}
+    else:  # the edit reaches the cluster, as an in-place update
+        before = base.templates["hyperpod"]["Resources"][CLUSTER_LOGICAL_ID]
         assert result.templates["hyperpod"]["Resources"][CLUSTER_LOGICAL_ID] != before
 
 
