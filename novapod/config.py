@@ -1296,7 +1296,12 @@ def load_config(path: str | os.PathLike[str], *, now: datetime | None = None) ->
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
+        if isinstance(exc, yaml.reader.ReaderError):  # a character YAML forbids; no mark
+            line = text.count("\n", 0, exc.position) + 1
+            column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+            where = f" at line {line}, column {column}"
+        # One line per mistake: PyYAML's own text adds an 'in "<unicode string>"' line.
+        problem = (getattr(exc, "problem", None) or str(exc)).splitlines()[0]
         raise ConfigError([("", f"invalid YAML{where}: {problem}")], source) from None
     return parse_config(data, source, now=now)
 

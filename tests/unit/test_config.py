@@ -12,9 +12,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from novapod.config import (
-    ALL_ENDPOINTS,
-    GATEWAY_ENDPOINTS,
-    RIG_ENDPOINTS,
     ConfigError,
     NovapodConfig,
     json_schema,
@@ -137,7 +134,11 @@ def test_yaml_syntax_error_names_line(tmp_path) -> None:
 
 def test_defaults() -> None:
     config = parse_config(VALID)
-    assert config.network.endpoint_names == GATEWAY_ENDPOINTS + RIG_ENDPOINTS
+    # Written out: a table the code reads cannot vouch for itself.
+    assert config.network.endpoint_names == (
+        "s3", "ecr.api", "ecr.dkr", "sts", "logs", "monitoring", "eks", "eks-auth", "ssm",
+        "ssmmessages", "ec2messages",
+    )  # fmt: skip
     assert config.network.vpc is not None
     assert config.network.vpc.private_subnet_prefix == 20
     assert config.network.flow_logs.retention_days == 365
@@ -147,7 +148,10 @@ def test_defaults() -> None:
 
 def test_closed_network_gets_every_endpoint() -> None:
     config = parse_config(with_("network.closed", True))
-    assert config.network.endpoint_names == ALL_ENDPOINTS
+    assert config.network.endpoint_names == (
+        "s3", "ecr.api", "ecr.dkr", "sts", "logs", "monitoring", "eks", "eks-auth", "ssm",
+        "ssmmessages", "ec2messages", "lambda", "sqs",
+    )  # fmt: skip
     assert "lambda" in config.network.endpoint_names and "sqs" in config.network.endpoint_names
 
 
@@ -300,11 +304,18 @@ def _check(data: Any) -> None:
         config = parse_config(data)
     except ConfigError as error:
         assert error.issues, "a ConfigError must carry at least one issue"
+        # Each issue names a field: a top-level key of the model or of the document
+        # (an unknown key), or the whole document ("").
+        known = set(NovapodConfig.model_fields) | (set(data) if isinstance(data, dict) else set())
         for path, message in error.issues:
             assert isinstance(path, str) and isinstance(message, str) and message
             assert "Traceback" not in message
+            assert path.split(".")[0].split("[")[0] in known | {""}, path
         return
+    # Accepted: what the document says is what the config holds.
     assert isinstance(config, NovapodConfig)
+    assert (config.name, config.region) == (data["name"], data["region"])
+    assert config.tags == data.get("tags", {})
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -325,9 +336,14 @@ def test_random_yaml_text_gives_config_or_config_error(tmp_path_factory, text: s
     path = tmp_path_factory.mktemp("yaml") / "c.yaml"
     path.write_text(text, encoding="utf-8")
     try:
-        load_config(path)
+        config = load_config(path)
     except ConfigError as error:
         assert error.issues
+        # Every line names the file, and none is a traceback.
+        for line in error.render().splitlines():
+            assert line.startswith(f"{path}: ") and "Traceback" not in line
+    else:  # only a complete environment parses
+        assert yaml.safe_load(text)["name"] == config.name
 
 
 def test_round_trip_through_yaml() -> None:
@@ -1110,6 +1126,18 @@ def test_load_errors_name_the_file_on_every_line(tmp_path) -> None:
         f"{path}: network.vpc.zone_ids: list at least 2 zone IDs, because EKS needs subnets "
         "in at least two Availability Zones; got 1",
     ]
+
+
+def test_a_forbidden_character_is_one_line_with_its_position(tmp_path) -> None:
+    # PyYAML's ReaderError has no mark and a second 'in "<unicode string>"' line.
+    path = tmp_path / "c.yaml"
+    path.write_text('name: dev\nregion: "\x07"\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.render() == (
+        f"{path}: invalid YAML at line 2, column 10: unacceptable character #x0007: "
+        "special characters are not allowed"
+    )
 
 
 def test_a_missing_file_is_named_once(tmp_path) -> None:
