@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -240,6 +241,16 @@ _SCALARS = st.one_of(
 _VALUES = st.one_of(
     _SCALARS, st.lists(_SCALARS, max_size=3), st.dictionaries(st.text(max_size=8), _SCALARS)
 )
+_PROPERTY_NAMES = {
+    *raw(),
+    "ExistingArn",
+    "Tags",
+    "TargetResources",
+    "ChoicePolicy",
+    "StartTimeAfter",
+    "EndTimeBefore",
+    "PendingTimeoutSeconds",
+} - {"ServiceToken"}
 _KEYS = st.sampled_from([*sorted(raw()), "ExistingArn", "Tags", "TargetResources", "Extra"])
 
 
@@ -252,9 +263,12 @@ def test_any_properties_parse_or_raise_a_property_error(
     try:
         parsed = decisions.parse_properties(properties)
     except PropertyError as exc:
-        assert str(exc)
+        # The message starts with the property it is about (see PropertyError).
+        named = re.match(r"[A-Za-z]+", str(exc))
+        assert named is not None and named.group() in _PROPERTY_NAMES, str(exc)
     else:
         assert parsed.subnet_ids_by_zone_id
+        assert parsed.plan_name == properties["PlanName"]
 
 
 # --- offerings --------------------------------------------------------------------------

@@ -53,10 +53,18 @@ def test_subnet_larger_than_vpc_is_refused() -> None:
 )
 def test_allocations_are_disjoint_and_inside_the_vpc(prefix, zones, private, public) -> None:
     cidr = f"10.0.0.0/{prefix}"
+    # Whether the subnets fit, counted independently of the allocator.
+    sizes = [2 ** (32 - private)] * zones + ([2 ** (32 - public)] * zones if public else [])
+    fits = min(private, public or 32) >= prefix and sum(sizes) <= 2 ** (32 - prefix)
     try:
         plan = addressing.plan_subnets(cidr, [f"z{i}" for i in range(zones)], private, public)
     except addressing.AddressPlanError:
+        assert not fits  # refused only what does not fit
         return
+    assert fits
+    assert [(a.kind, ipaddress.ip_network(a.cidr).prefixlen) for a in plan] == [
+        ("private", private)
+    ] * zones + [("public", public)] * (zones if public else 0)
     vpc = ipaddress.ip_network(cidr)
     networks = [ipaddress.ip_network(a.cidr) for a in plan]
     assert all(n.subnet_of(vpc) for n in networks)
