@@ -19,6 +19,11 @@ whose answer is lost, a rival that buys the name first) and read back every call
 received. Offerings may be near matches (fewer instances, split segments, other zones
 or currencies) that the search returns for any request, as the real search ranks its
 best matches rather than only exact ones.
+
+With a `principal` set (`act_as`), every call is authorized first against that role's
+statements (`iam.py`, e.g. read from a synthesized template) and refused as the
+services refuse: SageMaker with AccessDeniedException (HTTP 400), EC2 with
+UnauthorizedOperation (HTTP 403). Without one, nothing is checked.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl
 from xml.sax.saxutils import escape
 
-from tests.fakes import service_model
+from tests.fakes import iam, service_model
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -142,6 +147,8 @@ class FakeControlPlane:
             self.near_matches: set[str] = set()
             self.calls: list[Call] = []
             self.violations: list[str] = []
+            self.account = ACCOUNT
+            self.principal: iam.Principal | None = None
             self._scripts: dict[str, deque[tuple[str, str]]] = {}
             self._faults: dict[str, deque[Fault | None]] = defaultdict(deque)
 
@@ -294,6 +301,11 @@ class FakeControlPlane:
     ) -> None:
         self.inject(operation, Fault("lose_response", seconds=seconds, how=how))
 
+    def act_as(self, principal: iam.Principal | None) -> None:
+        """Authorize the calls that follow as this role (None: authorize nothing)."""
+        with self._lock:
+            self.principal = principal
+
     def rival_buys_first(self) -> None:
         """The next CreateTrainingPlan finds its name just taken by someone else."""
         self.inject("CreateTrainingPlan", Fault("rival"))
@@ -356,6 +368,7 @@ class FakeControlPlane:
         self, service: Literal["sagemaker", "ec2"], operation: str, params: dict[str, Any]
     ) -> _Answer:
         try:
+            self._authorize(service, operation, params)
             if service == "sagemaker":
                 handler = _SAGEMAKER_OPERATIONS.get(operation)
                 if handler is None:
@@ -378,6 +391,78 @@ class FakeControlPlane:
             return _xml_answer(200, ec2_handler(self, params))
         except _ApiError as exc:
             return _api_error_answer(service, exc)
+
+    def _authorize(
+        self, service: Literal["sagemaker", "ec2"], operation: str, params: dict[str, Any]
+    ) -> None:
+        if self.principal is None:
+            return
+        for request in self._authorizations(service, operation, params):
+            decision = iam.authorize(self.principal.statements, request)
+            if decision == "allowed":
+                continue
+            if service == "ec2":
+                # EC2 answers 403 and an encoded message, see docs.aws.amazon.com/AWSEC2/
+                # latest/APIReference/query-api-troubleshooting.html#unauthorized-operation
+                raise _ApiError(
+                    "UnauthorizedOperation",
+                    "You are not authorized to perform this operation.",
+                    status=403,
+                )
+            message = iam.denial_message(self.account, self.principal, request, decision)
+            raise _ApiError("AccessDeniedException", message)
+
+    def _authorizations(
+        self, service: Literal["sagemaker", "ec2"], operation: str, params: dict[str, Any]
+    ) -> list[iam.Request]:
+        """What the service authorizes for a call, per the Service Authorization Reference
+        (docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsagemaker.html
+        and list_amazonec2.html): Search/List and EC2's Describe* have no resource-level
+        permissions (Resource '*'); DescribeTrainingPlan and CreateTrainingPlan act on the
+        plan (training-plan/<name>). A purchase also creates the plan's reserved capacities
+        and, with Tags, tags both on create: SageMaker documents CreateTrainingPlan with
+        CreateReservedCapacity and AddTags under sagemaker:TaggingAction
+        (docs.aws.amazon.com/sagemaker/latest/dg/training-plan-iam-permissions.html, and
+        the managed policy AmazonSageMakerTrainingPlanCreateAccess).
+        """
+        action = f"{service}:{operation}"
+        if operation not in ("DescribeTrainingPlan", "CreateTrainingPlan"):
+            return [iam.Request(action, "*")]
+        name = str(params.get("TrainingPlanName", ""))
+        plan = self._plan_arn(name)
+        if operation == "DescribeTrainingPlan":
+            return [iam.Request(action, plan)]
+        offering = next(
+            (
+                o
+                for o in self.offerings
+                if o["TrainingPlanOfferingId"] == params.get("TrainingPlanOfferingId")
+            ),
+            None,
+        )
+        count = len(offering["ReservedCapacityOfferings"]) if offering else 1
+        capacities = [self._reserved_capacity_arn(name, i) for i in range(count)]
+        requests = [iam.Request(action, plan)]
+        requests += [iam.Request("sagemaker:CreateReservedCapacity", c) for c in capacities]
+        if params.get("Tags"):
+            requests.append(
+                iam.Request(
+                    "sagemaker:AddTags", plan, {"sagemaker:TaggingAction": "CreateTrainingPlan"}
+                )
+            )
+            requests += [
+                iam.Request(
+                    "sagemaker:AddTags", c, {"sagemaker:TaggingAction": "CreateReservedCapacity"}
+                )
+                for c in capacities
+            ]
+        return requests
+
+    def _plan_arn(self, name: str) -> str:
+        return f"arn:aws:sagemaker:{REGION}:{self.account}:training-plan/{name}"
+
+    def _reserved_capacity_arn(self, name: str, index: int) -> str:
+        return f"arn:aws:sagemaker:{REGION}:{self.account}:reserved-capacity/{name}-{index}"
 
     def _error_answer(self, service: Literal["sagemaker", "ec2"], fault: Fault) -> _Answer:
         if fault.kind == "throttle":
@@ -458,7 +543,7 @@ class FakeControlPlane:
         raise _ApiError("ResourceNotFound", f"Training plan {name_or_arn} not found.")
 
     def _buy(self, name: str, offering: dict[str, Any], tags: list[dict[str, str]]) -> str:
-        arn = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-plan/{name}"
+        arn = self._plan_arn(name)
         capacity = offering["ReservedCapacityOfferings"]
         self.plans[name] = {
             "TrainingPlanArn": arn,
@@ -478,9 +563,7 @@ class FakeControlPlane:
             "ReservedCapacitySummaries": [
                 _drop_none(
                     {
-                        "ReservedCapacityArn": (
-                            f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:reserved-capacity/{name}-{i}"
-                        ),
+                        "ReservedCapacityArn": self._reserved_capacity_arn(name, i),
                         "ReservedCapacityType": "Instance",
                         "InstanceType": r["InstanceType"],
                         "TotalInstanceCount": r["InstanceCount"],
@@ -563,11 +646,11 @@ class FakeControlPlane:
                     {
                         "subnetId": subnet["SubnetId"],
                         "subnetArn": (
-                            f"arn:aws:ec2:{REGION}:{ACCOUNT}:subnet/{subnet['SubnetId']}"
+                            f"arn:aws:ec2:{REGION}:{self.account}:subnet/{subnet['SubnetId']}"
                         ),
                         "state": "available",
                         "vpcId": subnet["VpcId"],
-                        "ownerId": ACCOUNT,
+                        "ownerId": self.account,
                         "cidrBlock": "10.0.0.0/21",
                         "availableIpAddressCount": "2043",
                         "availabilityZone": subnet["Zone"],
