@@ -54,11 +54,18 @@ def test_update_keeping_the_name_buys_nothing_when_the_plan_is_gone(world: World
 def test_update_keeping_the_name_needs_no_new_approval(world: World) -> None:
     """Bug: the Update treated as a new request would refuse the plan it already has
     once the approval is withdrawn (it buys nothing, so it needs none)."""
-    stack = world.stack()
-    assert stack.create(world.props()).ok
+    assert world.stack().create(world.props()).ok
     mark = world.plane.mark()
-    outcome = stack.update(world.props(ApprovedPlanName="", MaxUpfrontFee="1"))
-    assert (outcome.status, outcome.physical_id) == ("SUCCESS", PLAN)
+    # Sent directly: a failed Update would be hidden by the rollback that adopts.
+    event = world.driver.event(
+        "Update",
+        world.props(ApprovedPlanName="", MaxUpfrontFee="1"),
+        physical_id=PLAN,
+        old_props=world.props(),
+    )
+    outcome = world.driver.send(event)
+    assert (outcome.status, outcome.reason, outcome.physical_id) == ("SUCCESS", "", PLAN)
+    assert outcome.data["PlanName"] == PLAN
     assert "CreateTrainingPlan" not in world.plane.operations_since(mark)
     assert dict(world.plane.create_counts()) == {PLAN: 1}
 
