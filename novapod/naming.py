@@ -5,6 +5,10 @@ custom resource describes this name before it buys and adopts what it finds. The
 name therefore depends on exactly the inputs that define *what* is bought (instance
 type, count, duration, window, target resources) and not on guardrails such as the
 fee cap or the choice policy, so raising a cap after a refusal does not change it.
+
+Any change to how a name is derived (inputs, encoding, digest, truncation) renames every
+deployed plan, so each environment would buy its plans again: it needs a migration that
+adopts the old names. tests/unit/test_naming.py pins the names as literals.
 """
 
 from __future__ import annotations
