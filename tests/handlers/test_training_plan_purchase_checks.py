@@ -348,3 +348,13 @@ def test_pending_timeout_after_failing_describes_says_bought_and_adopted_next_ti
         "timeout (ThrottlingException: slow); pay the invoice if one is due: the next deploy "
         "adopts the plan and does not buy again"
     )
+
+
+def test_the_timeout_names_the_call_that_kept_failing() -> None:
+    message = decisions.pending_timeout_message(
+        "p", last_error="UnauthorizedOperation", failing_call="DescribeAvailabilityZones"
+    )
+    assert message.startswith(
+        "training plan p is bought, but DescribeAvailabilityZones kept failing until the "
+        "pending timeout (UnauthorizedOperation)"
+    )

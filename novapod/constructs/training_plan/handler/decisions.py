@@ -775,14 +775,16 @@ def pending_timed_out(since: datetime, now: datetime, timeout_seconds: int) -> b
     return (now - since).total_seconds() >= timeout_seconds
 
 
-def pending_timeout_message(plan_name: str, *, last_error: str | None = None) -> str:
+def pending_timeout_message(
+    plan_name: str, *, last_error: str | None = None, failing_call: str = "DescribeTrainingPlan"
+) -> str:
     """The plan is bought (or adopted) but not ready in time.
 
-    `last_error`: DescribeTrainingPlan kept failing, so its status is unknown.
+    `last_error`: `failing_call` kept failing, so whether the plan is ready is unknown.
     """
     if last_error is not None:
         return (
-            f"training plan {plan_name} is bought, but DescribeTrainingPlan kept failing until "
+            f"training plan {plan_name} is bought, but {failing_call} kept failing until "
             f"the pending timeout ({last_error}); pay the invoice if one is due: the next "
             "deploy adopts the plan and does not buy again"
         )

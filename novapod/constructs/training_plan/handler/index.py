@@ -379,7 +379,13 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         try:
             zones = _aws("DescribeAvailabilityZones", lambda: offerings.zone_name_to_id(ec2))
         except TrainingPlanError as failed:
-            return _keep_waiting(name, since, timed_out, last_error=str(failed))
+            return _keep_waiting(
+                name,
+                since,
+                timed_out,
+                last_error=str(failed),
+                failing_call="DescribeAvailabilityZones",
+            )
         data = decisions.plan_data(plan, zones, props.subnet_ids_by_zone_id)
         _log("ready", f"training plan {name} is {data['Status']}", **data)
         return {"IsComplete": True, "Data": data}
@@ -387,10 +393,19 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
 
 
 def _keep_waiting(
-    name: str, since: datetime, timed_out: bool, *, last_error: str | None = None
+    name: str,
+    since: datetime,
+    timed_out: bool,
+    *,
+    last_error: str | None = None,
+    failing_call: str = "DescribeTrainingPlan",
 ) -> dict[str, Any]:
     if timed_out:
-        raise TrainingPlanError(decisions.pending_timeout_message(name, last_error=last_error))
+        raise TrainingPlanError(
+            decisions.pending_timeout_message(
+                name, last_error=last_error, failing_call=failing_call
+            )
+        )
     if last_error is not None:
         _log(
             "poll",
