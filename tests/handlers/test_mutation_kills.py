@@ -10,6 +10,7 @@ are listed in tests/mutation_equivalents.md.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 
@@ -120,3 +121,27 @@ def test_without_a_vpc_the_no_offering_message_says_we_have_no_zone() -> None:
         "none of the 1 offerings for 4 x ml.p5.48xlarge for 48 h fits, so no plan was bought "
         "(a: it holds 2 instances, not 4; our private subnets are in no zone)"
     )
+
+
+def test_a_describe_failing_before_the_purchase_is_the_reason_given(world: World) -> None:
+    world.plane.throttle("DescribeTrainingPlan", times=3)
+    outcome = world.stack().create(world.props())
+    assert not outcome.ok
+    assert (
+        f"DescribeTrainingPlan for training plan {PLAN} failed (ThrottlingException: "
+        "Rate exceeded)" in outcome.reason
+    )
+    assert world.plane.calls_to("CreateTrainingPlan") == []
+
+
+def test_the_handler_clock_is_utc_aware() -> None:
+    # Plan windows and SageMaker's times are aware; a naive "now" cannot be compared.
+    assert index._now().utcoffset() == timedelta(0)
+
+
+def test_the_handler_pause_sleeps_the_given_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The real pause between confirming describes (scenario tests use a fake clock).
+    slept: list[float] = []
+    monkeypatch.setattr(index.time, "sleep", slept.append)
+    index._sleep(2.5)
+    assert slept == [2.5]
