@@ -1,0 +1,95 @@
+"""Purchase approval, pinned where `make mutation` found changes no test noticed: the
+refusal without an approval, renames of both environment and plan, several changes in
+one message, and the edges of the search for the edit that changed a plan's name."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from novapod.approval import approval_problem, describe_change
+from novapod.facts import plan_instance_types
+from novapod.naming import training_plan_name
+from novapod.planning import PlanRequest
+
+REQUEST = PlanRequest(
+    name="main",
+    instance_type="ml.p5.48xlarge",
+    instance_count=4,
+    duration_hours=48,
+    start_after="2027-01-04T12:00:00+00:00",
+    end_before="2027-02-28T12:00:00+00:00",
+    target_resources=("hyperpod-cluster",),
+    jobs=("sft",),
+    required_instance_hours=120.0,
+    reserved_instance_hours=192.0,
+    waste_instance_hours=72.0,
+)
+TYPES = sorted(plan_instance_types())
+
+
+def approved(request: PlanRequest = REQUEST) -> str:
+    """The name an earlier `novapod plan` showed for `request` (the input, not the answer)."""
+    return training_plan_name("dev", request)
+
+
+def test_no_approval_says_how_to_give_one() -> None:
+    problem = approval_problem(
+        environment="dev",
+        request=REQUEST,
+        approve=None,
+        fee_cap="100",
+        currency="USD",
+        instance_types=TYPES,
+    )
+    assert problem == (
+        "buying a training plan is a non-refundable purchase: after reviewing prices with "
+        f"`novapod offerings CONFIG --plan main`, set purchase.approve: {approved()} "
+        "(this exact plan) and purchase.max_upfront_fee, or set existing_arn to adopt a "
+        "plan you own"
+    )
+
+
+def test_environment_and_plan_both_renamed_name_both_heads() -> None:
+    renamed = replace(REQUEST, name="other")
+    assert describe_change(approved(), "prod", renamed, TYPES) == (
+        "the environment or plan was renamed: novapod-dev-main -> novapod-prod-other"
+    )
+
+
+def test_a_rename_and_an_edit_are_both_named() -> None:
+    edited = replace(REQUEST, name="other", instance_count=2)
+    assert describe_change(approved(), "dev", edited, TYPES) == (
+        "the plan was renamed from main to other; instance_count 4 -> 2"
+    )
+
+
+def test_a_window_start_off_midnight_moved_by_days_is_found() -> None:
+    # The search steps whole days from the request's own start, not from today.
+    edited = replace(REQUEST, start_after="2027-01-11T12:00:00+00:00")
+    assert describe_change(approved(), "dev", edited, TYPES) == (
+        "start_after 2027-01-04T12:00:00+00:00 -> 2027-01-11T12:00:00+00:00"
+    )
+
+
+def test_a_window_end_moved_by_days_is_found_from_the_end() -> None:
+    edited = replace(REQUEST, end_before="2027-03-07T12:00:00+00:00")
+    assert describe_change(approved(), "dev", edited, TYPES) == (
+        "end_before 2027-02-28T12:00:00+00:00 -> 2027-03-07T12:00:00+00:00"
+    )
+
+
+def test_the_search_reaches_400_days_either_way() -> None:
+    later = replace(REQUEST, start_after="2028-02-08T12:00:00+00:00")  # +400 days
+    assert describe_change(approved(), "dev", later, TYPES) == (
+        "start_after 2027-01-04T12:00:00+00:00 -> 2028-02-08T12:00:00+00:00"
+    )
+    earlier = replace(REQUEST, start_after="2025-11-30T12:00:00+00:00")  # -400 days
+    assert describe_change(approved(), "dev", earlier, TYPES) == (
+        "start_after 2027-01-04T12:00:00+00:00 -> 2025-11-30T12:00:00+00:00"
+    )
+
+
+def test_the_highest_retry_searched_is_found() -> None:
+    assert describe_change(approved(), "dev", replace(REQUEST, retry=20), TYPES) == (
+        "retry 0 -> 20"
+    )
