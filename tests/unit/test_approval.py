@@ -9,21 +9,8 @@ import pytest
 
 from novapod.approval import approval_problem, describe_change, find_edit
 from novapod.facts import plan_instance_types
-from novapod.planning import PlanRequest
+from tests.unit.golden import REQUEST
 
-REQUEST = PlanRequest(
-    name="main",
-    instance_type="ml.p5.48xlarge",
-    instance_count=4,
-    duration_hours=48,
-    start_after="2027-01-04T00:00:00+00:00",
-    end_before="2027-02-28T00:00:00+00:00",
-    target_resources=("hyperpod-cluster",),
-    jobs=("sft",),
-    required_instance_hours=120.0,
-    reserved_instance_hours=192.0,
-    waste_instance_hours=72.0,
-)
 # Pinned: the name of REQUEST in environment dev. If this changes, every deployed plan
 # would be bought again: a naming change needs a migration that adopts the old names.
 NAME = "novapod-dev-main-e41dea05"

@@ -10,19 +10,11 @@ from novapod.approval import approval_problem, describe_change
 from novapod.facts import plan_instance_types
 from novapod.naming import training_plan_name
 from novapod.planning import PlanRequest
+from tests.unit.golden import REQUEST as GOLDEN
 
-REQUEST = PlanRequest(
-    name="main",
-    instance_type="ml.p5.48xlarge",
-    instance_count=4,
-    duration_hours=48,
-    start_after="2027-01-04T12:00:00+00:00",
-    end_before="2027-02-28T12:00:00+00:00",
-    target_resources=("hyperpod-cluster",),
-    jobs=("sft",),
-    required_instance_hours=120.0,
-    reserved_instance_hours=192.0,
-    waste_instance_hours=72.0,
+# The golden request with its window bounds off midnight.
+REQUEST = replace(
+    GOLDEN, start_after="2027-01-04T12:00:00+00:00", end_before="2027-02-28T12:00:00+00:00"
 )
 TYPES = sorted(plan_instance_types())
 

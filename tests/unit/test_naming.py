@@ -22,21 +22,8 @@ from novapod.naming import (
     split_name,
     training_plan_name,
 )
-from novapod.planning import PlanRequest
+from tests.unit.golden import REQUEST
 
-REQUEST = PlanRequest(
-    name="main",
-    instance_type="ml.p5.48xlarge",
-    instance_count=4,
-    duration_hours=48,
-    start_after="2027-01-04T00:00:00+00:00",
-    end_before="2027-02-28T00:00:00+00:00",
-    target_resources=("hyperpod-cluster",),
-    jobs=("sft",),
-    required_instance_hours=120.0,
-    reserved_instance_hours=192.0,
-    waste_instance_hours=72.0,
-)
 NAME = "novapod-dev-main-e41dea05"
 # The exact bytes the digest of REQUEST is taken over: sorted keys, no spaces.
 CANONICAL = (

@@ -10,21 +10,7 @@ from __future__ import annotations
 import pytest
 
 from novapod.naming import name_head, split_name, training_plan_name
-from novapod.planning import PlanRequest
-
-REQUEST = PlanRequest(
-    name="main",
-    instance_type="ml.p5.48xlarge",
-    instance_count=4,
-    duration_hours=48,
-    start_after="2027-01-04T00:00:00+00:00",
-    end_before="2027-02-28T00:00:00+00:00",
-    target_resources=("hyperpod-cluster",),
-    jobs=("sft",),
-    required_instance_hours=120.0,
-    reserved_instance_hours=192.0,
-    waste_instance_hours=72.0,
-)
+from tests.unit.golden import REQUEST
 
 
 def test_a_short_head_is_kept_whole() -> None:
