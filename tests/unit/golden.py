@@ -22,3 +22,15 @@ REQUEST = PlanRequest(
     waste_instance_hours=72.0,
 )
 NAME = "novapod-dev-main-e41dea05"
+
+# A workload whose plan (listed as "main") is 4 x ml.p5.48xlarge for 48 h, for
+# hyperpod-cluster, no window; SFT_PLAN is that plan's name in environment dev.
+SFT = {
+    "name": "sft",
+    "model": "lite",
+    "technique": "sft-lora",
+    "hours_per_run": 10,
+    "runs": 3,
+    "plan": "main",
+}
+SFT_PLAN = "novapod-dev-main-951cd24c"

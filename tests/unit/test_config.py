@@ -19,6 +19,7 @@ from novapod.config import (
     parse_config,
 )
 from tests.conftest import ALL_CONFIGS, ROOT
+from tests.unit.golden import SFT, SFT_PLAN
 
 VALID: dict[str, Any] = {
     "name": "dev",
@@ -353,16 +354,6 @@ def test_round_trip_through_yaml() -> None:
 
 # --------------------------------------------------------------------------- capacity
 
-SFT = {
-    "name": "sft",
-    "model": "lite",
-    "technique": "sft-lora",
-    "hours_per_run": 10,
-    "runs": 3,
-    "plan": "main",
-}
-# The plan SFT buys in environment dev: 4 x ml.p5.48xlarge for 48 h, for hyperpod-cluster.
-SFT_PLAN = "novapod-dev-main-951cd24c"
 APPROVED = {"approve": SFT_PLAN, "max_upfront_fee": "20000"}
 ARN = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/my-plan"
 

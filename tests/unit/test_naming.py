@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -22,7 +21,8 @@ from novapod.naming import (
     split_name,
     training_plan_name,
 )
-from tests.unit.golden import REQUEST
+from tests.conftest import VALIDATION_TIME as NOW
+from tests.unit.golden import REQUEST, SFT
 
 NAME = "novapod-dev-main-e41dea05"
 # The exact bytes the digest of REQUEST is taken over: sorted keys, no spaces.
@@ -129,15 +129,6 @@ def test_split_name_recognises_only_derived_names() -> None:
 
 # ------------------------------------------------------------ guardrails, via config
 
-NOW = datetime(2026, 11, 30, tzinfo=UTC)
-SFT = {
-    "name": "sft",
-    "model": "lite",
-    "technique": "sft-lora",
-    "hours_per_run": 10,
-    "runs": 3,
-    "plan": "main",
-}
 PLAN: dict[str, Any] = {
     "name": "main",
     "start_after": "2027-01-04T00:00:00Z",

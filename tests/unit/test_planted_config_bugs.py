@@ -5,26 +5,16 @@ Each test names the bug it kills and asserts the exact outcome.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from novapod.config import RIG_ENDPOINTS, ConfigError, parse_config
+from tests.conftest import VALIDATION_TIME as NOW
+from tests.unit.golden import SFT, SFT_PLAN
 
-NOW = datetime(2026, 11, 30, tzinfo=UTC)
 NETWORK = {"vpc": {"cidr": "10.0.0.0/16", "zone_ids": ["use1-az4", "use1-az6"]}}
 BASE: dict[str, Any] = {"name": "dev", "region": "us-east-1", "network": NETWORK}
-SFT = {
-    "name": "sft",
-    "model": "lite",
-    "technique": "sft-lora",
-    "hours_per_run": 10,
-    "runs": 3,
-    "plan": "main",
-}
-# 4 x ml.p5.48xlarge for 48 h, hyperpod-cluster, no window: its name in dev.
-SFT_PLAN = "novapod-dev-main-951cd24c"
 
 
 def issues_of(data: dict[str, Any]) -> dict[str, str]:
