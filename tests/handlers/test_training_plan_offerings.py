@@ -9,25 +9,14 @@ from typing import Any
 import boto3
 
 from novapod.constructs.training_plan.handler import offerings
-from novapod.constructs.training_plan.handler.decisions import OfferingRequest
-from tests.handlers.world import OUR_SUBNETS, T0, ZONES, World
+from tests.handlers.world import T0, ZONES, World, offering_request
 
 
 def clients() -> tuple[Any, Any]:
     return boto3.client("sagemaker"), boto3.client("ec2")
 
 
-def request(**overrides: Any) -> OfferingRequest:
-    fields: dict[str, Any] = {
-        "instance_type": "ml.p5.48xlarge",
-        "instance_count": 4,
-        "duration_hours": 48,
-        "start_time_after": T0,
-        "end_time_before": T0 + timedelta(days=30),
-        "subnet_ids_by_zone_id": {z: tuple(s) for z, s in OUR_SUBNETS.items()},
-    }
-    fields.update(overrides)
-    return OfferingRequest(**fields)
+request = offering_request
 
 
 def test_zone_name_to_id_reads_this_accounts_zones(world: World) -> None:

@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError
 
 from novapod.constructs.training_plan.handler import decisions, index
 from novapod.constructs.training_plan.handler.decisions import OfferingRequest
+from tests.handlers.world import offering_request
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 ZONES = {"us-east-1a": "use1-az4", "us-east-1b": "use1-az6", "us-east-1c": "use1-az1"}
@@ -21,17 +22,7 @@ URL = "https://api.sagemaker.us-east-1.amazonaws.com/"
 
 
 def request(**overrides: Any) -> OfferingRequest:
-    fields: dict[str, Any] = {
-        "instance_type": "ml.p5.48xlarge",
-        "instance_count": 4,
-        "duration_hours": 48,
-        "start_time_after": T0,
-        "end_time_before": T0 + timedelta(days=30),
-        "subnet_ids_by_zone_id": SUBNETS,
-        "currency": "USD",
-    }
-    fields.update(overrides)
-    return OfferingRequest(**fields)
+    return offering_request(**{"subnet_ids_by_zone_id": SUBNETS, "currency": "USD", **overrides})
 
 
 def segment(

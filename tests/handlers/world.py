@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from novapod.constructs.training_plan.handler.decisions import OfferingRequest
 from tests.fakes.aws_control_plane import FakeControlPlane
 from tests.handlers.lifecycle import ProviderDriver, Stack
 
@@ -20,6 +21,22 @@ ZONES = {
 }
 OUR_SUBNETS = {"use1-az4": ["subnet-0a"], "use1-az6": ["subnet-0b1", "subnet-0b2"]}
 PLAN = "nova-p5-4x48h-1a2b3c"
+
+
+def offering_request(**overrides: Any) -> OfferingRequest:
+    """4 x ml.p5.48xlarge for 48 h within 30 days of T0, in our zones; fields overridable."""
+    fields: dict[str, Any] = {
+        "instance_type": "ml.p5.48xlarge",
+        "instance_count": 4,
+        "duration_hours": 48,
+        "start_time_after": T0,
+        "end_time_before": T0 + timedelta(days=30),
+        "subnet_ids_by_zone_id": {z: tuple(s) for z, s in OUR_SUBNETS.items()},
+    }
+    fields.update(overrides)
+    return OfferingRequest(**fields)
+
+
 OTHER_PLAN = "nova-p5-4x72h-4d5e6f"
 
 
