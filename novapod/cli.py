@@ -19,6 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[impor
 from novapod import planning
 from novapod.config import ConfigError, NovapodConfig, json_schema, load_config
 from novapod.constructs.training_plan.handler import decisions, offerings
+from novapod.naming import training_plan_name
 
 EXIT_OK = 0
 EXIT_INVALID = 2
@@ -65,7 +66,7 @@ def _schema(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     config = _load(args)
     plan = config.capacity_plan()
-    names = config.purchase_names()
+    names = config.purchase_names(plan)
     if args.json:
         print(json.dumps(planning.capacity_plan_json(plan, names), indent=2))
     else:
@@ -162,7 +163,7 @@ def _offerings(args: argparse.Namespace) -> int:
     chosen = chosen_id
     purchase = spec.purchase if spec else None
     if purchase is None or not purchase.approve:
-        plan_name = config.purchase_names().get(name, "")
+        plan_name = training_plan_name(config.name, request)
         print(
             f"would choose {chosen} ({search.choice_policy}); nothing is bought until the plan "
             f"is in capacity.training_plans with purchase.approve: {plan_name} and "

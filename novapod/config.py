@@ -1157,16 +1157,17 @@ class NovapodConfig(_Model):
         # An adopted plan that no workload names needs no sizing: it already exists.
         return plan.adopted and not any(w.plan == plan.name for w in self.capacity.workloads)
 
-    def purchase_names(self) -> dict[str, str]:
+    def purchase_names(self, plan: planning.CapacityPlan | None = None) -> dict[str, str]:
         """Plan -> the deterministic name it is bought under, for every plan not adopted.
 
         Plans the planner proposes but the config does not list yet are included: their
-        name is what `purchase.approve` must say once they are listed.
+        name is what `purchase.approve` must say once they are listed. `plan`: this
+        config's capacity plan when the caller has it already.
         """
         listed = {spec.name: spec for spec in self.capacity.training_plans}
         return {
             request.name: training_plan_name(self.name, request)
-            for request in self.capacity_plan().training_plans
+            for request in (plan or self.capacity_plan()).training_plans
             if not (request.name in listed and listed[request.name].adopted)
         }
 
