@@ -1,7 +1,7 @@
 """Capacity planning for Nova customization jobs: pure functions, no CDK, no AWS calls.
 
 `plan_jobs` sizes each workload (model, technique, runs, hours per run) from the
-documented compute requirements in `data/compute_requirements.yaml`; `plan_capacity`
+documented compute requirements in the Nova catalog (`nova/catalog.yaml`); `plan_capacity`
 packs the jobs into training-plan requests the SageMaker training-plans API can sell and
 leaves jobs on instance types plans do not sell (distillation on ml.r5) on demand.
 
@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
 from functools import cache
-from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-import yaml
+from novapod.nova.catalog import PPO_ROLE_NAMES, Variant
+from novapod.nova.catalog import catalog as nova_catalog
 
 # What the training-plans API sells (SearchTrainingPlanOfferings).
 PLAN_INSTANCE_COUNTS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
@@ -41,24 +41,13 @@ PLAN_MAX_DAYS = 182
 PLAN_MAX_HOURS = PLAN_MAX_DAYS * HOURS_PER_DAY
 TARGET_RESOURCES: tuple[str, ...] = ("hyperpod-cluster", "training-job", "endpoint")
 
-TECHNIQUES: tuple[str, ...] = (
-    "cpt",
-    "sft-lora",
-    "sft-full",
-    "dpo-lora",
-    "dpo-full",
-    "ppo",
-    "distillation",
-    "evaluation",
-)
-PPO_ROLES: tuple[str, ...] = ("critic", "reward", "anchor", "actor_train", "actor_generation")
+TECHNIQUES: tuple[str, ...] = tuple(nova_catalog().techniques)
 
 # Plan and job names end up in Kubernetes and recipe run names: DNS labels.
 _DNS_LABEL_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 _INSTANCE_TYPE_PATTERN = r"^ml\.([a-z0-9-]+)\.([a-z0-9]+)$"
 _DNS_LABEL = re.compile(_DNS_LABEL_PATTERN)
 _INSTANCE_TYPE = re.compile(_INSTANCE_TYPE_PATTERN)
-_DATA_FILE = "compute_requirements.yaml"
 
 
 class PlanningError(ValueError):
@@ -159,46 +148,30 @@ class _Catalog:
 
 @cache
 def _catalog() -> _Catalog:
-    text = (resources.files("novapod") / "data" / _DATA_FILE).read_text(encoding="utf-8")
-    return _parse_catalog(yaml.safe_load(text))
+    """The sizing view of the Nova catalog (novapod/nova/catalog.yaml): one source."""
+    nova = nova_catalog()
+    display_names = {key: model.display_name for key, model in nova.models.items()}
+    requirements = {key: _requirement(variants[0]) for key, variants in nova.variants.items()}
+    return _Catalog(
+        MappingProxyType(display_names), MappingProxyType(requirements), nova.plan_families
+    )
 
 
-def _parse_catalog(data: Any) -> _Catalog:
-    display_names = {str(m): str(spec["display_name"]) for m, spec in data["models"].items()}
-    requirements: dict[tuple[str, str], Requirement] = {}
-    for model, rows in data["requirements"].items():
-        if model not in display_names:
-            raise ValueError(f"{_DATA_FILE}: requirements name unknown model {model!r}")
-        for technique, row in rows.items():
-            if technique not in TECHNIQUES:
-                raise ValueError(f"{_DATA_FILE}: {model} has unknown technique {technique!r}")
-            requirements[(model, technique)] = _parse_requirement(row)
-    families = tuple(str(f) for f in data["training_plan_instance_families"])
-    return _Catalog(MappingProxyType(display_names), MappingProxyType(requirements), families)
-
-
-def _parse_requirement(row: Any) -> Requirement:
-    max_length = row["max_sequence_length"]
-    roles: Mapping[str, int] | None = None
-    if "roles" in row:
-        if set(row["roles"]) != set(PPO_ROLES):
-            raise ValueError(f"{_DATA_FILE}: PPO roles must be exactly {', '.join(PPO_ROLES)}")
-        roles = MappingProxyType({role: int(row["roles"][role]) for role in PPO_ROLES})
-        count = sum(roles.values())
-    else:
-        count = int(row["instance_count"])
-    hours = row.get("hours_per_run")
-    printed = row.get("printed_instance_hours")
-    note = row.get("note")
+def _requirement(variant: Variant) -> Requirement:
+    roles = None
+    if variant.roles is not None:
+        roles = MappingProxyType(
+            {PPO_ROLE_NAMES[role]: count for role, count in variant.roles.items()}
+        )
     return Requirement(
-        instance_type=str(row["instance_type"]),
-        instance_count=count,
+        instance_type=variant.instance_type,
+        instance_count=variant.instance_count(),
         roles=roles,
-        documented_hours_per_run=None if hours is None else float(hours),
-        note=None if note is None else str(note),
-        max_sequence_length=None if max_length is None else int(max_length),
-        printed_instance_hours=None if printed is None else float(printed),
-        fixed_instance_count=bool(row.get("fixed_instance_count", False)),
+        documented_hours_per_run=variant.hours_per_run,
+        note=variant.note,
+        max_sequence_length=variant.max_length,
+        printed_instance_hours=variant.printed_instance_hours,
+        fixed_instance_count=variant.allowed_replicas == (1,) and variant.technique == "evaluation",
     )
 
 

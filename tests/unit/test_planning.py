@@ -34,7 +34,9 @@ from novapod.planning import (
 P5 = "ml.p5.48xlarge"
 R5 = "ml.r5.24xlarge"
 
-# The user documents' compute table, typed in again here so a typo in the data file fails:
+# The user documents' compute table for node counts, and the upstream recipes for the
+# longest sequence (they allow 32768 for Nova 1 SFT where the guide says 65536: the
+# recipes are what runs), typed in again here so a typo in the catalog fails:
 # (model, technique, instance type, nodes, max sequence length).
 COMPUTE_TABLE = [
     ("micro", "cpt", P5, 8, 8192),
@@ -46,23 +48,31 @@ COMPUTE_TABLE = [
     ("micro", "dpo-full", P5, 2, 32768),
     ("lite", "dpo-full", P5, 4, 32768),
     ("pro", "dpo-full", P5, 6, 32768),
-    ("micro", "sft-lora", P5, 2, 65536),
+    ("micro", "sft-lora", P5, 2, 32768),
     ("lite", "sft-lora", P5, 4, 32768),
-    ("pro", "sft-lora", P5, 6, 65536),
-    ("micro", "sft-full", P5, 2, 65536),
-    ("lite", "sft-full", P5, 4, 65536),
-    ("pro", "sft-full", P5, 6, 65536),
+    ("pro", "sft-lora", P5, 6, 32768),
+    ("micro", "sft-full", P5, 2, 32768),
+    ("lite", "sft-full", P5, 4, 32768),
+    ("pro", "sft-full", P5, 6, 32768),
     ("micro", "distillation", R5, 1, None),
     ("lite", "distillation", R5, 1, None),
     ("pro", "distillation", R5, 1, None),
     ("micro", "evaluation", P5, 1, 8192),
     ("lite", "evaluation", P5, 1, 8192),
     ("pro", "evaluation", P5, 1, 8192),
-    # Not in the tables: assumptions from the recipes' replica lists.
+    # Not in the tables: the recipes' default replicas (Nova 2 Lite SFT: at least 4, the
+    # values both the recipe comment and the template parameters allow).
+    ("nova-2-lite", "cpt", P5, 8, 8192),
     ("nova-2-lite", "sft-lora", P5, 4, 65536),
     ("nova-2-lite", "sft-full", P5, 4, 65536),
     ("nova-2-lite", "distillation", R5, 1, None),
     ("nova-2-lite", "evaluation", P5, 1, 8192),
+]
+
+# RFT (Nova 2 Lite): the user guide's minimum of 8 p5.48xlarge for its own group.
+RFT_TABLE = [
+    ("nova-2-lite", "rft-lora", P5, 8, 32768),
+    ("nova-2-lite", "rft-full", P5, 8, 32768),
 ]
 
 # The PPO role table: (model, critic, reward, anchor, actor train, actor generation,
@@ -86,7 +96,7 @@ def _validate(document: object) -> None:
 
 
 @pytest.mark.parametrize(
-    ("model", "technique", "instance_type", "count", "max_length"), COMPUTE_TABLE
+    ("model", "technique", "instance_type", "count", "max_length"), COMPUTE_TABLE + RFT_TABLE
 )
 def test_compute_table_row(
     model: str, technique: str, instance_type: str, count: int, max_length: int | None
@@ -102,7 +112,9 @@ def test_compute_table_row(
 
 
 def test_every_documented_combination_is_in_the_tables() -> None:
-    expected = {(m, t) for m, t, *_ in COMPUTE_TABLE} | {(m, "ppo") for m, *_ in PPO_TABLE}
+    expected = (
+        {(m, t) for m, t, *_ in COMPUTE_TABLE + RFT_TABLE} | {(m, "ppo") for m, *_ in PPO_TABLE}
+    )
     assert set(documented_combinations()) == expected
 
 
@@ -153,7 +165,7 @@ def test_nova_2_lite_rows_carry_their_assumption() -> None:
     for technique in ("sft-lora", "sft-full"):
         note = requirement("nova-2-lite", technique).note or ""
         assert "assumption" in note
-        assert "replica list" in note
+        assert "replica count the recipe and its template parameters both allow" in note
     plan = _plan(Workload("sft2", "nova-2-lite", "sft-full", hours_per_run=5))
     assert any(n.startswith("Nova 2 Lite sft-full: not in the compute tables") for n in plan.notes)
 
@@ -161,13 +173,23 @@ def test_nova_2_lite_rows_carry_their_assumption() -> None:
 # --------------------------------------------------------------------------- refusals
 
 
-@pytest.mark.parametrize("technique", ["cpt", "dpo-lora", "dpo-full", "ppo"])
-def test_undocumented_nova_2_lite_techniques_are_refused(technique: str) -> None:
+@pytest.mark.parametrize("technique", ["dpo-lora", "dpo-full", "ppo"])
+def test_unpublished_nova_2_lite_techniques_are_refused(technique: str) -> None:
     with pytest.raises(PlanningError) as error:
         requirement("nova-2-lite", technique)
     message = str(error.value)
     assert f"{technique} is not documented for Nova 2 Lite" in message
-    assert "sft-lora, sft-full, distillation, evaluation" in message
+    assert "use one of cpt, sft-lora, sft-full, rft-lora, rft-full, distillation, evaluation" in (
+        message
+    )
+
+
+@pytest.mark.parametrize("technique", ["rft-lora", "rft-full"])
+def test_rft_is_published_for_nova_2_lite_only(technique: str) -> None:
+    for model in ("micro", "lite", "pro"):
+        with pytest.raises(PlanningError, match=f"{technique} is not documented for Nova"):
+            requirement(model, technique)
+    assert requirement("nova-2-lite", technique).instance_count == 8
 
 
 @pytest.mark.parametrize(
@@ -196,8 +218,8 @@ def test_unknown_models_and_techniques_are_refused(
         ("micro", "cpt", 8192),
         ("pro", "dpo-full", 32768),
         ("lite", "sft-lora", 32768),
-        ("lite", "sft-full", 65536),
-        ("micro", "sft-lora", 65536),
+        ("lite", "sft-full", 32768),
+        ("micro", "sft-lora", 32768),
         ("lite", "evaluation", 8192),
         ("pro", "ppo", 8192),
         ("nova-2-lite", "sft-lora", 65536),

@@ -1,0 +1,1 @@
+"""Amazon Nova on HyperPod: the catalog (data), recipe rendering and launch helpers."""
