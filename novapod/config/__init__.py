@@ -1,0 +1,117 @@
+"""The novapod configuration: one YAML file per environment, validated once.
+
+`load_config(path)` returns a frozen `NovapodConfig` or raises `ConfigError`, whose
+`issues` are `(field.path, message)` pairs such as
+`network.vpc.private_subnet_prefix: ...`. Nothing else escapes the loader, so the CLI
+and `app.py` can print the lines and exit with status 2 before any stack exists.
+
+One module per section (network, storage, capacity, eks, hyperpod), the root model in
+`root`, the rules that read more than one section in `checks`, and the loader, the
+error messages and the JSON Schema in `loading`, `messages` and `schema`.
+"""
+
+from __future__ import annotations
+
+from novapod.config.base import ConfigError
+from novapod.config.capacity import (
+    ISO_4217_CODES,
+    TRAINING_PLAN_ARN,
+    Capacity,
+    Purchase,
+    TargetResource,
+    TrainingPlanSpec,
+    Workload,
+)
+from novapod.config.eks import PRINCIPAL_ARN, Eks
+from novapod.config.fields import (
+    FSX_THROUGHPUTS,
+    INSTANCE_TYPE_PATTERN,
+    LOG_RETENTION_DAYS,
+    ZONE_ID_PATTERN,
+    ZONE_NAME,
+    LustreThroughput,
+    PlanName,
+    ZoneId,
+)
+from novapod.config.hyperpod import (
+    RIG_FSX_MAX_GIB,
+    DeepHealthCheck,
+    GroupName,
+    HyperPod,
+    RestrictedGroup,
+    StandardGroup,
+)
+from novapod.config.loading import (
+    DEFAULT_CONFIG,
+    VALIDATE_AS_OF_ENV,
+    decode_config_text,
+    load_config,
+    parse_config,
+)
+from novapod.config.network import (
+    ALL_ENDPOINTS,
+    GATEWAY_ENDPOINTS,
+    MAX_PRIVATE_PREFIX,
+    RFT_ENDPOINTS,
+    RIG_ENDPOINTS,
+    CreateVpc,
+    EndpointName,
+    ExistingSubnet,
+    ExistingVpc,
+    FlowLogs,
+    Network,
+)
+from novapod.config.root import NAME_PATTERN, TAG_TEXT, Name, NovapodConfig
+from novapod.config.schema import JSON_SCHEMA_DIALECT, json_schema
+from novapod.config.storage import Lustre, Storage
+
+__all__ = [
+    "ALL_ENDPOINTS",
+    "DEFAULT_CONFIG",
+    "FSX_THROUGHPUTS",
+    "GATEWAY_ENDPOINTS",
+    "INSTANCE_TYPE_PATTERN",
+    "ISO_4217_CODES",
+    "JSON_SCHEMA_DIALECT",
+    "LOG_RETENTION_DAYS",
+    "MAX_PRIVATE_PREFIX",
+    "NAME_PATTERN",
+    "PRINCIPAL_ARN",
+    "RFT_ENDPOINTS",
+    "RIG_ENDPOINTS",
+    "RIG_FSX_MAX_GIB",
+    "TAG_TEXT",
+    "TRAINING_PLAN_ARN",
+    "VALIDATE_AS_OF_ENV",
+    "ZONE_ID_PATTERN",
+    "ZONE_NAME",
+    "Capacity",
+    "ConfigError",
+    "CreateVpc",
+    "DeepHealthCheck",
+    "Eks",
+    "EndpointName",
+    "ExistingSubnet",
+    "ExistingVpc",
+    "FlowLogs",
+    "GroupName",
+    "HyperPod",
+    "Lustre",
+    "LustreThroughput",
+    "Name",
+    "Network",
+    "NovapodConfig",
+    "PlanName",
+    "Purchase",
+    "RestrictedGroup",
+    "StandardGroup",
+    "Storage",
+    "TargetResource",
+    "TrainingPlanSpec",
+    "Workload",
+    "ZoneId",
+    "decode_config_text",
+    "json_schema",
+    "load_config",
+    "parse_config",
+]

@@ -1,0 +1,269 @@
+"""The capacity section: workloads to size and the training plans to buy or
+adopt, and how a plan entry becomes the planner's settings or request."""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal
+from typing import Annotated, Literal
+
+from pydantic import (
+    AwareDatetime,
+    Field,
+    JsonValue,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+from novapod import planning
+from novapod.config.base import _at, _Model, _raise_all
+from novapod.config.fields import INSTANCE_TYPE_PATTERN, PlanName
+from novapod.naming import TRAINING_PLAN_NAME
+
+# Active ISO 4217 currency codes (2026), for the fee cap's currency.
+ISO_4217_CODES = frozenset(
+    """AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BRL BSD BTN
+    BWP BYN BZD CAD CDF CHF CLP CNY COP CRC CUP CVE CZK DJF DKK DOP DZD EGP ERN ETB EUR FJD FKP
+    GBP GEL GHS GIP GMD GNF GTQ GYD HKD HNL HTG HUF IDR ILS INR IQD IRR ISK JMD JOD JPY KES KGS
+    KHR KMF KPW KRW KWD KYD KZT LAK LBP LKR LRD LSL LYD MAD MDL MGA MKD MMK MNT MOP MRU MUR MVR
+    MWK MXN MYR MZN NAD NGN NIO NOK NPR NZD OMR PAB PEN PGK PHP PKR PLN PYG QAR RON RSD RUB RWF
+    SAR SBD SCR SDG SEK SGD SHP SLE SOS SRD SSP STN SVC SYP SZL THB TJS TMT TND TOP TRY TTD TWD
+    TZS UAH UGX USD UYU UZS VES VND VUV WST XAF XCD XCG XOF XPF YER ZAR ZMW ZWG""".split()  # noqa: SIM905 (a table reads better)
+)
+
+TRAINING_PLAN_ARN = (
+    r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}$"
+)
+
+
+class Workload(_Model):
+    """A Nova customization job the environment will run; the planner sizes it."""
+
+    name: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")] = (
+        Field(description="Job name, a DNS label; unique among workloads.")
+    )
+    model: Literal["micro", "lite", "pro", "nova-2-lite"] = Field(
+        description="Nova model to customize."
+    )
+    technique: Literal[
+        "cpt", "sft-lora", "sft-full", "dpo-lora", "dpo-full", "ppo", "distillation", "evaluation"
+    ] = Field(description="Customization technique; sets the documented instance type and count.")
+    runs: int = Field(1, ge=1, le=1000, description="How many times the job runs.")
+    hours_per_run: float | None = Field(
+        None, gt=0, le=4368, description="Wall-clock hours of one run; PPO has documented hours."
+    )
+    sequence_length: int | None = Field(
+        None, ge=1, le=1_048_576, description="Training sequence length; checked against the model."
+    )
+    instance_type: str | None = Field(
+        None,
+        pattern=INSTANCE_TYPE_PATTERN,
+        description="Override the documented instance type.",
+    )
+    instance_count: int | None = Field(
+        None, ge=1, le=256, description="Override the documented instance count."
+    )
+    plan: PlanName | None = Field(None, description="Training plan this workload runs on.")
+
+
+class Purchase(_Model):
+    """Guardrails for buying a training plan: a non-refundable, up-front purchase."""
+
+    approve: str | bool | None = Field(
+        None,
+        description=(
+            "The exact plan name to buy (novapod-<env>-<plan>-<digest>, as `novapod plan` "
+            "prints it). Any edit that changes what is bought changes the name and needs a "
+            "new approval. Review `novapod offerings` first."
+        ),
+        # Editors should flag `true` as validation does: only the name approves.
+        json_schema_extra={
+            "anyOf": [{"type": "string", "pattern": TRAINING_PLAN_NAME.pattern}, {"type": "null"}]
+        },
+    )
+    max_upfront_fee: Decimal | None = Field(
+        None,
+        gt=0,
+        max_digits=15,
+        decimal_places=2,
+        description="Refuse any offering whose up-front fee is higher (a plain number).",
+    )
+    currency: str = Field(
+        "USD",
+        description="ISO 4217 code of the fee cap; offerings in other currencies are skipped.",
+        json_schema_extra={"enum": list[JsonValue](sorted(ISO_4217_CODES))},
+    )
+
+    @field_validator("approve")
+    @classmethod
+    def _approve(cls, value: str | bool | None) -> str | bool | None:
+        if isinstance(value, str) and not TRAINING_PLAN_NAME.match(value):
+            raise ValueError(
+                f"{value!r} is not a training plan name; paste the name `novapod plan` prints"
+            )
+        return value
+
+    @field_validator("max_upfront_fee", mode="before")
+    @classmethod
+    def _fee(cls, value: object) -> object:
+        if isinstance(value, bool):
+            raise ValueError("must be an amount, e.g. 40000, not true or false")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("must be a finite amount, e.g. 40000")
+        if isinstance(value, str):
+            plain = re.sub(r"[\s$€£,_]|USD|EUR|GBP", "", value)
+            try:
+                amount = Decimal(plain)
+            except ArithmeticError:
+                amount = None
+            if amount is None or not amount.is_finite():
+                raise ValueError(f"{value!r} is not an amount; write a plain number, e.g. 40000")
+            if plain != value.strip():
+                raise ValueError(
+                    f"{value!r} is not a plain number; write {plain} (the currency goes in "
+                    "purchase.currency)"
+                )
+        return value
+
+    @field_validator("currency")
+    @classmethod
+    def _currency(cls, value: str) -> str:
+        if value.upper() in ISO_4217_CODES and value != value.upper():
+            raise ValueError(f"currency codes are upper case; write {value.upper()}")
+        if value not in ISO_4217_CODES:
+            raise ValueError(f"{value!r} is not an ISO 4217 currency code such as USD or EUR")
+        return value
+
+
+TargetResource = Literal["hyperpod-cluster", "training-job"]
+
+
+def _hyperpod_target() -> list[TargetResource]:
+    return ["hyperpod-cluster"]
+
+
+class TrainingPlanSpec(_Model):
+    """A training plan novapod buys (with approval and a fee cap) or adopts by ARN."""
+
+    name: PlanName = Field(description="Short DNS-label name, at most 24 characters.")
+    instance_type: str | None = Field(
+        None,
+        pattern=INSTANCE_TYPE_PATTERN,
+        description="Instance type to reserve; derived from the workloads unless set.",
+    )
+    instance_count: int | None = Field(
+        None, ge=1, le=64, description="Instances to reserve (1, 2, 4 ... 64); derived unless set."
+    )
+    duration_hours: int | None = Field(
+        None, ge=24, le=4368, description="Reserved hours, whole days of 24 h; derived unless set."
+    )
+    start_after: AwareDatetime | None = Field(
+        None, description="Earliest start, ISO 8601 with a UTC offset (2027-03-01T00:00:00Z)."
+    )
+    end_before: AwareDatetime | None = Field(
+        None, description="Latest end, ISO 8601 with a UTC offset; after start_after, not past."
+    )
+    target_resources: list[TargetResource] = Field(
+        default_factory=_hyperpod_target,
+        min_length=1,
+        description="What may use the plan: hyperpod-cluster and/or training-job.",
+    )
+    choice: Literal["cheapest", "earliest"] = Field(
+        "cheapest", description="Which matching offering to buy."
+    )
+    purchase: Purchase | None = Field(
+        None, description="Approval and fee cap for buying the plan (exclusive with existing_arn)."
+    )
+    existing_arn: str | None = Field(
+        None, pattern=TRAINING_PLAN_ARN, description="Adopt a plan you already own."
+    )
+    retry: int = Field(
+        0,
+        ge=0,
+        le=99,
+        description=(
+            "Set to 1, 2, ... after a bought plan went Failed: it changes the plan's name, so "
+            "the next deploy buys anew (approved like any purchase)."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _buy_or_adopt(self) -> TrainingPlanSpec:
+        if self.existing_arn is not None:
+            if self.purchase is not None:
+                raise _at("purchase", "a plan adopted by existing_arn is never bought; remove it")
+            for key in ("instance_type", "instance_count"):
+                if getattr(self, key) is None:
+                    raise _at(key, "an adopted plan needs it, to check the plan you own matches")
+            return self
+        # Whether the purchase is approved depends on the plan's derived name: checked
+        # with the whole config (checks.purchase_problems).
+        return self
+
+    @property
+    def adopted(self) -> bool:
+        return self.existing_arn is not None
+
+
+class Capacity(_Model):
+    workloads: list[Workload] = Field(
+        default_factory=list,
+        description="Nova jobs to size; `novapod plan` shows the plans they need.",
+    )
+    training_plans: list[TrainingPlanSpec] = Field(
+        default_factory=list,
+        description="Only plans listed here are bought or adopted; `novapod plan` shows more.",
+    )
+    pending_timeout_minutes: int = Field(
+        50,
+        ge=5,
+        le=55,
+        description="How long a deploy waits for a bought plan to leave Pending (< 1 h).",
+    )
+
+    @model_validator(mode="after")
+    def _unique(self) -> Capacity:
+        problems = []
+        for label, names in (
+            ("workloads", [w.name for w in self.workloads]),
+            ("training_plans", [p.name for p in self.training_plans]),
+        ):
+            repeated = sorted({n for n in names if names.count(n) > 1})
+            if repeated:
+                problems.append(
+                    _at(label, f"names must be unique; repeated: {', '.join(repeated)}")
+                )
+        _raise_all(problems)
+        return self
+
+
+def _plan_settings(spec: TrainingPlanSpec) -> planning.PlanSettings:
+    return planning.PlanSettings(
+        name=spec.name,
+        instance_type=spec.instance_type,
+        instance_count=spec.instance_count,
+        duration_hours=spec.duration_hours,
+        start_after=spec.start_after.isoformat() if spec.start_after else None,
+        end_before=spec.end_before.isoformat() if spec.end_before else None,
+        target_resources=tuple(spec.target_resources),
+        retry=spec.retry,
+    )
+
+
+def _adopted_request(spec: TrainingPlanSpec) -> planning.PlanRequest:
+    assert spec.instance_type is not None and spec.instance_count is not None
+    return planning.PlanRequest(
+        name=spec.name,
+        instance_type=spec.instance_type,
+        instance_count=spec.instance_count,
+        duration_hours=spec.duration_hours or 0,
+        start_after=None,
+        end_before=None,
+        target_resources=tuple(spec.target_resources),
+        jobs=(),
+        required_instance_hours=0.0,
+        reserved_instance_hours=0.0,
+        waste_instance_hours=0.0,
+    )

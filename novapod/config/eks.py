@@ -1,0 +1,106 @@
+"""The eks section: the EKS cluster that orchestrates HyperPod."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
+
+from novapod.config.base import _at, _Model
+from novapod.config.fields import _log_retention, _log_retention_schema
+from novapod.facts import eks_facts
+
+PRINCIPAL_ARN = r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[A-Za-z0-9_+=,.@/-]+$"
+
+
+def _kubernetes_versions() -> tuple[str, ...]:
+    """Versions the validator accepts: supported by HyperPod and with pinned add-ons."""
+    facts = eks_facts()
+    return tuple(v for v in facts.supported_versions if facts.addon_versions(v) is not None)
+
+
+class Eks(_Model):
+    """The EKS cluster that orchestrates HyperPod."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {
+                "properties": {"endpoint": {"const": "public-and-private"}},
+                "required": ["endpoint"],
+            },
+            "then": {
+                "required": ["public_access_cidrs"],
+                "properties": {"public_access_cidrs": {"minItems": 1}},
+            },
+            "else": {"properties": {"public_access_cidrs": {"maxItems": 0}}},
+        }
+    )
+
+    kubernetes_version: str = Field(
+        default_factory=lambda: eks_facts().default_version,
+        description="One of the versions in novapod/data/eks.yaml with pinned add-ons; quoted.",
+        json_schema_extra=lambda schema: schema.update(enum=list(_kubernetes_versions())),
+    )
+    authentication_mode: Literal["API_AND_CONFIG_MAP", "API"] = Field(
+        "API_AND_CONFIG_MAP", description="How the cluster authenticates IAM principals."
+    )
+    endpoint: Literal["private", "public-and-private"] = Field(
+        "private", description="public-and-private needs public_access_cidrs."
+    )
+    public_access_cidrs: list[str] = Field(
+        default_factory=list,
+        max_length=40,
+        description="CIDRs allowed to reach a public endpoint (not 0.0.0.0/0).",
+    )
+    admin_principals: list[Annotated[str, StringConstraints(pattern=PRINCIPAL_ARN)]] = Field(
+        default_factory=list, description="IAM roles/users granted cluster admin (access entries)."
+    )
+    log_retention_days: int = Field(
+        365,
+        description="Control-plane and bootstrap log retention, in days.",
+        json_schema_extra=_log_retention_schema(),
+    )
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _version(cls, value: str) -> str:
+        facts = eks_facts()
+        if value not in facts.supported_versions:
+            raise ValueError(
+                f"{value} is outside what HyperPod supports; use one of "
+                f"{', '.join(facts.supported_versions)}"
+            )
+        if facts.addon_versions(value) is None:
+            raise ValueError(
+                f"novapod has no pinned add-on versions for {value} yet; use "
+                f"{', '.join(facts.addons)} or add pins to novapod/data/eks.yaml"
+            )
+        return value
+
+    @field_validator("public_access_cidrs")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        for cidr in value:
+            try:
+                network = ipaddress.IPv4Network(cidr, strict=True)
+            except ValueError as exc:
+                raise ValueError(f"{cidr!r} is not an IPv4 CIDR ({exc})") from None
+            if network.prefixlen == 0:
+                raise ValueError(
+                    "0.0.0.0/0 opens the API endpoint to the internet; list your CIDRs"
+                )
+        return value
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, value: int) -> int:
+        return _log_retention(value)
+
+    @model_validator(mode="after")
+    def _endpoint(self) -> Eks:
+        if self.endpoint == "public-and-private" and not self.public_access_cidrs:
+            raise _at("public_access_cidrs", "a public endpoint needs an allow-list of CIDRs")
+        if self.endpoint == "private" and self.public_access_cidrs:
+            raise _at("public_access_cidrs", "only used with endpoint: public-and-private")
+        return self

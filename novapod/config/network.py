@@ -1,0 +1,235 @@
+"""The network section: a VPC novapod creates or one that exists, its VPC
+endpoints and flow logs."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator
+from typing import Literal, get_args
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from novapod import addressing
+from novapod.config.base import _at, _FieldError, _Model, _raise_all
+from novapod.config.fields import ZoneId, _log_retention, _log_retention_schema
+
+EndpointName = Literal[
+    "s3",
+    "ecr.api",
+    "ecr.dkr",
+    "sts",
+    "logs",
+    "monitoring",
+    "eks",
+    "eks-auth",
+    "ssm",
+    "ssmmessages",
+    "ec2messages",
+    "lambda",
+    "sqs",
+]
+ALL_ENDPOINTS: tuple[str, ...] = get_args(EndpointName)
+GATEWAY_ENDPOINTS: tuple[str, ...] = ("s3",)
+# The two that reinforcement fine-tuning adds; every other interface endpoint is one
+# that nodes of restricted instance groups (no internet access) need.
+RFT_ENDPOINTS: tuple[str, ...] = ("lambda", "sqs")
+RIG_ENDPOINTS: tuple[str, ...] = tuple(
+    e for e in ALL_ENDPOINTS if e not in GATEWAY_ENDPOINTS + RFT_ENDPOINTS
+)
+
+MAX_PRIVATE_PREFIX = 21  # /21: ~25 ml.p5.48xlarge nodes per zone
+
+
+class CreateVpc(_Model):
+    """A VPC novapod creates, one private (and, unless closed, public) subnet per zone."""
+
+    cidr: str = Field(
+        "10.0.0.0/16",
+        description="IPv4 CIDR of the VPC, /16 to /24.",
+        json_schema_extra={"pattern": r"^(\d{1,3}\.){3}\d{1,3}/(1[6-9]|2[0-4])$"},
+    )
+    zone_ids: list[ZoneId] = Field(
+        description=(
+            "Availability Zone IDs (e.g. use1-az4), not names: IDs are the same in every "
+            "account. At least two; EKS needs subnets in two zones. Append new zones at "
+            "the end: the order places the subnets."
+        ),
+        min_length=2,
+        max_length=6,
+        json_schema_extra={"uniqueItems": True},
+    )
+    private_subnet_prefix: int = Field(
+        20,
+        ge=16,
+        le=28,
+        description="Prefix length of each private subnet; /21 or larger for p5 nodes.",
+    )
+    public_subnet_prefix: int = Field(
+        24, ge=16, le=28, description="Prefix length of each public subnet (NAT only)."
+    )
+    nat_gateways: Literal["one-per-zone", "single"] = Field(
+        "one-per-zone",
+        description="single saves cost but loses egress when its zone fails.",
+    )
+
+    @field_validator("cidr")
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        try:
+            network = ipaddress.IPv4Network(value, strict=True)
+        except ValueError as exc:
+            raise ValueError(
+                f"{value!r} is not an IPv4 network CIDR such as 10.0.0.0/16 ({exc})"
+            ) from None
+        if not 16 <= network.prefixlen <= 24:
+            raise ValueError("a VPC CIDR must be between /16 and /24")
+        return value
+
+    @field_validator("zone_ids")
+    @classmethod
+    def _unique_zones(cls, value: list[str]) -> list[str]:
+        duplicates = sorted({z for z in value if value.count(z) > 1})
+        if duplicates:
+            raise ValueError(f"zone IDs must be unique; repeated: {', '.join(duplicates)}")
+        return value
+
+    @field_validator("private_subnet_prefix")
+    @classmethod
+    def _private_size(cls, value: int) -> int:
+        if value > MAX_PRIVATE_PREFIX:
+            nodes = addressing.p5_nodes_per_subnet(value)
+            raise ValueError(
+                f"a /{value} subnet fits about {nodes} ml.p5.48xlarge nodes "
+                f"({addressing.IPS_PER_P5_NODE} addresses each); use /{MAX_PRIVATE_PREFIX} "
+                "or a larger subnet (a smaller prefix length)"
+            )
+        return value
+
+
+class ExistingSubnet(_Model):
+    subnet_id: str = Field(
+        pattern=r"^subnet-[0-9a-f]{8,17}$", description="A private subnet of the VPC."
+    )
+    zone_id: ZoneId = Field(description="The subnet's Availability Zone ID (e.g. use1-az4).")
+    route_table_id: str | None = Field(
+        None,
+        pattern=r"^rtb-[0-9a-f]{8,17}$",
+        description="Needed only when novapod adds the S3 gateway endpoint.",
+    )
+
+
+class ExistingVpc(_Model):
+    """A VPC that already exists; novapod adds endpoints and the security group to it."""
+
+    vpc_id: str = Field(pattern=r"^vpc-[0-9a-f]{8,17}$", description="ID of the VPC.")
+    cidr: str = Field(description="The VPC's primary IPv4 CIDR (for the endpoint rule).")
+    private_subnets: list[ExistingSubnet] = Field(
+        min_length=2,
+        max_length=16,
+        description="Private subnets HyperPod and EKS use, in at least two zones.",
+    )
+
+    @field_validator("cidr")
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        try:
+            ipaddress.IPv4Network(value, strict=True)
+        except ValueError as exc:
+            raise ValueError(f"{value!r} is not an IPv4 network CIDR ({exc})") from None
+        return value
+
+    @model_validator(mode="after")
+    def _subnets(self) -> ExistingVpc:
+        ids = [s.subnet_id for s in self.private_subnets]
+        if len(set(ids)) != len(ids):
+            raise ValueError("private_subnets lists a subnet twice")
+        if len({s.zone_id for s in self.private_subnets}) < 2:
+            raise ValueError("private_subnets must span at least two zone IDs (EKS needs two)")
+        return self
+
+    @property
+    def zone_ids(self) -> list[str]:
+        return list(dict.fromkeys(s.zone_id for s in self.private_subnets))
+
+
+class FlowLogs(_Model):
+    enabled: bool = Field(True, description="Send VPC flow logs to CloudWatch Logs.")
+    retention_days: int = Field(
+        365,
+        description="CloudWatch Logs retention of VPC flow logs, in days.",
+        json_schema_extra=_log_retention_schema(),
+    )
+
+    @field_validator("retention_days")
+    @classmethod
+    def _retention(cls, value: int) -> int:
+        return _log_retention(value)
+
+
+class Network(_Model):
+    model_config = ConfigDict(
+        json_schema_extra={"oneOf": [{"required": ["vpc"]}, {"required": ["existing_vpc"]}]}
+    )
+
+    vpc: CreateVpc | None = Field(None, description="Create a VPC (exclusive with existing_vpc).")
+    existing_vpc: ExistingVpc | None = Field(None, description="Use an existing VPC.")
+    closed: bool = Field(
+        False, description="No internet gateway or NAT; every AWS API through VPC endpoints."
+    )
+    endpoints: list[EndpointName] | None = Field(
+        None,
+        description=(
+            "VPC endpoints to create. Default: S3 gateway plus the interface endpoints "
+            "restricted instance groups need; a closed network needs all of them."
+        ),
+        json_schema_extra={"uniqueItems": True},
+    )
+    flow_logs: FlowLogs = Field(FlowLogs(), description="VPC flow logs to CloudWatch Logs.")
+
+    @model_validator(mode="after")
+    def _shape(self) -> Network:
+        if (self.vpc is None) == (self.existing_vpc is None):
+            raise ValueError("set exactly one of network.vpc (create) or network.existing_vpc")
+        _raise_all(self._problems())
+        return self
+
+    def _problems(self) -> Iterator[_FieldError]:
+        if self.endpoints is not None:
+            repeated = sorted({e for e in self.endpoints if self.endpoints.count(e) > 1})
+            if repeated:
+                yield _at("endpoints", f"listed twice: {', '.join(repeated)}")
+            if self.closed:
+                missing = [e for e in ALL_ENDPOINTS if e not in self.endpoints]
+                if missing:
+                    yield _at(
+                        "endpoints",
+                        "a closed network reaches AWS only through endpoints; add "
+                        f"{', '.join(missing)} or remove the list to get all of them",
+                    )
+        if self.existing_vpc and "s3" in self.endpoint_names:
+            for i, subnet in enumerate(self.existing_vpc.private_subnets):
+                if subnet.route_table_id is None:
+                    yield _at(
+                        f"existing_vpc.private_subnets[{i}].route_table_id",
+                        "the S3 gateway endpoint needs each subnet's route table ID; add it or "
+                        "leave 's3' out of network.endpoints",
+                    )
+
+    @property
+    def endpoint_names(self) -> tuple[str, ...]:
+        if self.endpoints is not None:
+            return tuple(e for e in ALL_ENDPOINTS if e in self.endpoints)
+        if self.closed:
+            return ALL_ENDPOINTS
+        return GATEWAY_ENDPOINTS + RIG_ENDPOINTS
+
+    @property
+    def zone_ids(self) -> list[str]:
+        if self.vpc is not None:
+            return list(self.vpc.zone_ids)
+        assert self.existing_vpc is not None
+        return self.existing_vpc.zone_ids
+
+    @property
+    def cidr(self) -> str:
+        return self.vpc.cidr if self.vpc is not None else self.existing_vpc.cidr  # type: ignore[union-attr]

@@ -1,0 +1,130 @@
+"""The root of the config: one novapod environment, its sections, and what the
+CLI and stacks derive from the whole (the capacity plan, plan names, tags)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, date, datetime
+from typing import Annotated
+
+from pydantic import ConfigDict, Field, StringConstraints, ValidationInfo, model_validator
+
+from novapod import planning
+from novapod.config import checks
+from novapod.config.base import _Model, _raise_all
+from novapod.config.capacity import Capacity, TrainingPlanSpec, _adopted_request, _plan_settings
+from novapod.config.eks import Eks
+from novapod.config.hyperpod import HyperPod
+from novapod.config.network import Network
+from novapod.config.storage import Storage
+from novapod.naming import training_plan_name
+
+# Tag text every service here accepts (SageMaker's pattern, ASCII form).
+TAG_TEXT = r"^[A-Za-z0-9 _.:/=+@-]*$"
+
+NAME_PATTERN = r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"
+
+# Lengths are checked (and reported) before the pattern, so "at most 20" comes first.
+Name = Annotated[str, StringConstraints(min_length=2, max_length=20, pattern=NAME_PATTERN)]
+
+
+class NovapodConfig(_Model):
+    """One novapod environment."""
+
+    model_config = ConfigDict(json_schema_extra={"dependencies": {"hyperpod": ["eks"]}})
+
+    name: Name = Field(
+        description="Environment name: lowercase letters, digits and '-', 2-20 characters."
+    )
+    account: str | None = Field(
+        None,
+        pattern=r"^\d{12}$",
+        description="AWS account ID; leave out for an environment-agnostic synth.",
+    )
+    region: str = Field(
+        pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d{1,2}$",
+        description="AWS region, e.g. us-east-1; zone IDs must belong to it.",
+    )
+    tags: dict[
+        Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=TAG_TEXT)],
+        Annotated[str, StringConstraints(max_length=256, pattern=TAG_TEXT)],
+    ] = Field(
+        default_factory=dict,
+        description="Tags on every resource; keys without the aws: prefix; values quoted.",
+        json_schema_extra={"additionalProperties": False},
+    )
+    network: Network = Field(description="The VPC: created (vpc) or existing (existing_vpc).")
+    storage: Storage = Field(Storage(), description="S3 buckets, KMS key, optional FSx.")
+    capacity: Capacity = Field(
+        Capacity(), description="Workloads to size and training plans to buy or adopt."
+    )
+    eks: Eks | None = Field(None, description="The EKS cluster; needed by hyperpod.")
+    hyperpod: HyperPod | None = Field(
+        None, description="The HyperPod cluster, orchestrated by the eks cluster."
+    )
+
+    @model_validator(mode="after")
+    def _cross_checks(self, info: ValidationInfo) -> NovapodConfig:
+        # Rules that read more than one section live in checks.py, all in one place.
+        _raise_all(checks.problems(self, _validation_time(info)))
+        return self
+
+    def warnings(self, today: date | None = None) -> list[str]:
+        """Things that are valid but probably wrong; the CLI prints them."""
+        return checks.warnings(self, today)
+
+    def capacity_plan(self) -> planning.CapacityPlan:
+        """Jobs sized and packed into training-plan requests (see novapod.planning)."""
+        return planning.plan_capacity(
+            [planning.Workload(**w.model_dump()) for w in self.capacity.workloads],
+            [_plan_settings(p) for p in self.capacity.training_plans if not self._skip(p)],
+        )
+
+    def _skip(self, plan: TrainingPlanSpec) -> bool:
+        # An adopted plan that no workload names needs no sizing: it already exists.
+        return plan.adopted and not any(w.plan == plan.name for w in self.capacity.workloads)
+
+    def purchase_names(self, plan: planning.CapacityPlan | None = None) -> dict[str, str]:
+        """Plan -> the deterministic name it is bought under, for every plan not adopted.
+
+        Plans the planner proposes but the config does not list yet are included: their
+        name is what `purchase.approve` must say once they are listed. `plan`: this
+        config's capacity plan when the caller has it already.
+        """
+        listed = {spec.name: spec for spec in self.capacity.training_plans}
+        return {
+            request.name: training_plan_name(self.name, request)
+            for request in (plan or self.capacity_plan()).training_plans
+            if not (request.name in listed and listed[request.name].adopted)
+        }
+
+    def training_plan_requests(self) -> list[tuple[TrainingPlanSpec, planning.PlanRequest]]:
+        """The plans this environment buys or adopts, each with its resolved request."""
+        return self._resolve(self.capacity_plan())
+
+    def _resolve(
+        self, plan: planning.CapacityPlan
+    ) -> list[tuple[TrainingPlanSpec, planning.PlanRequest]]:
+        requests = {r.name: r for r in plan.training_plans}
+        out = []
+        for spec in self.capacity.training_plans:
+            request = requests.get(spec.name) or _adopted_request(spec)
+            out.append((spec, request))
+        return out
+
+    @property
+    def prefix(self) -> str:
+        """Prefix for stack and resource names of this environment."""
+        return f"novapod-{self.name}"
+
+    @property
+    def resource_tags(self) -> dict[str, str]:
+        """The config's tags plus the environment tag, for every resource and plan."""
+        return {**self.tags, "novapod:environment": self.name}
+
+
+def _validation_time(info: ValidationInfo) -> datetime:
+    """Now, or the time `parse_config(..., now=)` validates as of (tests, replays)."""
+    context = info.context if isinstance(info.context, Mapping) else {}
+    now = context.get("now")
+    return now if isinstance(now, datetime) else datetime.now(UTC)
