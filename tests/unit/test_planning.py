@@ -112,9 +112,9 @@ def test_compute_table_row(
 
 
 def test_every_documented_combination_is_in_the_tables() -> None:
-    expected = (
-        {(m, t) for m, t, *_ in COMPUTE_TABLE + RFT_TABLE} | {(m, "ppo") for m, *_ in PPO_TABLE}
-    )
+    expected = {(m, t) for m, t, *_ in COMPUTE_TABLE + RFT_TABLE} | {
+        (m, "ppo") for m, *_ in PPO_TABLE
+    }
     assert set(documented_combinations()) == expected
 
 
