@@ -234,16 +234,14 @@ def plan_jobs(workloads: Iterable[Workload]) -> list[JobPlan]:
     seen: set[str] = set()
     for workload in workloads:
         if workload.name in seen:
-            raise PlanningError(
-                f"workload {workload.name} is listed twice; give each workload its own name"
-            )
+            raise PlanningError(f"job {workload.name} is listed twice; give each job its own name")
         seen.add(workload.name)
         jobs.append(_plan_job(workload))
     return jobs
 
 
 def _plan_job(workload: Workload) -> JobPlan:
-    where = f"workload {workload.name!r}"
+    where = f"job {workload.name!r}"
     if not _DNS_LABEL.match(workload.name):
         raise PlanningError(
             f"{where}: the name is not a DNS label; use lowercase letters, digits and '-' "
@@ -351,11 +349,11 @@ def plan_capacity(
     on_demand: list[JobPlan] = []
     for workload, job in zip(workloads, jobs, strict=True):
         if workload.plan is not None:
-            _check_plan_name(workload.plan, f"workload {workload.name}: plan {workload.plan!r}")
+            _check_plan_name(workload.plan, f"job {workload.name}: plan {workload.plan!r}")
         if not plan_eligible(job.instance_type):
             if workload.plan is not None:
                 raise PlanningError(
-                    f"workload {workload.name}: training plans do not sell {job.instance_type}; "
+                    f"job {workload.name}: training plans do not sell {job.instance_type}; "
                     f"remove plan {workload.plan!r} to run it on demand"
                 )
             on_demand.append(job)
@@ -369,7 +367,8 @@ def plan_capacity(
             continue
         if plan.instance_type is None or plan.instance_count is None or plan.duration_hours is None:
             raise PlanningError(
-                f"training plan {name} has no workloads; set plan: {name} on a workload, or "
+                f"training plan {name} has no jobs; run a job on it (its instance group, or "
+                f"plan: {name}), or "
                 "give the plan instance_type, instance_count and duration_hours"
             )
         standalone.append(_standalone_request(plan))

@@ -20,7 +20,6 @@ from novapod.config.capacity import (
     Purchase,
     TargetResource,
     TrainingPlanSpec,
-    Workload,
 )
 from novapod.config.eks import PRINCIPAL_ARN, Eks
 from novapod.config.fields import (
@@ -41,6 +40,7 @@ from novapod.config.hyperpod import (
     RestrictedGroup,
     StandardGroup,
 )
+from novapod.config.jobs import Evaluation, Job, JobData, dependency_order
 from novapod.config.loading import (
     DEFAULT_CONFIG,
     VALIDATE_AS_OF_ENV,
@@ -91,11 +91,14 @@ __all__ = [
     "DeepHealthCheck",
     "Eks",
     "EndpointName",
+    "Evaluation",
     "ExistingSubnet",
     "ExistingVpc",
     "FlowLogs",
     "GroupName",
     "HyperPod",
+    "Job",
+    "JobData",
     "Lustre",
     "LustreThroughput",
     "Name",
@@ -108,9 +111,9 @@ __all__ = [
     "Storage",
     "TargetResource",
     "TrainingPlanSpec",
-    "Workload",
     "ZoneId",
     "decode_config_text",
+    "dependency_order",
     "json_schema",
     "load_config",
     "parse_config",

@@ -1,4 +1,4 @@
-"""The capacity section: workloads to size and the training plans to buy or
+"""The capacity section: the training plans to buy or
 adopt, and how a plan entry becomes the planner's settings or request."""
 
 from __future__ import annotations
@@ -6,13 +6,12 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import (
     AwareDatetime,
     Field,
     JsonValue,
-    StringConstraints,
     field_validator,
     model_validator,
 )
@@ -36,36 +35,6 @@ ISO_4217_CODES = frozenset(
 TRAINING_PLAN_ARN = (
     r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}$"
 )
-
-
-class Workload(_Model):
-    """A Nova customization job the environment will run; the planner sizes it."""
-
-    name: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")] = (
-        Field(description="Job name, a DNS label; unique among workloads.")
-    )
-    model: Literal["micro", "lite", "pro", "nova-2-lite"] = Field(
-        description="Nova model to customize."
-    )
-    technique: Literal[
-        "cpt", "sft-lora", "sft-full", "dpo-lora", "dpo-full", "ppo", "distillation", "evaluation"
-    ] = Field(description="Customization technique; sets the documented instance type and count.")
-    runs: int = Field(1, ge=1, le=1000, description="How many times the job runs.")
-    hours_per_run: float | None = Field(
-        None, gt=0, le=4368, description="Wall-clock hours of one run; PPO has documented hours."
-    )
-    sequence_length: int | None = Field(
-        None, ge=1, le=1_048_576, description="Training sequence length; checked against the model."
-    )
-    instance_type: str | None = Field(
-        None,
-        pattern=INSTANCE_TYPE_PATTERN,
-        description="Override the documented instance type.",
-    )
-    instance_count: int | None = Field(
-        None, ge=1, le=256, description="Override the documented instance count."
-    )
-    plan: PlanName | None = Field(None, description="Training plan this workload runs on.")
 
 
 class Purchase(_Model):
@@ -151,7 +120,7 @@ class TrainingPlanSpec(_Model):
     instance_type: str | None = Field(
         None,
         pattern=INSTANCE_TYPE_PATTERN,
-        description="Instance type to reserve; derived from the workloads unless set.",
+        description="Instance type to reserve; derived from the jobs unless set.",
     )
     instance_count: int | None = Field(
         None, ge=1, le=64, description="Instances to reserve (1, 2, 4 ... 64); derived unless set."
@@ -208,10 +177,6 @@ class TrainingPlanSpec(_Model):
 
 
 class Capacity(_Model):
-    workloads: list[Workload] = Field(
-        default_factory=list,
-        description="Nova jobs to size; `novapod plan` shows the plans they need.",
-    )
     training_plans: list[TrainingPlanSpec] = Field(
         default_factory=list,
         description="Only plans listed here are bought or adopted; `novapod plan` shows more.",
@@ -226,10 +191,7 @@ class Capacity(_Model):
     @model_validator(mode="after")
     def _unique(self) -> Capacity:
         problems = []
-        for label, names in (
-            ("workloads", [w.name for w in self.workloads]),
-            ("training_plans", [p.name for p in self.training_plans]),
-        ):
+        for label, names in (("training_plans", [p.name for p in self.training_plans]),):
             repeated = sorted({n for n in names if names.count(n) > 1})
             if repeated:
                 problems.append(

@@ -16,10 +16,12 @@ from novapod import addressing, approval, planning
 from novapod.config.base import _at, _FieldError
 from novapod.config.capacity import TrainingPlanSpec
 from novapod.config.hyperpod import RestrictedGroup, StandardGroup
+from novapod.config.jobs import Job, max_length_problem, replicas_problem
 from novapod.config.network import GATEWAY_ENDPOINTS, RIG_ENDPOINTS
 from novapod.constructs.cluster_bootstrap.pins import default_pins
 from novapod.facts import cluster_instance_types, eks_facts, plan_instance_types, support_warning
 from novapod.node_images import node_image_registries
+from novapod.nova.catalog import CatalogError, catalog
 
 if TYPE_CHECKING:
     from novapod.config.root import NovapodConfig
@@ -38,6 +40,7 @@ def problems(config: NovapodConfig, now: datetime) -> list[_FieldError]:
         except planning.PlanningError as exc:
             found.append(_at(planning_path(config, str(exc)), str(exc), root=True))
     found += hyperpod_problems(config, requests)
+    found += job_problems(config, requests)
     found += service_limit_problems(config, requests or [])
     found += purchase_problems(config, requests or [], now)
     return found
@@ -93,21 +96,167 @@ def window_problems(config: NovapodConfig) -> Iterator[_FieldError]:
 
 
 def planning_path(config: NovapodConfig, message: str) -> str:
-    """The config path a planner message is about (it names a workload or plan)."""
-    match = re.match(r"(workload|training plan) '?([a-z0-9-]+)'?", message)
+    """The config path a planner message is about (it names a job or plan)."""
+    match = re.match(r"(job|training plan) '?([a-z0-9-]+)'?", message)
     if match:
         kind, name = match.groups()
-        names = [
-            item.name
-            for item in (
-                config.capacity.workloads if kind == "workload" else config.capacity.training_plans
-            )
-        ]
-        for i, item_name in enumerate(names):
-            if item_name == name:
-                key = "workloads" if kind == "workload" else "training_plans"
-                return f"capacity.{key}[{i}]"
+        if kind == "job":
+            for i, job in enumerate(config.jobs):
+                if job.name == name:
+                    return f"jobs[{i}]"
+        for i, spec in enumerate(config.capacity.training_plans):
+            if spec.name == name:
+                return f"capacity.training_plans[{i}]"
     return "capacity"
+
+
+def workload(config: NovapodConfig, job: Job) -> planning.Workload:
+    """What the planner sizes for a job: the instances of its recipe on its group's type.
+
+    The instance type is the group's (or its listed plan's) when the config sets one,
+    else the catalog's sizing type; the count is the job's replicas (PPO: its role
+    replicas) on that type's recipe. Sequence lengths are checked per recipe here
+    (job_problems), not by the planner.
+    """
+    instance_type = _job_instance_type(config, job)
+    try:
+        variant = catalog().variant(job.model, job.technique, instance_type)
+    except CatalogError:  # reported by job_problems; size with the sizing recipe
+        variant = catalog().variant(job.model, job.technique)
+    return planning.Workload(
+        name=job.name,
+        model=job.model,
+        technique=job.technique,
+        runs=job.runs,
+        hours_per_run=job.hours_per_run,
+        instance_type=instance_type,
+        instance_count=variant.instance_count(job.replicas),
+        plan=config.job_plan(job),
+    )
+
+
+def _job_instance_type(config: NovapodConfig, job: Job) -> str | None:
+    group = config.restricted_group(job.instance_group)
+    if group is not None and group.instance_type is not None:
+        return group.instance_type
+    plan = config.job_plan(job)
+    spec = next((p for p in config.capacity.training_plans if p.name == plan), None)
+    return spec.instance_type if spec is not None else None
+
+
+def job_problems(
+    config: NovapodConfig, requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]] | None
+) -> Iterator[_FieldError]:
+    """Jobs against the instance groups, their plans and the region."""
+    plans = {spec.name: request for spec, request in requests or []}
+    region_refused: set[str] = set()
+    for i, job in enumerate(config.jobs):
+        where = f"jobs[{i}]"
+        yield from _job_group_problems(config, where, job)
+        for path, message in _job_image_problems(config, where, job):
+            if path == "region":
+                if message in region_refused:
+                    continue
+                region_refused.add(message)
+            yield _at(path, message, root=True)
+        yield from _job_on_group(config, where, job, plans)
+
+
+def _job_group_problems(config: NovapodConfig, where: str, job: Job) -> Iterator[_FieldError]:
+    """A job names a restricted group of the cluster, or a plan when there is none."""
+    if config.hyperpod is None:
+        if job.instance_group is not None:
+            yield _at(
+                f"{where}.instance_group",
+                "the config has no hyperpod section; add one with this restricted group, "
+                "or use plan to size capacity only",
+                root=True,
+            )
+        return
+    restricted = [g.name for g in config.hyperpod.restricted_instance_groups]
+    standard = [g.name for g in config.hyperpod.instance_groups]
+    choices = ", ".join(restricted) or "none yet (add hyperpod.restricted_instance_groups)"
+    if job.plan is not None:
+        yield _at(
+            f"{where}.plan",
+            "with a hyperpod section a job runs on an instance group and uses its plan; "
+            "replace plan with instance_group",
+            root=True,
+        )
+    launchable = catalog().techniques[job.technique].not_launchable is None
+    if job.instance_group is None:
+        if launchable:
+            yield _at(
+                f"{where}.instance_group",
+                f"set the restricted instance group the job runs on: {choices}",
+                root=True,
+            )
+    elif job.instance_group in standard:
+        yield _at(
+            f"{where}.instance_group",
+            f"{job.instance_group} is a standard group; Nova jobs run on restricted "
+            f"instance groups: {choices}",
+            root=True,
+        )
+    elif job.instance_group not in restricted:
+        yield _at(
+            f"{where}.instance_group",
+            f"no restricted instance group is named {job.instance_group}; use one of {choices}",
+            root=True,
+        )
+
+
+def _job_image_problems(config: NovapodConfig, where: str, job: Job) -> Iterator[tuple[str, str]]:
+    """(path, message) when the job's image is not published in the region."""
+    nova = catalog()
+    if nova.techniques[job.technique].not_launchable is not None:
+        return
+    try:
+        nova.image(job.model, job.technique, config.region, _task(job))
+    except CatalogError as exc:
+        message = str(exc)
+        regional = message.startswith(("region ", "Nova training images"))
+        yield ("region" if regional else f"{where}.technique"), message
+
+
+def _job_on_group(
+    config: NovapodConfig, where: str, job: Job, plans: dict[str, planning.PlanRequest]
+) -> Iterator[_FieldError]:
+    """The job's recipe on its group's instance type and count (when the plan resolved)."""
+    group = config.restricted_group(job.instance_group)
+    request = plans.get(group.training_plan) if group is not None else None
+    if group is None or request is None:
+        instance_type = _job_instance_type(config, job)
+        count = None
+    else:
+        instance_type = group.instance_type or request.instance_type
+        count = group.instance_count if group.instance_count is not None else request.instance_count
+    nova = catalog()
+    try:
+        variant = nova.variant(job.model, job.technique, instance_type)
+    except CatalogError as exc:
+        yield _at(f"{where}.instance_group", str(exc), root=True)
+        return
+    on = instance_type or variant.instance_type
+    problem = replicas_problem(job, variant.allowed_replicas, on)
+    if problem:
+        yield _at(f"{where}.replicas", problem, root=True)
+    problem = max_length_problem(job, variant.max_length, on)
+    if problem:
+        yield _at(f"{where}.hyperparameters.max_length", problem, root=True)
+    needed = variant.instance_count(job.replicas)
+    if group is not None and count is not None and needed > count:
+        display = f"{nova.models[job.model].display_name} {job.technique}"
+        yield _at(
+            f"{where}.instance_group",
+            f"{display} needs {needed} instances but group {group.name} has {count}; use a "
+            f"larger group (instance_count, or its plan's) or fewer replicas",
+            root=True,
+        )
+
+
+def _task(job: Job) -> str | None:
+    return job.evaluation.task if job.evaluation is not None else None
 
 
 def hyperpod_problems(

@@ -14,7 +14,8 @@ from novapod.config import checks
 from novapod.config.base import _Model, _raise_all
 from novapod.config.capacity import Capacity, TrainingPlanSpec, _adopted_request, _plan_settings
 from novapod.config.eks import Eks
-from novapod.config.hyperpod import HyperPod
+from novapod.config.hyperpod import HyperPod, RestrictedGroup
+from novapod.config.jobs import Job, jobs_problems
 from novapod.config.network import Network
 from novapod.config.storage import Storage
 from novapod.naming import training_plan_name
@@ -55,8 +56,12 @@ class NovapodConfig(_Model):
     )
     network: Network = Field(description="The VPC: created (vpc) or existing (existing_vpc).")
     storage: Storage = Field(Storage(), description="S3 buckets, KMS key, optional FSx.")
+    jobs: list[Job] = Field(
+        default_factory=list,
+        description="Nova jobs: they size the capacity, render recipes and are launched.",
+    )
     capacity: Capacity = Field(
-        Capacity(), description="Workloads to size and training plans to buy or adopt."
+        Capacity(), description="Training plans to buy or adopt, sized from the jobs."
     )
     eks: Eks | None = Field(None, description="The EKS cluster; needed by hyperpod.")
     hyperpod: HyperPod | None = Field(
@@ -66,6 +71,7 @@ class NovapodConfig(_Model):
     @model_validator(mode="after")
     def _cross_checks(self, info: ValidationInfo) -> NovapodConfig:
         # Rules that read more than one section live in checks.py, all in one place.
+        _raise_all(jobs_problems(self.jobs))
         _raise_all(checks.problems(self, _validation_time(info)))
         return self
 
@@ -76,13 +82,23 @@ class NovapodConfig(_Model):
     def capacity_plan(self) -> planning.CapacityPlan:
         """Jobs sized and packed into training-plan requests (see novapod.planning)."""
         return planning.plan_capacity(
-            [planning.Workload(**w.model_dump()) for w in self.capacity.workloads],
+            [checks.workload(self, job) for job in self.jobs],
             [_plan_settings(p) for p in self.capacity.training_plans if not self._skip(p)],
         )
 
     def _skip(self, plan: TrainingPlanSpec) -> bool:
-        # An adopted plan that no workload names needs no sizing: it already exists.
-        return plan.adopted and not any(w.plan == plan.name for w in self.capacity.workloads)
+        # An adopted plan that no job runs on needs no sizing: it already exists.
+        return plan.adopted and not any(self.job_plan(job) == plan.name for job in self.jobs)
+
+    def restricted_group(self, name: str | None) -> RestrictedGroup | None:
+        """The restricted instance group of that name, if the config has one."""
+        groups = self.hyperpod.restricted_instance_groups if self.hyperpod else []
+        return next((g for g in groups if g.name == name), None)
+
+    def job_plan(self, job: Job) -> str | None:
+        """The training plan a job runs on: its group's plan, or its `plan`."""
+        group = self.restricted_group(job.instance_group)
+        return group.training_plan if group is not None else job.plan
 
     def purchase_names(self, plan: planning.CapacityPlan | None = None) -> dict[str, str]:
         """Plan -> the deterministic name it is bought under, for every plan not adopted.

@@ -1,0 +1,359 @@
+"""The jobs section: the Nova customization and evaluation jobs of the environment.
+
+One declaration sizes the capacity (the planner), renders the recipes and launches
+them. Checks that need only a job and the Nova catalog live on the models here; checks
+against other sections (instance groups, plans, the region) live in checks.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
+
+from novapod.config.base import _at, _FieldError, _Model, _raise_all
+from novapod.config.fields import PlanName
+from novapod.nova.catalog import CatalogError, catalog
+
+# The recipe launcher keeps the first 34 characters of a run name (and adds a random
+# suffix): aws/sagemaker-hyperpod-recipes main.py, valid_run_name. A longer name would
+# be cut, so two jobs could not be told apart by their runs.
+JOB_NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,32}[a-z0-9])?$"
+JobName = Annotated[str, StringConstraints(pattern=JOB_NAME_PATTERN)]
+GroupName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")]
+# A key in the environment's data bucket, or an S3 URI of any bucket.
+S3_LOCATION = r"^(s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/\S*)?|[^/\s][^\s]*)$"
+S3Location = Annotated[str, StringConstraints(pattern=S3_LOCATION, max_length=1024)]
+LAMBDA_ARN = (
+    r"^arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9$_-]+)?$"
+)
+LambdaArn = Annotated[str, StringConstraints(pattern=LAMBDA_ARN)]
+FROM_PATTERN = r"^(base|job:[a-z0-9]([a-z0-9-]{0,32}[a-z0-9])?|s3://\S+)$"
+
+Model = Literal["micro", "lite", "pro", "nova-2-lite"]
+Technique = Literal[
+    "cpt",
+    "sft-lora",
+    "sft-full",
+    "dpo-lora",
+    "dpo-full",
+    "ppo",
+    "rft-lora",
+    "rft-full",
+    "distillation",
+    "evaluation",
+]
+Task = Literal["general-text", "multimodal", "gen-qa", "llm-judge", "rubric-judge", "rft-eval"]
+Number = int | float
+# Techniques whose recipe trains from data (evaluations read `evaluation.dataset`,
+# distillation reads the teacher's responses).
+TRAINS_FROM_DATA = frozenset(
+    {"cpt", "sft-lora", "sft-full", "dpo-lora", "dpo-full", "ppo", "rft-lora", "rft-full"}
+)
+
+
+class JobData(_Model):
+    """Where a job reads its data: keys in the data bucket or s3:// URIs."""
+
+    train: S3Location = Field(description="Training data (JSONL): a data-bucket key or s3:// URI.")
+    validation: S3Location | None = Field(None, description="Validation data, same form; optional.")
+
+
+class Evaluation(_Model):
+    """What an evaluation job measures; the model under test is the job's `from`."""
+
+    task: Task = Field(
+        description=(
+            "general-text (MMLU), multimodal (MMMU; Lite, Pro, Nova 2 Lite), gen-qa (your "
+            "dataset), llm-judge (Nova 1), rubric-judge (Nova 2), rft-eval (reward function)."
+        )
+    )
+    dataset: S3Location | None = Field(
+        None, description="Evaluation data (JSONL) for gen-qa, llm-judge, rubric-judge, rft-eval."
+    )
+    inference: dict[str, Number] = Field(
+        default_factory=dict,
+        description="Inference settings: max_new_tokens, top_k, top_p, temperature, top_logprobs.",
+    )
+    metrics_lambda_arn: LambdaArn | None = Field(
+        None, description="gen-qa only: a Lambda function that computes custom metrics."
+    )
+    reward_lambda_arn: LambdaArn | None = Field(
+        None, description="rft-eval: the reward Lambda function that scores responses."
+    )
+
+
+class Job(_Model):
+    """A Nova job: what it trains or evaluates, how often, where, and from what."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    name: JobName = Field(
+        description="Run name, a DNS label of at most 34 characters; unique among jobs."
+    )
+    model: Model = Field(description="Nova model: micro, lite, pro or nova-2-lite.")
+    technique: Technique = Field(description="Customization technique, or evaluation.")
+    runs: int = Field(1, ge=1, le=1000, description="How many times the job runs (sizing).")
+    hours_per_run: float | None = Field(
+        None, gt=0, le=4368, description="Wall-clock hours of one run; PPO has documented hours."
+    )
+    instance_group: GroupName | None = Field(
+        None, description="The restricted instance group it runs on; its plan is the job's plan."
+    )
+    plan: PlanName | None = Field(
+        None, description="Training plan to size, for configs without a hyperpod section."
+    )
+    data: JobData | None = Field(None, description="Training and validation data.")
+    from_: str | None = Field(
+        None,
+        alias="from",
+        pattern=FROM_PATTERN,
+        description=(
+            "Start from: base (the model's base, default), job:<name> (that job's "
+            "checkpoint; implies after), or an s3:// checkpoint URI."
+        ),
+    )
+    after: list[JobName] = Field(
+        default_factory=list, description="Jobs that must finish before this one starts."
+    )
+    replicas: int | None = Field(
+        None, ge=1, le=64, description="Instances of the job (the recipe's allowed values)."
+    )
+    hyperparameters: dict[str, Number] = Field(
+        default_factory=dict,
+        description="Recipe settings within the catalog's ranges (max_length, learning_rate, ...).",
+    )
+    mlflow: bool = Field(False, description="Log the run to the environment's MLflow server.")
+    reward_lambda_arn: LambdaArn | None = Field(
+        None, description="RFT: the reward Lambda function (answers within 15 minutes)."
+    )
+    evaluation: Evaluation | None = Field(
+        None, description="Evaluation jobs: the task and its data; the model under test is from."
+    )
+
+    @property
+    def source_job(self) -> str | None:
+        """The job whose checkpoint this one starts from (`from: job:X`), if any."""
+        if self.from_ and self.from_.startswith("job:"):
+            return self.from_.removeprefix("job:")
+        return None
+
+    @property
+    def predecessors(self) -> tuple[str, ...]:
+        """Jobs that must finish first: `after` plus the `from` job, in order, once each."""
+        names = list(self.after)
+        if self.source_job is not None:
+            names.append(self.source_job)
+        return tuple(dict.fromkeys(names))
+
+    @model_validator(mode="after")
+    def _catalog_rules(self) -> Job:
+        _raise_all(job_problems(self))
+        return self
+
+
+def job_problems(job: Job) -> Iterator[_FieldError]:
+    """What the catalog refuses about one job, each with its field path (relative)."""
+    nova = catalog()
+    try:
+        variants = nova.variants_of(job.model, job.technique)
+    except CatalogError as exc:
+        yield _at("technique", str(exc))
+        return
+    display = f"{nova.models[job.model].display_name} {job.technique}"
+    evaluation = job.technique == "evaluation"
+    if evaluation and job.evaluation is None:
+        yield _at("evaluation", "an evaluation job needs evaluation.task (and its dataset)")
+    if not evaluation and job.evaluation is not None:
+        yield _at("evaluation", f"only evaluation jobs take it; remove it from this {display} job")
+    if job.technique in TRAINS_FROM_DATA and job.data is None:
+        yield _at("data", f"{display} trains from data; set data.train to a key or s3:// URI")
+    if job.technique.startswith("rft-") and job.reward_lambda_arn is None:
+        yield _at(
+            "reward_lambda_arn",
+            "RFT scores its rollouts with a reward Lambda function; set its ARN",
+        )
+    if not job.technique.startswith("rft-") and job.reward_lambda_arn is not None:
+        yield _at("reward_lambda_arn", "only RFT jobs take it (rft-eval: evaluation.*)")
+    if evaluation and job.replicas not in (None, 1):
+        yield _at("replicas", "evaluations run on exactly 1 instance on HyperPod; remove it")
+    if job.technique == "ppo" and job.replicas is not None:
+        roles = variants[0].roles or {}
+        if job.replicas != roles.get("actor_train"):
+            yield _at(
+                "replicas",
+                f"{display} fixes its replicas per role ({_roles(roles)}); remove replicas",
+            )
+    if job.name in job.after:
+        yield _at("after", f"{job.name} cannot wait for itself; remove it from after")
+    yield from _hyperparameter_problems(job, display)
+    if job.evaluation is not None and evaluation:
+        yield from _evaluation_problems(job)
+
+
+def replicas_problem(job: Job, allowed: tuple[int, ...], on: str) -> str | None:
+    """Why `job.replicas` is refused on a variant allowing `allowed` (on: its types)."""
+    if job.replicas is None or job.technique in ("ppo", "evaluation") or job.replicas in allowed:
+        return None
+    display = catalog().models[job.model].display_name
+    values = ", ".join(map(str, allowed))
+    return f"{display} {job.technique} on {on} runs on {values} replicas; use one of them"
+
+
+def max_length_problem(job: Job, limit: int | None, on: str) -> str | None:
+    """Why hyperparameters.max_length is refused on a variant (limit: its longest)."""
+    value = job.hyperparameters.get("max_length")
+    if value is None or limit is None or value <= limit:
+        return None
+    display = catalog().models[job.model].display_name
+    return (
+        f"{display} {job.technique} on {on} takes sequences up to {limit} tokens, not "
+        f"{_number(value)}; set max_length to {limit} or less"
+    )
+
+
+def _hyperparameter_problems(job: Job, display: str) -> Iterator[_FieldError]:
+    known = catalog().hyperparameters(job.model, job.technique)
+    for name, value in job.hyperparameters.items():
+        spec = known.get(name)
+        if spec is None:
+            choices = ", ".join(sorted(known)) or "none"
+            yield _at(
+                f"hyperparameters.{name}",
+                f"{display} has no hyperparameter {name!r}; use one of {choices}",
+            )
+            continue
+        reason = spec.check(value)
+        if reason is not None:
+            yield _at(f"hyperparameters.{name}", reason)
+
+
+def _evaluation_problems(job: Job) -> Iterator[_FieldError]:
+    assert job.evaluation is not None
+    spec = job.evaluation
+    nova = catalog()
+    try:
+        task = nova.evaluation_task(spec.task, job.model)
+    except CatalogError as exc:
+        yield _at("evaluation.task", str(exc))
+        return
+    if "dataset" in task.needs and spec.dataset is None:
+        yield _at("evaluation.dataset", f"the {spec.task} evaluation reads your dataset; set it")
+    if "dataset" not in task.needs and spec.dataset is not None:
+        yield _at("evaluation.dataset", f"the {spec.task} benchmark brings its own data; remove it")
+    if "reward_lambda_arn" in task.needs and spec.reward_lambda_arn is None:
+        yield _at("evaluation.reward_lambda_arn", "rft-eval scores with your reward Lambda; set it")
+    if "reward_lambda_arn" not in task.needs and spec.reward_lambda_arn is not None:
+        yield _at("evaluation.reward_lambda_arn", "only the rft-eval task takes it; remove it")
+    if spec.metrics_lambda_arn is not None and not task.processor:
+        yield _at("evaluation.metrics_lambda_arn", "only the gen-qa task takes it; remove it")
+    known = nova.shapes["evaluation"]
+    for name, value in spec.inference.items():
+        setting = known.get(name)
+        if setting is None:
+            yield _at(
+                f"evaluation.inference.{name}",
+                f"unknown inference setting; use one of {', '.join(sorted(known))}",
+            )
+            continue
+        reason = setting.check(value)
+        if reason is not None:
+            yield _at(f"evaluation.inference.{name}", reason)
+    if job.from_ is None:
+        return
+    if job.from_.startswith("s3://") and not re.match(r"^s3://[^/]+/\S+", job.from_):
+        yield _at("from", "an s3:// checkpoint needs a bucket and a key")
+
+
+def jobs_problems(jobs: list[Job]) -> Iterator[_FieldError]:
+    """Checks across jobs: unique names, known predecessors, no cycles, same model."""
+    names = [job.name for job in jobs]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        yield _at("jobs", f"job names must be unique; repeated: {', '.join(repeated)}")
+    by_name = {job.name: job for job in jobs}
+    for i, job in enumerate(jobs):
+        for j, name in enumerate(job.after):
+            if name not in by_name:
+                yield _at(f"jobs[{i}].after[{j}]", _unknown_job(name, names))
+        source = job.source_job
+        if source is None:
+            continue
+        parent = by_name.get(source)
+        if parent is None:
+            yield _at(f"jobs[{i}].from", _unknown_job(source, names))
+        elif parent.technique == "evaluation":
+            yield _at(
+                f"jobs[{i}].from",
+                f"{source} is an evaluation and leaves no checkpoint; start from a training job",
+            )
+        elif parent.model != job.model:
+            yield _at(
+                f"jobs[{i}].from",
+                f"{source} trains {parent.model}, not {job.model}; a checkpoint continues "
+                "on its own model",
+            )
+    cycle = _cycle(jobs)
+    if cycle:
+        index = names.index(cycle[0])
+        yield _at(
+            f"jobs[{index}].after",
+            f"jobs wait for each other in a cycle ({' -> '.join([*cycle, cycle[0]])}); "
+            "remove one of those dependencies",
+        )
+
+
+def dependency_order(jobs: list[Job]) -> list[Job]:
+    """Jobs in an order where each comes after its predecessors; ties keep config order."""
+    done: set[str] = set()
+    order: list[Job] = []
+    pending = list(jobs)
+    while pending:
+        ready = [job for job in pending if all(p in done for p in job.predecessors)]
+        if not ready:  # a cycle: validation refuses it; keep the rest in config order
+            ready = pending[:1]
+        for job in ready:
+            order.append(job)
+            done.add(job.name)
+        pending = [job for job in pending if job.name not in done]
+    return order
+
+
+def _cycle(jobs: list[Job]) -> list[str] | None:
+    edges = {job.name: [p for p in job.predecessors if p != job.name] for job in jobs}
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+
+    def visit(name: str, path: list[str]) -> list[str] | None:
+        state[name] = 1
+        for nxt in edges.get(name, []):
+            if nxt not in edges:
+                continue
+            if state.get(nxt) == 1:
+                return path[path.index(nxt) :] if nxt in path else [nxt]
+            if state.get(nxt) is None:
+                found = visit(nxt, [*path, nxt])
+                if found:
+                    return found
+        state[name] = 2
+        return None
+
+    for job in jobs:
+        if state.get(job.name) is None:
+            found = visit(job.name, [job.name])
+            if found:
+                return found
+    return None
+
+
+def _unknown_job(name: str, names: list[str]) -> str:
+    return f"no job is named {name}; use one of {', '.join(names)}"
+
+
+def _roles(roles: Any) -> str:
+    return ", ".join(f"{role} {count}" for role, count in roles.items())
+
+
+def _number(value: Number) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
