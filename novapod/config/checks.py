@@ -136,12 +136,14 @@ def workload(config: NovapodConfig, job: Job) -> planning.Workload:
 
 
 def _job_instance_type(config: NovapodConfig, job: Job) -> str | None:
-    group = config.restricted_group(job.instance_group)
-    if group is not None and group.instance_type is not None:
-        return group.instance_type
+    """The type a job runs on when the config says it: its plan's, else its group's (a
+    group whose type differs from its plan's is refused in hyperpod_problems)."""
     plan = config.job_plan(job)
     spec = next((p for p in config.capacity.training_plans if p.name == plan), None)
-    return spec.instance_type if spec is not None else None
+    if spec is not None and spec.instance_type is not None:
+        return spec.instance_type
+    group = config.restricted_group(job.instance_group)
+    return group.instance_type if group is not None else None
 
 
 def job_problems(

@@ -17,11 +17,17 @@ region: us-east-1
 network:
   vpc:
     zone_ids: [use1-az4, use1-az6]
-capacity:
-  workloads:
-    - {name: sft, model: lite, technique: sft-lora, runs: 2, hours_per_run: 24, plan: main}
+jobs:
+  - name: sft
+    model: lite
+    technique: sft-lora
+    runs: 2
+    hours_per_run: 24
+    plan: main
+    data: {train: sft/train.jsonl}
 """
 APPROVED = """
+capacity:
   training_plans:
     - name: main
       purchase: {approve: novapod-dev-main-951cd24c, max_upfront_fee: LIMIT}

@@ -23,7 +23,7 @@ REQUEST = PlanRequest(
 )
 NAME = "novapod-dev-main-e41dea05"
 
-# A workload whose plan (listed as "main") is 4 x ml.p5.48xlarge for 48 h, for
+# A job whose plan (listed as "main") is 4 x ml.p5.48xlarge for 48 h, for
 # hyperpod-cluster, no window; SFT_PLAN is that plan's name in environment dev.
 SFT = {
     "name": "sft",
@@ -32,5 +32,6 @@ SFT = {
     "hours_per_run": 10,
     "runs": 3,
     "plan": "main",
+    "data": {"train": "sft/train.jsonl"},
 }
 SFT_PLAN = "novapod-dev-main-951cd24c"

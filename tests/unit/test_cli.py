@@ -98,12 +98,12 @@ def test_plan_reports_planning_errors_as_config_errors(tmp_path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(
         "name: dev\nregion: us-east-1\nnetwork:\n  vpc:\n    zone_ids: [use1-az4, use1-az6]\n"
-        "capacity:\n  workloads:\n    - {name: cpt, model: nova-2-lite, technique: cpt, hours_per_run: 5}\n"
+        "jobs:\n  - {name: dpo, model: nova-2-lite, technique: dpo-lora, hours_per_run: 5}\n"
     )
     result = run("plan", str(path))
     assert result.returncode == 2
     assert result.stderr.startswith(
-        f"{path}: capacity.workloads[0]: workload 'cpt': cpt is not documented"
+        f"{path}: jobs[0].technique: dpo-lora is not published for Nova 2 Lite on HyperPod"
     )
     assert "Traceback" not in result.stderr
 
@@ -301,16 +301,20 @@ def test_validate_refuses_utf16_without_a_byte_order_mark(tmp_path) -> None:
 
 PPO_BASE = (
     "name: dev\nregion: us-east-1\nnetwork:\n  vpc:\n    zone_ids: [use1-az4, use1-az6]\n"
-    "capacity:\n  workloads:\n"
+    "jobs:\n"
 )
 
 
 @pytest.mark.parametrize(
     ("workload", "noted"),
     [
-        ("    - {name: ppo, model: pro, technique: ppo}\n", True),
-        ("    - {name: ppo, model: lite, technique: ppo}\n", False),
-        ("    - {name: sft, model: pro, technique: sft-lora, hours_per_run: 10}\n", False),
+        ("  - {name: ppo, model: pro, technique: ppo, data: {train: t.jsonl}}\n", True),
+        ("  - {name: ppo, model: lite, technique: ppo, data: {train: t.jsonl}}\n", False),
+        (
+            "  - {name: sft, model: pro, technique: sft-lora, hours_per_run: 10, "
+            "data: {train: t.jsonl}}\n",
+            False,
+        ),
     ],
     ids=["pro-ppo", "lite-ppo", "pro-sft"],
 )

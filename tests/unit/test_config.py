@@ -222,7 +222,7 @@ def _mutations() -> st.SearchStrategy[dict[str, Any]]:
         "network.vpc.zone_ids", "network.vpc.private_subnet_prefix", "network.closed",
         "network.endpoints", "network.flow_logs", "storage", "storage.lustre",
         "storage.lustre.storage_capacity_gib", "network.existing_vpc",
-        "capacity", "capacity.workloads", "capacity.training_plans", "eks",
+        "capacity", "jobs", "capacity.training_plans", "eks",
         "eks.kubernetes_version", "eks.admin_principals", "hyperpod",
         "hyperpod.restricted_instance_groups", "hyperpod.instance_groups",
     ]  # fmt: skip
@@ -235,16 +235,17 @@ def _mutations() -> st.SearchStrategy[dict[str, Any]]:
 # A valid environment with every section, so random edits reach the cross-checks.
 FULL: dict[str, Any] = {
     **VALID,
+    "jobs": [
+        {
+            "name": "sft",
+            "model": "lite",
+            "technique": "sft-lora",
+            "hours_per_run": 10,
+            "instance_group": "rig",
+            "data": {"train": "sft/train.jsonl"},
+        }
+    ],
     "capacity": {
-        "workloads": [
-            {
-                "name": "sft",
-                "model": "lite",
-                "technique": "sft-lora",
-                "hours_per_run": 10,
-                "plan": "main",
-            }
-        ],
         "training_plans": [
             {
                 "name": "main",
@@ -277,7 +278,7 @@ def test_full_example_is_valid() -> None:
         st.tuples(
             st.sampled_from(
                 [
-                    "capacity.workloads",
+                    "jobs",
                     "capacity.training_plans",
                     "eks",
                     "eks.kubernetes_version",
@@ -359,7 +360,10 @@ ARN = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/my-plan"
 
 
 def with_capacity(capacity: dict[str, Any]) -> dict[str, Any]:
-    return {**VALID, "capacity": capacity}
+    """VALID with this capacity section; a "jobs" entry goes to the root, where jobs live."""
+    capacity = dict(capacity)
+    jobs = capacity.pop("jobs", None)
+    return {**VALID, "capacity": capacity, **({} if jobs is None else {"jobs": jobs})}
 
 
 @pytest.mark.parametrize(
@@ -374,7 +378,7 @@ def test_buying_needs_explicit_approval_naming_the_plan(purchase, path) -> None:
     plan: dict[str, Any] = {"name": "main"}
     if purchase is not None:
         plan["purchase"] = purchase
-    issues = dict(errors_of(with_capacity({"workloads": [SFT], "training_plans": [plan]})))
+    issues = dict(errors_of(with_capacity({"jobs": [SFT], "training_plans": [plan]})))
     message = issues[path]
     assert "non-refundable purchase" in message
     assert "novapod offerings CONFIG --plan main" in message
@@ -383,7 +387,7 @@ def test_buying_needs_explicit_approval_naming_the_plan(purchase, path) -> None:
 
 def test_buying_needs_a_fee_cap() -> None:
     plan = {"name": "main", "purchase": {"approve": SFT_PLAN}}
-    issues = dict(errors_of(with_capacity({"workloads": [SFT], "training_plans": [plan]})))
+    issues = dict(errors_of(with_capacity({"jobs": [SFT], "training_plans": [plan]})))
     assert issues == {
         "capacity.training_plans[0].purchase.max_upfront_fee": (
             "required with approve: the highest up-front fee to pay for main, a plain number in "
@@ -394,7 +398,7 @@ def test_buying_needs_a_fee_cap() -> None:
 
 def test_approve_true_is_refused_with_the_name_to_paste() -> None:
     plan = {"name": "main", "purchase": {"approve": True, "max_upfront_fee": "1"}}
-    issues = dict(errors_of(with_capacity({"workloads": [SFT], "training_plans": [plan]})))
+    issues = dict(errors_of(with_capacity({"jobs": [SFT], "training_plans": [plan]})))
     assert issues["capacity.training_plans[0].purchase.approve"] == (
         f"approve must name the exact purchase, not true: set approve: {SFT_PLAN} (the plan "
         "`novapod plan` shows and the stack buys); an edit that changes what is bought changes "
@@ -443,7 +447,7 @@ def test_an_edit_that_changes_the_purchase_needs_a_new_approval(
 ) -> None:
     """The approval of novapod-dev-main-951cd24c does not carry over to any other plan."""
     capacity = {
-        "workloads": [{**SFT, **workload}],
+        "jobs": [{**SFT, **workload}],
         "training_plans": [{"name": "main", "purchase": APPROVED, **plan}],
     }
     if new_name == SFT_PLAN:  # an edit that keeps what is bought keeps the approval
@@ -463,7 +467,7 @@ def test_runs_4_to_5_in_the_purchase_example_is_refused_until_approved_again() -
     assert data["capacity"]["training_plans"][0]["purchase"]["approve"] == (
         "novapod-nova-lite-lite-sft-31e61478"
     )
-    data["capacity"]["workloads"][0]["runs"] = 5
+    data["jobs"][0]["runs"] = 5
     issues = dict(errors_of(data))
     assert issues == {
         "capacity.training_plans[0].purchase.approve": (
@@ -483,7 +487,7 @@ def test_runs_4_to_5_in_the_purchase_example_is_refused_until_approved_again() -
 def test_guardrail_edits_keep_the_approval() -> None:
     """Raising the cap, another currency or choice policy changes nothing that is bought."""
     capacity = {
-        "workloads": [SFT],
+        "jobs": [SFT],
         "training_plans": [
             {
                 "name": "main",
@@ -498,7 +502,7 @@ def test_guardrail_edits_keep_the_approval() -> None:
 def test_a_window_that_has_ended_is_refused() -> None:
     now = datetime(2027, 3, 1, tzinfo=UTC)
     capacity = {
-        "workloads": [SFT],
+        "jobs": [SFT],
         "training_plans": [
             {"name": "main", "end_before": "2027-02-28T00:00:00Z", "purchase": APPROVED}
         ],
@@ -534,7 +538,7 @@ def test_a_window_that_has_ended_is_refused() -> None:
 )
 def test_fee_cap_and_currency_are_checked(purchase, message) -> None:
     plan = {"name": "main", "purchase": {**APPROVED, **purchase}}
-    issues = errors_of(with_capacity({"workloads": [SFT], "training_plans": [plan]}))
+    issues = errors_of(with_capacity({"jobs": [SFT], "training_plans": [plan]}))
     assert len(issues) == 1
     path, text = issues[0]
     assert path.startswith("capacity.training_plans[0].purchase.")
@@ -543,9 +547,7 @@ def test_fee_cap_and_currency_are_checked(purchase, message) -> None:
 
 def test_approved_purchase_resolves_to_a_request() -> None:
     config = parse_config(
-        with_capacity(
-            {"workloads": [SFT], "training_plans": [{"name": "main", "purchase": APPROVED}]}
-        )
+        with_capacity({"jobs": [SFT], "training_plans": [{"name": "main", "purchase": APPROVED}]})
     )
     ((spec, request),) = config.training_plan_requests()
     assert spec.purchase is not None and str(spec.purchase.max_upfront_fee) == "20000"
@@ -557,7 +559,7 @@ def test_approved_purchase_resolves_to_a_request() -> None:
 
 
 def test_workloads_without_listed_plans_buy_nothing() -> None:
-    config = parse_config(with_capacity({"workloads": [{**SFT, "plan": None}]}))
+    config = parse_config(with_capacity({"jobs": [{**SFT, "plan": None}]}))
     assert config.training_plan_requests() == []
     assert [p.name for p in config.capacity_plan().training_plans] == ["p5-48xlarge"]
 
@@ -601,30 +603,30 @@ def test_workloads_without_listed_plans_buy_nothing() -> None:
         ),
         (
             {
-                "workloads": [SFT],
+                "jobs": [SFT],
                 "training_plans": [{"name": "main", "instance_count": 2, "purchase": APPROVED}],
             },
             "capacity.training_plans[0]",
             "smaller than the 4 instances",
         ),
         (
-            {"workloads": [SFT, SFT], "training_plans": [{"name": "main", "purchase": APPROVED}]},
-            "capacity.workloads",
+            {"jobs": [SFT, SFT], "training_plans": [{"name": "main", "purchase": APPROVED}]},
+            "jobs",
             "repeated: sft",
         ),
         (
-            {"workloads": [{**SFT, "technique": "rlhf"}]},
-            "capacity.workloads[0].technique",
+            {"jobs": [{**SFT, "technique": "rlhf"}]},
+            "jobs[0].technique",
             "'rlhf' is not allowed",
         ),
         (
-            {"workloads": [{**SFT, "sequence_length": 200000}]},
-            "capacity.workloads[0]",
-            "sequence_length",
+            {"jobs": [{**SFT, "hyperparameters": {"max_length": 200000}}]},
+            "jobs[0].hyperparameters.max_length",
+            "Nova Lite sft-lora on ml.p5.48xlarge takes sequences up to 32768 tokens, not 200000",
         ),
         (
             {
-                "workloads": [SFT],
+                "jobs": [SFT],
                 "training_plans": [{"name": "main", "purchase": {**APPROVED, "currency": "usd"}}],
             },
             "capacity.training_plans[0].purchase.currency",
@@ -632,7 +634,7 @@ def test_workloads_without_listed_plans_buy_nothing() -> None:
         ),
         (
             {
-                "workloads": [SFT],
+                "jobs": [SFT],
                 "training_plans": [
                     {"name": "main", "purchase": {**APPROVED, "max_upfront_fee": "-5"}}
                 ],
@@ -642,7 +644,7 @@ def test_workloads_without_listed_plans_buy_nothing() -> None:
         ),
         (
             {
-                "workloads": [SFT],
+                "jobs": [SFT],
                 "training_plans": [
                     {"name": "main", "start_after": "2027-01-01", "purchase": APPROVED}
                 ],
@@ -657,7 +659,7 @@ def test_workloads_without_listed_plans_buy_nothing() -> None:
         "adopt-and-buy",
         "bad-arn",
         "count-too-small",
-        "dup-workload",
+        "dup-job",
         "technique",
         "sequence",
         "currency",
@@ -675,7 +677,7 @@ def test_capacity_mistakes(capacity, path, words) -> None:
 # ------------------------------------------------------------------- EKS, HyperPod
 
 PLANNED = {
-    "workloads": [SFT],
+    "jobs": [SFT],
     "training_plans": [{"name": "main", "purchase": APPROVED}],
 }
 
@@ -683,7 +685,21 @@ PLANNED = {
 def with_cluster(
     hyperpod: dict[str, Any] | None, eks: dict[str, Any] | None = None, capacity=PLANNED
 ) -> dict[str, Any]:
-    data = {**VALID, "capacity": capacity, "eks": {} if eks is None else eks}
+    """VALID with these sections; jobs go to the root, and a job whose plan a restricted
+    group serves runs on that group (with a hyperpod section jobs name groups, not plans)."""
+    capacity = dict(capacity)
+    jobs = capacity.pop("jobs", [])
+    if hyperpod is not None:
+        rigs = {
+            g["training_plan"]: g["name"] for g in hyperpod.get("restricted_instance_groups", [])
+        }
+        jobs = [
+            {**{k: v for k, v in job.items() if k != "plan"}, "instance_group": rigs[job["plan"]]}
+            if job.get("plan") in rigs
+            else job
+            for job in jobs
+        ]
+    data = {**VALID, "jobs": jobs, "capacity": capacity, "eks": {} if eks is None else eks}
     if hyperpod is not None:
         data["hyperpod"] = hyperpod
     return data
@@ -701,7 +717,11 @@ RIG = {"name": "rig", "training_plan": "main"}
             "cannot reach",
         ),
         (
-            {**VALID, "hyperpod": {"restricted_instance_groups": [RIG]}, "capacity": PLANNED},
+            {
+                k: v
+                for k, v in with_cluster({"restricted_instance_groups": [RIG]}).items()
+                if k != "eks"
+            },
             "hyperpod",
             "add an eks section",
         ),
@@ -712,7 +732,13 @@ RIG = {"name": "rig", "training_plan": "main"}
         ),
         (
             with_cluster(
-                {"restricted_instance_groups": [{**RIG, "instance_type": "ml.p4d.24xlarge"}]}
+                {"restricted_instance_groups": [{**RIG, "instance_type": "ml.p4d.24xlarge"}]},
+                capacity={
+                    "jobs": [SFT],
+                    "training_plans": [
+                        {"name": "main", "instance_type": "ml.p5.48xlarge", "purchase": APPROVED}
+                    ],
+                },
             ),
             "hyperpod.restricted_instance_groups[0].instance_type",
             "differs from plan main's ml.p5.48xlarge",
@@ -817,7 +843,10 @@ def test_cluster_mistakes(data, path, words) -> None:
 
 
 def test_rig_outside_known_regions_warns() -> None:
-    data = with_cluster({"restricted_instance_groups": [RIG]})
+    # No jobs: sa-east-1 has no Nova images, so a job there is refused, not warned about.
+    plan = {"name": "main", "instance_type": "ml.p5.48xlarge", "instance_count": 4}
+    capacity = {"training_plans": [{**plan, "duration_hours": 48, "purchase": APPROVED}]}
+    data = with_cluster({"restricted_instance_groups": [RIG]}, capacity=capacity)
     assert parse_config(data).warnings() == []
     data = {
         **data,
@@ -1339,7 +1368,7 @@ def test_a_kubernetes_version_past_standard_support_warns() -> None:
 
 def test_validation_time_can_be_set_for_reproducible_synths(monkeypatch) -> None:
     capacity = {
-        "workloads": [SFT],
+        "jobs": [SFT],
         "training_plans": [
             {
                 "name": "main",

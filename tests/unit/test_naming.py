@@ -142,7 +142,8 @@ def _config(plan: dict[str, Any] | None = None) -> dict[str, Any]:
         "name": "dev",
         "region": "us-east-1",
         "network": {"vpc": {"cidr": "10.0.0.0/16", "zone_ids": ["use1-az4", "use1-az6"]}},
-        "capacity": {"workloads": [SFT], "training_plans": [] if plan is None else [plan]},
+        "jobs": [SFT],
+        "capacity": {"training_plans": [] if plan is None else [plan]},
     }
 
 

@@ -207,7 +207,7 @@ def test_rft_is_published_for_nova_2_lite_only(technique: str) -> None:
 def test_unknown_models_and_techniques_are_refused(
     model: str, technique: str, fragment: str
 ) -> None:
-    with pytest.raises(PlanningError, match=r"^workload 'w': ") as error:
+    with pytest.raises(PlanningError, match=r"^job 'w': ") as error:
         plan_jobs([Workload("w", model, technique, hours_per_run=1)])
     assert fragment in str(error.value)
 
@@ -230,7 +230,7 @@ def test_sequence_length_up_to_the_documented_limit(model: str, technique: str, 
     with pytest.raises(PlanningError) as error:
         plan_jobs([Workload("long", model, technique, hours_per_run=1, sequence_length=limit + 1)])
     message = str(error.value)
-    assert message.startswith("workload 'long': ")
+    assert message.startswith("job 'long': ")
     assert f"documented up to {limit} tokens, not {limit + 1}" in message
     assert f"set sequence_length to {limit} or less" in message
 
@@ -243,7 +243,7 @@ def test_hours_are_required_where_the_tables_have_none() -> None:
     with pytest.raises(PlanningError) as error:
         plan_jobs([Workload("sft", "micro", "sft-lora")])
     assert str(error.value) == (
-        "workload 'sft': the compute tables give no hours per run for Nova Micro sft-lora; "
+        "job 'sft': the compute tables give no hours per run for Nova Micro sft-lora; "
         "set hours_per_run"
     )
 
@@ -275,12 +275,12 @@ def test_invalid_workloads_are_refused(workload: Workload, fragment: str) -> Non
     with pytest.raises(PlanningError) as error:
         plan_jobs([workload])
     assert fragment in str(error.value)
-    assert str(error.value).startswith(f"workload {workload.name!r}: ")
+    assert str(error.value).startswith(f"job {workload.name!r}: ")
 
 
 def test_duplicate_workload_names_are_refused() -> None:
     twice = [Workload("a", "micro", "cpt", hours_per_run=1)] * 2
-    with pytest.raises(PlanningError, match="workload a is listed twice"):
+    with pytest.raises(PlanningError, match="job a is listed twice"):
         plan_jobs(twice)
 
 
@@ -419,8 +419,8 @@ def test_plan_settings_without_workloads_are_refused() -> None:
     with pytest.raises(PlanningError) as error:
         _plan(Workload("w", "micro", "cpt", hours_per_run=1), plans=(PlanSettings("spare"),))
     assert str(error.value) == (
-        "training plan spare has no workloads; set plan: spare on a workload, or give the "
-        "plan instance_type, instance_count and duration_hours"
+        "training plan spare has no jobs; run a job on it (its instance group, or plan: "
+        "spare), or give the plan instance_type, instance_count and duration_hours"
     )
 
 
@@ -625,7 +625,7 @@ def test_distillation_in_a_plan_is_refused() -> None:
     with pytest.raises(PlanningError) as error:
         _plan(Workload("distill", "pro", "distillation", hours_per_run=6, plan="p"))
     assert str(error.value) == (
-        "workload distill: training plans do not sell ml.r5.24xlarge; remove plan 'p' to run "
+        "job distill: training plans do not sell ml.r5.24xlarge; remove plan 'p' to run "
         "it on demand"
     )
 

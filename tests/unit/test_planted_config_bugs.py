@@ -64,8 +64,8 @@ def test_restricted_groups_without_the_s3_gateway_endpoint_are_refused() -> None
     data = {
         **BASE,
         "network": {**NETWORK, "endpoints": list(RIG_ENDPOINTS)},
+        "jobs": [{**SFT, "plan": None, "instance_group": "rig"}],
         "capacity": {
-            "workloads": [SFT],
             "training_plans": [
                 {"name": "main", "purchase": {"approve": SFT_PLAN, "max_upfront_fee": "1"}}
             ],
