@@ -300,8 +300,7 @@ def test_validate_refuses_utf16_without_a_byte_order_mark(tmp_path) -> None:
 
 
 PPO_BASE = (
-    "name: dev\nregion: us-east-1\nnetwork:\n  vpc:\n    zone_ids: [use1-az4, use1-az6]\n"
-    "jobs:\n"
+    "name: dev\nregion: us-east-1\nnetwork:\n  vpc:\n    zone_ids: [use1-az4, use1-az6]\njobs:\n"
 )
 
 

@@ -1,0 +1,343 @@
+"""Nova recipes and their launch commands from the config's jobs: pure functions.
+
+`render_recipe` gives the complete recipe of a job with the upstream field names
+(`run`, `training_config`, `evaluation`, `inference`, the PPO role blocks, ...);
+`launch_spec` gives the HyperPod CLI call that runs it: the upstream recipe path, the
+namespace, the override parameters and the label selector pinning it to its restricted
+instance group. `bundle` renders every job plus one index, deterministically.
+
+Names known only once the stacks are deployed stay placeholders in CloudFormation's
+Fn::Sub form (`${DataBucket}`, `${ArtifactsBucket}`, `${ClusterName}`,
+`${MlflowTrackingServerArn}`), resolved by `novapod launch` from the stacks' outputs (and
+by CloudFormation when the NovaStack uploads the bundle). Values known only when a job
+runs use another form, `{{checkpoint:<job>}}`: the checkpoint a finished job's
+manifest.json names.
+
+How the HyperPod CLI (aws/sagemaker-hyperpod-cli, release_v2) applies these, read in
+its source and the recipes launcher (aws/sagemaker-hyperpod-recipes main.py,
+launcher/nova/launchers.py): every override-parameters key is a Hydra override on the
+launcher's root config, so recipe fields sit under `recipes.`; a key the recipe lacks
+needs a `+` prefix; JSON null arrives as the string "None" (never sent); the image is
+only ever the `container` key (no default); the label selector is accepted only as the
+`--label-selector` flag in Hydra dict syntax, and the launcher merges it with the
+instance-type and Restricted requirements.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from novapod.config.jobs import dependency_order
+from novapod.nova.catalog import Variant, catalog
+
+if TYPE_CHECKING:
+    from novapod.config import Job, NovapodConfig
+
+DATA_BUCKET = "${DataBucket}"
+ARTIFACTS_BUCKET = "${ArtifactsBucket}"
+CLUSTER_NAME = "${ClusterName}"
+MLFLOW_ARN = "${MlflowTrackingServerArn}"
+PLACEHOLDERS: tuple[str, ...] = (
+    "DataBucket",
+    "ArtifactsBucket",
+    "ClusterName",
+    "MlflowTrackingServerArn",
+)
+DEFAULT_NAMESPACE = "kubeflow"  # where the Nova SDK and guides put jobs (reference §9)
+GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
+# Recipes whose run block has validation_data_s3_path (Nova 2 CPT and SFT); for the
+# others the launcher needs `+` to add it.
+_HAS_VALIDATION_KEY = frozenset({("cpt", 2), ("sft-lora", 2), ("sft-full", 2)})
+
+
+def checkpoint_placeholder(job: str) -> str:
+    return "{{checkpoint:" + job + "}}"
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """One job's recipe and launch spec."""
+
+    job: str
+    recipe: dict[str, Any]
+    launch: dict[str, Any]
+
+
+def data_uri(location: str) -> str:
+    """A data-bucket key or an s3:// URI, as an S3 URI."""
+    return location if location.startswith("s3://") else f"s3://{DATA_BUCKET}/{location}"
+
+
+def output_uri(config: NovapodConfig, job: Job) -> str:
+    """The job's own output prefix: the launcher adds the run's name (with a random
+    suffix) below it, so one prefix per job keeps its runs apart from other jobs'."""
+    return f"s3://{ARTIFACTS_BUCKET}/nova/{config.name}/{job.name}/"
+
+
+def instance_types(config: NovapodConfig) -> dict[str, str]:
+    """Job -> the instance type it runs on (its group's, its plan's, or the sizing one)."""
+    return {j.name: j.instance_type for j in config.capacity_plan().jobs}
+
+
+def job_variant(config: NovapodConfig, job: Job, instance_type: str | None = None) -> Variant:
+    """The recipe of the job on the instance type of its group (or its plan)."""
+    if instance_type is None:
+        instance_type = instance_types(config).get(job.name)
+    return catalog().variant(job.model, job.technique, instance_type)
+
+
+def render_recipe(
+    config: NovapodConfig, job: Job, variant: Variant | None = None
+) -> dict[str, Any]:
+    """The complete recipe of a job (upstream field names), placeholders unresolved."""
+    nova = catalog()
+    model = nova.model(job.model)
+    variant = variant or job_variant(config, job)
+    body = nova.template(job.model, job.technique)
+    for path, value in variant.defaults.items():
+        _set(body, path, value)
+    if job.evaluation is not None:
+        task = nova.evaluation_task(job.evaluation.task, job.model)
+        for key, value in task.inference_overrides.items():
+            _set(body, f"inference.{key}", value)
+    known = nova.hyperparameters(job.model, job.technique)
+    for name, value in sorted(job.hyperparameters.items()):
+        spec = known[name]
+        _set(body, spec.path, _value(value, spec.kind, as_string=spec.as_string))
+    if job.evaluation is not None:
+        for name, value in sorted(job.evaluation.inference.items()):
+            spec = nova.shapes["evaluation"][name]
+            _set(body, spec.path, _value(value, spec.kind))
+    recipe: dict[str, Any] = {"run": _run(config, job, variant, model.model_type)}
+    if job.evaluation is not None:
+        task = nova.evaluation_task(job.evaluation.task, job.model)
+        recipe["evaluation"] = dict(task.evaluation)
+        inference = body.pop("inference")
+        recipe["inference"] = inference
+        if task.processor:
+            recipe["processor"] = {
+                "lambda_arn": job.evaluation.metrics_lambda_arn or "",
+                "lambda_type": "custom_metrics" if job.evaluation.metrics_lambda_arn else "rft",
+                "preprocessing": {"enabled": False},
+                "postprocessing": {"enabled": True},
+                "aggregation": "average",
+            }
+        if "reward_lambda_arn" in task.needs:
+            recipe["rl_env"] = {"reward_lambda_arn": job.evaluation.reward_lambda_arn}
+    recipe.update(body)
+    return recipe
+
+
+def _run(config: NovapodConfig, job: Job, variant: Variant, model_type: str) -> dict[str, Any]:
+    run: dict[str, Any] = {
+        "name": job.name,
+        "model_type": model_type,
+        "model_name_or_path": model_source(job),
+    }
+    if variant.roles is not None:
+        for role, count in variant.roles.items():
+            run[f"{role}_replicas"] = count
+    else:
+        run["replicas"] = job.replicas or variant.default_replicas
+    if variant.generation_replicas is not None:
+        run["generation_replicas"] = variant.generation_replicas
+    if variant.rollout_worker_replicas is not None:
+        run["rollout_worker_replicas"] = variant.rollout_worker_replicas
+    if job.reward_lambda_arn is not None:
+        run["reward_lambda_arn"] = job.reward_lambda_arn
+    train = job.data.train if job.data else None
+    if job.evaluation is not None:
+        train = job.evaluation.dataset
+    run["data_s3_path"] = data_uri(train) if train else ""
+    if job.data is not None and job.data.validation is not None:
+        run["validation_data_s3_path"] = data_uri(job.data.validation)
+    run["output_s3_path"] = output_uri(config, job)
+    run["mlflow_tracking_uri"] = MLFLOW_ARN if job.mlflow else ""
+    run["mlflow_experiment_name"] = f"novapod-{config.name}" if job.mlflow else ""
+    run["mlflow_run_name"] = job.name if job.mlflow else ""
+    return run
+
+
+def model_source(job: Job) -> str:
+    """What the job starts from: the base model, a job's checkpoint, or an S3 URI."""
+    if job.source_job is not None:
+        return checkpoint_placeholder(job.source_job)
+    if job.from_ and job.from_.startswith("s3://"):
+        return job.from_
+    return catalog().model(job.model).base
+
+
+def launch_spec(
+    config: NovapodConfig, job: Job, instance_type: str | None = None
+) -> dict[str, Any]:
+    """The HyperPod CLI call that runs the job, with its overrides (placeholders unresolved).
+
+    Raises CatalogError when the job cannot run on HyperPod (no image in the region,
+    distillation)."""
+    nova = catalog()
+    if instance_type is None:
+        instance_type = instance_types(config)[job.name]
+    variant = job_variant(config, job, instance_type)
+    recipe = render_recipe(config, job, variant)
+    task = job.evaluation.task if job.evaluation is not None else None
+    image = nova.image(job.model, job.technique, config.region, task)
+    namespace = DEFAULT_NAMESPACE
+    overrides = _overrides(job, instance_type, recipe, image)
+    path = variant.recipe.replace("{suffix}", _suffix(job))
+    start = [
+        "hyperpod", "start-job", "--namespace", namespace, "--recipe", path,
+        "--override-parameters", json.dumps(overrides, sort_keys=True, separators=(",", ":")),
+    ]  # fmt: skip
+    selector = None
+    if job.instance_group is not None:
+        # Pin the job to its own restricted group: a cluster may have several groups of
+        # one instance type (each on its own plan), and the launcher only adds the
+        # type and the Restricted label by itself.
+        selector = f"{{required: {{{GROUP_LABEL}: [{job.instance_group}]}}}}"
+        start += ["--label-selector", selector]
+    connect = [
+        "hyperpod", "connect-cluster", "--cluster-name", CLUSTER_NAME,
+        "--region", config.region, "--namespace", namespace,
+    ]  # fmt: skip
+    return {
+        "job": job.name,
+        "recipe": path,
+        "namespace": namespace,
+        "instance_group": job.instance_group,
+        "instance_type": instance_type,
+        "region": config.region,
+        "after": list(job.predecessors),
+        "override_parameters": overrides,
+        "label_selector": selector,
+        "commands": [connect, start],
+    }
+
+
+def _overrides(
+    job: Job, instance_type: str, recipe: Mapping[str, Any], image: str
+) -> dict[str, Any]:
+    run = recipe["run"]
+    generation = catalog().model(job.model).generation
+    out: dict[str, Any] = {"container": image, "instance_type": instance_type}
+    for key in ("name", "model_name_or_path", "data_s3_path", "output_s3_path"):
+        if run.get(key):
+            out[f"recipes.run.{key}"] = run[key]
+    if "validation_data_s3_path" in run:
+        plus = "" if (job.technique, generation) in _HAS_VALIDATION_KEY else "+"
+        out[f"{plus}recipes.run.validation_data_s3_path"] = run["validation_data_s3_path"]
+    if "replicas" in run and job.technique != "evaluation":
+        out["recipes.run.replicas"] = run["replicas"]
+    if job.reward_lambda_arn:
+        out["recipes.run.reward_lambda_arn"] = job.reward_lambda_arn
+    if job.mlflow:
+        for key in ("mlflow_tracking_uri", "mlflow_experiment_name", "mlflow_run_name"):
+            out[f"recipes.run.{key}"] = run[key]
+    known = catalog().hyperparameters(job.model, job.technique)
+    for name, value in job.hyperparameters.items():
+        spec = known[name]
+        out[f"recipes.{spec.path}"] = _value(value, spec.kind, as_string=spec.as_string)
+    if job.evaluation is not None:
+        inference = catalog().shapes["evaluation"]
+        for name, value in job.evaluation.inference.items():
+            out[f"recipes.{inference[name].path}"] = _value(value, inference[name].kind)
+        if job.evaluation.metrics_lambda_arn:
+            out["recipes.processor.lambda_arn"] = job.evaluation.metrics_lambda_arn
+            out["recipes.processor.lambda_type"] = "custom_metrics"
+        if job.evaluation.reward_lambda_arn:
+            out["recipes.rl_env.reward_lambda_arn"] = job.evaluation.reward_lambda_arn
+    return dict(sorted(out.items()))
+
+
+def _suffix(job: Job) -> str:
+    if job.evaluation is None:
+        return ""
+    return catalog().evaluation_task(job.evaluation.task).recipe_suffix
+
+
+def _value(value: float, kind: str, *, as_string: bool = False) -> Any:
+    typed: Any = int(value) if kind == "int" else float(value)
+    return str(typed) if as_string else typed
+
+
+def _set(body: dict[str, Any], path: str, value: Any) -> None:
+    """Set a dotted path; None removes the key (a field a task's recipe does not have)."""
+    *parents, last = path.split(".")
+    node = body
+    for key in parents:
+        node = node.setdefault(key, {})
+    if value is None:
+        node.pop(last, None)
+    else:
+        node[last] = copy.deepcopy(value)
+
+
+def recipe_yaml(recipe: Mapping[str, Any]) -> str:
+    """A recipe as YAML, key order kept (run first, as upstream writes them)."""
+    return yaml.safe_dump(dict(recipe), sort_keys=False, default_flow_style=False, width=100)
+
+
+def locations(config: NovapodConfig, job: Job) -> dict[str, str]:
+    """Where a job's results land (the launcher names each run `<job>-<5 random>`)."""
+    output = output_uri(config, job)
+    places = {
+        "output": output,
+        "manifest": f"{output}<run>/manifest.json",
+        "tensorboard": f"{output}<run>/",
+    }
+    if job.evaluation is not None:
+        places["evaluation_results"] = f"{output}<run>/eval-result/results_<timestamp>.json"
+    return places
+
+
+def bundle(config: NovapodConfig) -> dict[str, str]:
+    """Every job's recipe and launch spec, and the index: relative path -> text.
+
+    Deterministic: the same config gives the same bytes (sorted JSON, fixed key order,
+    jobs in dependency order, ties in config order)."""
+    types = instance_types(config)
+    files: dict[str, str] = {}
+    index: list[dict[str, Any]] = []
+    for job in dependency_order(list(config.jobs)):
+        variant = job_variant(config, job, types[job.name])
+        recipe = render_recipe(config, job, variant)
+        files[f"recipes/{job.name}.yaml"] = recipe_yaml(recipe)
+        entry: dict[str, Any] = {
+            "job": job.name,
+            "model": job.model,
+            "technique": job.technique,
+            "instance_group": job.instance_group,
+            "instance_type": types[job.name],
+            "after": list(job.predecessors),
+            "recipe": f"recipes/{job.name}.yaml",
+            **locations(config, job),
+        }
+        why_not = catalog().techniques[job.technique].not_launchable
+        if why_not is None:
+            spec = launch_spec(config, job, types[job.name])
+            files[f"launch/{job.name}.json"] = _json(spec)
+            entry["launch"] = f"launch/{job.name}.json"
+            entry["commands"] = spec["commands"]
+        else:
+            entry["launch"] = None
+            entry["not_launchable"] = why_not
+        index.append(entry)
+    files["index.json"] = _json(
+        {
+            "environment": config.name,
+            "region": config.region,
+            "catalog": catalog().source,
+            "placeholders": list(PLACEHOLDERS),
+            "jobs": index,
+        }
+    )
+    return dict(sorted(files.items()))
+
+
+def _json(document: Any) -> str:
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
