@@ -1,33 +1,42 @@
-"""A fake SageMaker + EC2 control plane served over HTTP on 127.0.0.1.
+"""A fake SageMaker + EC2 + CloudFormation + S3 control plane served over HTTP on 127.0.0.1.
 
 Real boto3 clients talk to it through `AWS_ENDPOINT_URL` with dummy credentials, so
 request serialization, botocore's retries and timeouts, and error parsing are the
 real ones. It speaks SageMaker's JSON 1.1 protocol (`X-Amz-Target: SageMaker.<Op>`)
-for the training-plan operations and EC2's query protocol (form body, XML answer) for
-DescribeAvailabilityZones and DescribeSubnets.
+for the training-plan operations, EC2's query protocol (form body, XML answer) for
+DescribeAvailabilityZones and DescribeSubnets, CloudFormation's query protocol for
+DescribeStacks, and S3's REST-XML protocol for GetObject, HeadObject and ListObjectsV2
+(path-style addressing: `/bucket/key`). The service is the one the request is signed
+for (`Credential=<key>/<date>/<region>/<service>/aws4_request`).
 
 Every SageMaker request is checked against botocore's service model (required and
 unknown members, lengths, enums, patterns, ranges) and refused with a
 ValidationException like the service's; every SageMaker answer is checked against the
 output shape, and a violation (a bug of the fake) is kept in `violations`. EC2 query
-parameters are checked by name and value kind (`service_model.py`).
+parameters are checked by name and value kind, CloudFormation's like SageMaker's
+members (`service_model.py`); CloudFormation and S3 answers are written from the
+output shapes and checked against them too.
 
 Tests script it (zones, subnets, offerings, existing plans, a status sequence per
-plan), inject faults per operation (throttle, 5xx, any error code, slow answers, a call
-that hangs or whose connection is reset before it is worked, a create that succeeds but
-whose answer is lost, a rival that buys the name first) and read back every call it
-received. Offerings may be near matches (fewer instances, split segments, other zones
+plan, stacks and their outputs, buckets and objects), inject faults per operation
+(throttle, 5xx, any error code, slow answers, a call that hangs or whose connection is
+reset before it is worked, a create that succeeds but whose answer is lost, a rival
+that buys the name first) and read back every call it received. Offerings may be near matches (fewer instances, split segments, other zones
 or currencies) that the search returns for any request, as the real search ranks its
 best matches rather than only exact ones.
 
 With a `principal` set (`act_as`), every call is authorized first against that role's
 statements (`iam.py`, e.g. read from a synthesized template) and refused as the
 services refuse: SageMaker with AccessDeniedException (HTTP 400), EC2 with
-UnauthorizedOperation (HTTP 403). Without one, nothing is checked.
+UnauthorizedOperation (HTTP 403), CloudFormation and S3 with AccessDenied (HTTP 403).
+Without one, nothing is checked.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import json
 import re
 import socket
@@ -35,12 +44,12 @@ import struct
 import threading
 import uuid
 from collections import Counter, defaultdict, deque
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
-from urllib.parse import parse_qsl
+from typing import Any, Literal, get_args
+from urllib.parse import parse_qsl, quote_plus, urlsplit
 from xml.sax.saxutils import escape
 
 from tests.fakes import iam, service_model
@@ -48,8 +57,17 @@ from tests.fakes import iam, service_model
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 EC2_NAMESPACE = "http://ec2.amazonaws.com/doc/2016-11-15/"
+CLOUDFORMATION_NAMESPACE = "http://cloudformation.amazonaws.com/doc/2010-05-15/"
+S3_NAMESPACE = "http://s3.amazonaws.com/doc/2006-03-01/"
 JSON_CONTENT_TYPE = "application/x-amz-json-1.1"
 _PLAN_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}")
+# CloudFormation checks StackName against this although botocore's model does not
+# state it (the service's ValidationError for DescribeStacks, aws/aws-sam-cli#4979).
+STACK_NAME_PATTERN = "[a-zA-Z][-a-zA-Z0-9]*|arn:[-a-zA-Z0-9:/._+]*"
+# The SigV4 credential scope names the service a request is signed for.
+_CREDENTIAL_SCOPE = re.compile(r"Credential=[^/,]+/\d{8}/[^/,]+/([^/,]+)/aws4_request")
+
+Service = Literal["sagemaker", "ec2", "cloudformation", "s3"]
 
 FaultKind = Literal[
     "throttle", "server_error", "error", "slow", "hang", "reset", "lose_response", "rival"
@@ -92,17 +110,37 @@ class Segment:
 
 @dataclass(frozen=True)
 class Call:
-    service: Literal["sagemaker", "ec2"]
+    service: Service
     operation: str
     params: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class S3Object:
+    body: bytes
+    last_modified: datetime
+    content_type: str = "binary/octet-stream"
+
+    @property
+    def etag(self) -> str:
+        # A single-part upload's ETag is the quoted MD5 of its bytes.
+        return f'"{hashlib.md5(self.body, usedforsecurity=False).hexdigest()}"'
+
+
 class _ApiError(Exception):
-    def __init__(self, code: str, message: str, status: int = 400) -> None:
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        status: int = 400,
+        *,
+        details: Sequence[tuple[str, str]] = (),
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.status = status
+        self.details = tuple(details)  # S3 names the key or bucket (<Key>, <BucketName>)
 
 
 @dataclass(frozen=True)
@@ -110,6 +148,8 @@ class _Answer:
     status: int
     content_type: str
     body: bytes
+    # Headers the answer carries (S3's ETag, Last-Modified, a HEAD's Content-Length).
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -149,6 +189,9 @@ class FakeControlPlane:
             self.violations: list[str] = []
             self.account = ACCOUNT
             self.principal: iam.Principal | None = None
+            self.stacks: list[dict[str, Any]] = []  # in creation order
+            self.stack_page_size = 100
+            self.buckets: dict[str, dict[str, S3Object]] = {}
             self._scripts: dict[str, deque[tuple[str, str]]] = {}
             self._faults: dict[str, deque[Fault | None]] = defaultdict(deque)
 
@@ -270,6 +313,66 @@ class FakeControlPlane:
             if name in self.plans:
                 self._set_status(self.plans[name], *script[0])
 
+    def add_stack(
+        self,
+        name: str,
+        outputs: Mapping[str, str] | None = None,
+        *,
+        status: str = "CREATE_COMPLETE",
+        descriptions: Mapping[str, str] | None = None,
+        exports: Mapping[str, str] | None = None,
+        created: datetime | None = None,
+    ) -> str:
+        """A deployed stack with these outputs (key -> value; `descriptions` and
+        `exports` by output key); returns its StackId. A stack in DELETE_COMPLETE is
+        found by its StackId only, as CloudFormation finds deleted stacks."""
+        stack_id = f"arn:aws:cloudformation:{REGION}:{self.account}:stack/{name}/{uuid.uuid4()}"
+        descriptions, exports = descriptions or {}, exports or {}
+        stack: dict[str, Any] = {
+            "StackId": stack_id,
+            "StackName": name,
+            "CreationTime": created or datetime.now(UTC).replace(microsecond=0),
+            "StackStatus": status,
+            "DisableRollback": False,
+            "EnableTerminationProtection": False,
+            "DriftInformation": {"StackDriftStatus": "NOT_CHECKED"},
+        }
+        if outputs:
+            stack["Outputs"] = [
+                _drop_none(
+                    {
+                        "OutputKey": key,
+                        "OutputValue": value,
+                        "Description": descriptions.get(key),
+                        "ExportName": exports.get(key),
+                    }
+                )
+                for key, value in outputs.items()
+            ]
+        with self._lock:
+            self.stacks.append(stack)
+        return stack_id
+
+    def add_bucket(self, name: str) -> None:
+        with self._lock:
+            self.buckets.setdefault(name, {})
+
+    def put_object(
+        self,
+        bucket: str,
+        key: str,
+        body: bytes,
+        last_modified: datetime | None = None,
+        *,
+        content_type: str = "binary/octet-stream",
+    ) -> S3Object:
+        """Store an object (the bucket is added if it is new); S3 keeps whole seconds."""
+        moment = (last_modified or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
+        stored = S3Object(bytes(body), moment, content_type)
+        with self._lock:
+            self.buckets.setdefault(bucket, {})[key] = stored
+        return stored
+
     def inject(self, operation: str, fault: Fault, *, times: int = 1, after: int = 0) -> None:
         """The next `times` calls of `operation` (after `after` calls that pass) misbehave."""
         with self._lock:
@@ -336,9 +439,19 @@ class FakeControlPlane:
     # --- request handling (called from server threads) ----------------------------------
 
     def handle(
-        self, service: Literal["sagemaker", "ec2"], operation: str, params: dict[str, Any]
+        self, service: Service, operation: str, params: dict[str, Any]
     ) -> tuple[_Answer | _Hangup, float]:
         """The answer to send (or a hang-up) and a delay before sending it."""
+        answer, delay = self._answer(service, operation, params)
+        if isinstance(answer, _Answer) and operation == "HeadObject" and answer.status >= 300:
+            # A HEAD answer has no body: S3 sends only the status (botocore makes the
+            # error code of it, "404"), see the HeadObject API reference.
+            answer = replace(answer, body=b"")
+        return answer, delay
+
+    def _answer(
+        self, service: Service, operation: str, params: dict[str, Any]
+    ) -> tuple[_Answer | _Hangup, float]:
         with self._lock:
             self.calls.append(Call(service, operation, params))
             queue = self._faults.get(operation)
@@ -364,24 +477,21 @@ class FakeControlPlane:
     def wait(self, seconds: float) -> None:
         self._stopping.wait(seconds)
 
-    def _work(
-        self, service: Literal["sagemaker", "ec2"], operation: str, params: dict[str, Any]
-    ) -> _Answer:
+    def _work(self, service: Service, operation: str, params: dict[str, Any]) -> _Answer:
         try:
             self._authorize(service, operation, params)
             if service == "sagemaker":
-                handler = _SAGEMAKER_OPERATIONS.get(operation)
-                if handler is None:
-                    raise _ApiError("UnknownOperationException", f"no operation {operation}")
-                errors = service_model.json_input_errors("sagemaker", operation, params)
-                if errors:
-                    raise _ApiError("ValidationException", service_model.validation_message(errors))
-                payload = _jsonable(handler(self, params))
-                self.violations.extend(
-                    f"{operation} answer: {error}"
-                    for error in service_model.json_output_errors("sagemaker", operation, payload)
-                )
-                return _json_answer(200, payload)
+                return self._work_sagemaker(operation, params)
+            if service == "cloudformation":
+                return self._work_cloudformation(operation, params)
+            if service == "s3":
+                s3_handler = _S3_OPERATIONS.get(operation)
+                if s3_handler is None:
+                    served = (
+                        f"S3 {operation}" if operation else "an S3 call of this method and path"
+                    )
+                    raise _ApiError("NotImplemented", f"The fake does not serve {served}.", 501)
+                return s3_handler(self, params)
             ec2_handler = _EC2_OPERATIONS.get(operation)
             if ec2_handler is None:
                 raise _ApiError("InvalidAction", f"no action {operation}")
@@ -392,11 +502,47 @@ class FakeControlPlane:
         except _ApiError as exc:
             return _api_error_answer(service, exc)
 
-    def _authorize(
-        self, service: Literal["sagemaker", "ec2"], operation: str, params: dict[str, Any]
-    ) -> None:
-        if self.principal is None:
-            return
+    def _work_sagemaker(self, operation: str, params: dict[str, Any]) -> _Answer:
+        handler = _SAGEMAKER_OPERATIONS.get(operation)
+        if handler is None:
+            raise _ApiError("UnknownOperationException", f"no operation {operation}")
+        errors = service_model.json_input_errors("sagemaker", operation, params)
+        if errors:
+            raise _ApiError("ValidationException", service_model.validation_message(errors))
+        payload = _jsonable(handler(self, params))
+        self.violations.extend(
+            f"{operation} answer: {error}"
+            for error in service_model.json_output_errors("sagemaker", operation, payload)
+        )
+        return _json_answer(200, payload)
+
+    def _work_cloudformation(self, operation: str, params: dict[str, Any]) -> _Answer:
+        handler = _CLOUDFORMATION_OPERATIONS.get(operation)
+        if handler is None:
+            raise _ApiError("InvalidAction", f"no action {operation}")
+        # CloudFormation answers constraint violations with ValidationError in the
+        # Coral wording ("1 validation error detected: Value ... at 'stackName' ...",
+        # aws/aws-sam-cli#4979). What it answers to a parameter its model lacks is not
+        # documented; the fake refuses it the same way (stricter, never looser).
+        errors = service_model.query_input_errors("cloudformation", operation, params)
+        if errors:
+            raise _ApiError("ValidationError", service_model.validation_message(errors))
+        payload = handler(self, service_model.query_input("cloudformation", operation, params))
+        self._check_answer("cloudformation", operation, payload)
+        members = service_model.xml_members("cloudformation", operation, payload)
+        # The query protocol's envelope: <OpResponse><OpResult>members</OpResult>...
+        document = (
+            f'<?xml version="1.0" encoding="UTF-8"?>'
+            f'<{operation}Response xmlns="{CLOUDFORMATION_NAMESPACE}">'
+            f"<{operation}Result>{members}</{operation}Result>"
+            f"<ResponseMetadata><RequestId>{uuid.uuid4()}</RequestId></ResponseMetadata>"
+            f"</{operation}Response>"
+        )
+        return _xml_answer(200, document)
+
+    def _authorize(self, service: Service, operation: str, params: dict[str, Any]) -> None:
+        if self.principal is None or service == "s3":
+            return  # S3 authorizes in its operations: a missing key asks for ListBucket
         for request in self._authorizations(service, operation, params):
             decision = iam.authorize(self.principal.statements, request)
             if decision == "allowed":
@@ -410,10 +556,13 @@ class FakeControlPlane:
                     status=403,
                 )
             message = iam.denial_message(self.account, self.principal, request, decision)
+            if service == "cloudformation":
+                # AccessDenied, HTTP 403 (e.g. anomalyco/sst#3006, runs-on/runs-on#27).
+                raise _ApiError("AccessDenied", message, status=403)
             raise _ApiError("AccessDeniedException", message)
 
     def _authorizations(
-        self, service: Literal["sagemaker", "ec2"], operation: str, params: dict[str, Any]
+        self, service: Service, operation: str, params: dict[str, Any]
     ) -> list[iam.Request]:
         """What the service authorizes for a call, per the Service Authorization Reference
         (docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsagemaker.html
@@ -426,6 +575,8 @@ class FakeControlPlane:
         the managed policy AmazonSageMakerTrainingPlanCreateAccess).
         """
         action = f"{service}:{operation}"
+        if service == "cloudformation":
+            return self._cloudformation_authorizations(action, params)
         if operation not in ("DescribeTrainingPlan", "CreateTrainingPlan"):
             return [iam.Request(action, "*")]
         name = str(params.get("TrainingPlanName", ""))
@@ -458,23 +609,45 @@ class FakeControlPlane:
             ]
         return requests
 
+    def _cloudformation_authorizations(
+        self, action: str, params: dict[str, Any]
+    ) -> list[iam.Request]:
+        """DescribeStacks acts on the stack (list_awscloudformation.html, resource type
+        stack: arn:aws:cloudformation:<region>:<account>:stack/<name>/<id>). Named, the
+        service asks for stack/<name>/* (aws-samples/aws-hpc-tutorials#271); by its ID,
+        for that ARN. Without a name it describes every stack and needs ListStacks too
+        (API_DescribeStacks.html), which the service asks for on stack/*/*
+        (jogold/cloudstructs#217); DescribeStacks itself then on '*', as the reference
+        page's deny example (NotResource stack/*/*) implies.
+        """
+        name = params.get("StackName")
+        if not name:
+            every = f"arn:aws:cloudformation:{REGION}:{self.account}:stack/*/*"
+            return [iam.Request(action, "*"), iam.Request("cloudformation:ListStacks", every)]
+        if str(name).startswith("arn:"):
+            return [iam.Request(action, str(name))]
+        return [
+            iam.Request(action, f"arn:aws:cloudformation:{REGION}:{self.account}:stack/{name}/*")
+        ]
+
     def _plan_arn(self, name: str) -> str:
         return f"arn:aws:sagemaker:{REGION}:{self.account}:training-plan/{name}"
 
     def _reserved_capacity_arn(self, name: str, index: int) -> str:
         return f"arn:aws:sagemaker:{REGION}:{self.account}:reserved-capacity/{name}-{index}"
 
-    def _error_answer(self, service: Literal["sagemaker", "ec2"], fault: Fault) -> _Answer:
-        if fault.kind == "throttle":
-            code = "ThrottlingException" if service == "sagemaker" else "RequestLimitExceeded"
-            status = 400 if service == "sagemaker" else 503
-            return _api_error_answer(service, _ApiError(code, "Rate exceeded", status))
+    def _error_answer(self, service: Service, fault: Fault) -> _Answer:
+        if fault.kind == "error":
+            return _api_error_answer(service, _ApiError(fault.code, fault.message, fault.status))
+        # Each service's own throttling and internal errors: SageMaker's JSON codes,
+        # EC2's (docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html),
+        # CloudFormation's Throttling / Rate exceeded (ansible/ansible-modules-core#224),
+        # S3's SlowDown and InternalError (docs.aws.amazon.com/AmazonS3/latest/API/
+        # ErrorResponses.html).
+        code, message, status = _FAULT_ERRORS[service][fault.kind]
         if fault.kind == "server_error":
-            code = "InternalFailure" if service == "sagemaker" else "InternalError"
-            return _api_error_answer(
-                service, _ApiError(code, "An internal error occurred", fault.status)
-            )
-        return _api_error_answer(service, _ApiError(fault.code, fault.message, fault.status))
+            status = fault.status
+        return _api_error_answer(service, _ApiError(code, message, status))
 
     # --- SageMaker ----------------------------------------------------------------------
 
@@ -662,6 +835,194 @@ class FakeControlPlane:
             )
         return _ec2_document("DescribeSubnetsResponse", f"<subnetSet>{''.join(items)}</subnetSet>")
 
+    # --- CloudFormation -----------------------------------------------------------------
+
+    def _describe_stacks(self, params: dict[str, Any]) -> dict[str, Any]:
+        """One stack by name or StackId, else every stack not deleted, a page at a time
+        (docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_DescribeStacks.html).
+        """
+        name = params.get("StackName")
+        if name is not None:
+            if not re.fullmatch(STACK_NAME_PATTERN, name):
+                violation = (
+                    f"Value {name!r} at 'stackName' failed to satisfy constraint: Member "
+                    f"must satisfy regular expression pattern: {STACK_NAME_PATTERN}"
+                )
+                raise _ApiError("ValidationError", service_model.validation_message([violation]))
+            return {"Stacks": [self._stack(name)]}
+        live = [s for s in self.stacks if s["StackStatus"] != "DELETE_COMPLETE"]
+        token = params.get("NextToken") or "0"
+        if not token.isdigit():
+            raise _ApiError("ValidationError", f"Invalid NextToken {token!r}")  # the fake's words
+        start = int(token)
+        answer: dict[str, Any] = {"Stacks": live[start : start + self.stack_page_size]}
+        if start + self.stack_page_size < len(live):
+            answer["NextToken"] = str(start + self.stack_page_size)
+        return answer
+
+    def _stack(self, name_or_id: str) -> dict[str, Any]:
+        # The newest stack of that name, unless deleted; a deleted one by its StackId only.
+        stack: dict[str, Any]
+        for stack in reversed(self.stacks):
+            if name_or_id == stack["StackId"] or (
+                name_or_id == stack["StackName"] and stack["StackStatus"] != "DELETE_COMPLETE"
+            ):
+                return stack
+        # ValidationError, HTTP 400 (boto/boto3#2807 shows the service's answer).
+        raise _ApiError("ValidationError", f"Stack with id {name_or_id} does not exist")
+
+    # --- S3 -----------------------------------------------------------------------------
+
+    def _get_object(self, params: dict[str, Any]) -> _Answer:
+        return self._object_answer("GetObject", params)
+
+    def _head_object(self, params: dict[str, Any]) -> _Answer:
+        return self._object_answer("HeadObject", params)
+
+    def _object_answer(self, operation: str, params: dict[str, Any]) -> _Answer:
+        """GetObject and HeadObject: both need s3:GetObject on the object; a missing key
+        is NoSuchKey (404) only for a caller that may also s3:ListBucket the bucket, else
+        AccessDenied (403) (the API reference of both, in botocore's model).
+        """
+        objects = self._s3_bucket(operation, params)
+        bucket, key = params["Bucket"], params["Key"]
+        self._s3_authorize("s3:GetObject", f"arn:aws:s3:::{bucket}/{key}")
+        stored = objects.get(key)
+        if stored is None:
+            if not self._s3_allows("s3:ListBucket", f"arn:aws:s3:::{bucket}"):
+                raise _ApiError("AccessDenied", "Access Denied", 403)
+            raise _ApiError(
+                "NoSuchKey", "The specified key does not exist.", 404, details=[("Key", key)]
+            )
+        payload = {
+            "AcceptRanges": "bytes",
+            "LastModified": stored.last_modified,
+            "ContentLength": len(stored.body),
+            "ETag": stored.etag,
+            "ContentType": stored.content_type,
+        }
+        self._check_answer("s3", operation, payload)
+        headers = tuple(service_model.header_members("s3", operation, payload))
+        body = stored.body if operation == "GetObject" else b""
+        return _Answer(200, stored.content_type, body, headers)
+
+    def _list_objects_v2(self, params: dict[str, Any]) -> _Answer:
+        """One page of a bucket's keys in UTF-8 binary order, keys sharing Prefix..Delimiter
+        rolled into one CommonPrefixes entry that counts once against MaxKeys and in
+        KeyCount (API_ListObjectsV2.html; KeyCount counts both, getmoto/moto#2375). With
+        EncodingType=url, which botocore sends unasked and decodes, keys come URL-encoded.
+        """
+        objects = self._s3_bucket("ListObjectsV2", params)
+        bucket = params["Bucket"]
+        prefix, delimiter = params.get("Prefix", ""), params.get("Delimiter", "")
+        max_keys = params.get("MaxKeys", 1000)
+        if not isinstance(max_keys, int) or max_keys < 0:
+            raise _ApiError(
+                "InvalidArgument", "Provided max-keys not an integer or within integer range"
+            )
+        # ListBucket's condition keys (list_amazons3.html): s3:prefix, s3:delimiter, s3:max-keys.
+        context = {key: str(params[member]) for member, key in _LIST_CONDITIONS if member in params}
+        self._s3_authorize("s3:ListBucket", f"arn:aws:s3:::{bucket}", context)
+        start_after = params.get("StartAfter", "")
+        entries = _listing(objects, prefix, delimiter, start_after)
+        token = params.get("ContinuationToken")
+        marker = _continuation_marker(token) if token is not None else ""
+        first = next((i for i, (n, _) in enumerate(entries) if n.encode() > marker.encode()), None)
+        first = len(entries) if first is None else first
+        page = entries[first : first + min(max_keys, 1000)]
+        truncated = bool(page) and first + len(page) < len(entries)
+        url = params.get("EncodingType") == "url"
+
+        def shown(text: str) -> str:
+            return quote_plus(text, safe="/") if url else text
+
+        payload: dict[str, Any] = {"Name": bucket, "Prefix": shown(prefix)}
+        if token is not None:
+            payload["ContinuationToken"] = token
+        if truncated:
+            payload["NextContinuationToken"] = _continuation_token(page[-1][0])
+        payload["KeyCount"] = len(page)
+        payload["MaxKeys"] = max_keys
+        if delimiter:
+            payload["Delimiter"] = shown(delimiter)
+        if url:
+            payload["EncodingType"] = "url"
+        if start_after:
+            payload["StartAfter"] = shown(start_after)
+        payload["IsTruncated"] = truncated
+        payload["Contents"] = [
+            {
+                "Key": shown(name),
+                "LastModified": stored.last_modified,
+                "ETag": stored.etag,
+                "Size": len(stored.body),
+                "StorageClass": "STANDARD",
+            }
+            for name, stored in page
+            if stored is not None
+        ]
+        payload["CommonPrefixes"] = [{"Prefix": shown(n)} for n, stored in page if stored is None]
+        self._check_answer("s3", "ListObjectsV2", payload)
+        members = service_model.xml_members("s3", "ListObjectsV2", payload)
+        document = (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            f'<ListBucketResult xmlns="{S3_NAMESPACE}">{members}</ListBucketResult>'
+        )
+        return _Answer(200, "application/xml", document.encode())
+
+    def _s3_bucket(self, operation: str, params: dict[str, Any]) -> dict[str, S3Object]:
+        """The bucket's objects, after the checks S3 makes before any permission."""
+        unserved = sorted(set(params) - _S3_SERVED_MEMBERS[operation])
+        if unserved:
+            # Say so rather than answer as if they were not sent (a Range, a version).
+            raise _ApiError(
+                "NotImplemented", f"The fake does not serve {', '.join(unserved)}.", 501
+            )
+        if params.get("EncodingType", "url") != "url":
+            raise _ApiError("InvalidArgument", "Invalid Encoding Method specified in Request")
+        objects = self.buckets.get(params["Bucket"])
+        if objects is None:
+            raise _ApiError(
+                "NoSuchBucket",
+                "The specified bucket does not exist",
+                404,
+                details=[("BucketName", params["Bucket"])],
+            )
+        owner = params.get("ExpectedBucketOwner")
+        if owner is not None and owner != self.account:
+            # Another owner than expected: 403 (ExpectedBucketOwner in the API reference).
+            raise _ApiError("AccessDenied", "Access Denied", 403)
+        return objects
+
+    def _s3_allows(
+        self, action: str, resource: str, context: Mapping[str, str] | None = None
+    ) -> bool:
+        if self.principal is None:
+            return True
+        request = iam.Request(action, resource, dict(context or {}))
+        return iam.authorize(self.principal.statements, request) == "allowed"
+
+    def _s3_authorize(
+        self, action: str, resource: str, context: Mapping[str, str] | None = None
+    ) -> None:
+        """S3 refuses with AccessDenied (403), quoting the resource in its message
+        (aws-samples/serverless-patterns#2457, aws-ia/terraform-aws-bedrock#41)."""
+        if self.principal is None:
+            return
+        request = iam.Request(action, resource, dict(context or {}))
+        decision = iam.authorize(self.principal.statements, request)
+        if decision != "allowed":
+            message = iam.denial_message(
+                self.account, self.principal, request, decision, quote_resource=True
+            )
+            raise _ApiError("AccessDenied", message, 403)
+
+    def _check_answer(self, service: Service, operation: str, payload: dict[str, Any]) -> None:
+        self.violations.extend(
+            f"{operation} answer: {error}"
+            for error in service_model.output_errors(service, operation, payload)
+        )
+
 
 _SAGEMAKER_OPERATIONS = {
     "SearchTrainingPlanOfferings": FakeControlPlane._search,
@@ -673,6 +1034,55 @@ _EC2_OPERATIONS = {
     "DescribeAvailabilityZones": FakeControlPlane._describe_availability_zones,
     "DescribeSubnets": FakeControlPlane._describe_subnets,
 }
+_CLOUDFORMATION_OPERATIONS = {"DescribeStacks": FakeControlPlane._describe_stacks}
+_S3_OPERATIONS = {
+    "GetObject": FakeControlPlane._get_object,
+    "HeadObject": FakeControlPlane._head_object,
+    "ListObjectsV2": FakeControlPlane._list_objects_v2,
+}
+# The request members the fake honours; anything else botocore sends is refused.
+_OBJECT_MEMBERS = {"Bucket", "Key", "ChecksumMode", "ExpectedBucketOwner"}
+_S3_SERVED_MEMBERS = {
+    "GetObject": _OBJECT_MEMBERS,
+    "HeadObject": _OBJECT_MEMBERS,
+    "ListObjectsV2": {
+        "Bucket",
+        "Prefix",
+        "Delimiter",
+        "MaxKeys",
+        "ContinuationToken",
+        "StartAfter",
+        "EncodingType",
+        "ExpectedBucketOwner",
+    },
+}
+_LIST_CONDITIONS = (
+    ("Prefix", "s3:prefix"),
+    ("Delimiter", "s3:delimiter"),
+    ("MaxKeys", "s3:max-keys"),
+)
+_FAULT_ERRORS: dict[str, dict[str, tuple[str, str, int]]] = {
+    "sagemaker": {
+        "throttle": ("ThrottlingException", "Rate exceeded", 400),
+        "server_error": ("InternalFailure", "An internal error occurred", 500),
+    },
+    "ec2": {
+        "throttle": ("RequestLimitExceeded", "Rate exceeded", 503),
+        "server_error": ("InternalError", "An internal error occurred", 500),
+    },
+    "cloudformation": {
+        "throttle": ("Throttling", "Rate exceeded", 400),
+        "server_error": ("InternalFailure", "An internal error occurred", 500),
+    },
+    "s3": {
+        "throttle": ("SlowDown", "Please reduce your request rate.", 503),
+        "server_error": (
+            "InternalError",
+            "We encountered an internal error. Please try again.",
+            500,
+        ),
+    },
+}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -683,17 +1093,17 @@ class _Handler(BaseHTTPRequestHandler):
         """Keep test output quiet."""
 
     def do_POST(self) -> None:
+        self._serve("POST")
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_HEAD(self) -> None:
+        self._serve("HEAD")
+
+    def _serve(self, method: str) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        target = self.headers.get("X-Amz-Target")
-        if target:
-            service: Literal["sagemaker", "ec2"] = "sagemaker"
-            operation = target.split(".", 1)[-1]
-            params = json.loads(body or b"{}")
-        else:
-            service = "ec2"
-            params = dict(parse_qsl(body.decode(), keep_blank_values=True))
-            operation = params.pop("Action", "")
-            params.pop("Version", None)
+        service, operation, params = self._request(method, body)
         answer, delay = self.control_plane.handle(service, operation, params)
         if delay:
             self.control_plane.wait(delay)
@@ -705,15 +1115,51 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             self.close_connection = True
             return
+        given = {name.lower() for name, _ in answer.headers}
         try:
             self.send_response(answer.status)
-            self.send_header("Content-Type", answer.content_type)
-            self.send_header("Content-Length", str(len(answer.body)))
-            self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
+            for name, value in answer.headers:
+                self.send_header(name, value)
+            if "content-type" not in given:
+                self.send_header("Content-Type", answer.content_type)
+            if "content-length" not in given:
+                self.send_header("Content-Length", str(len(answer.body)))
+            request_id = str(uuid.uuid4())
+            self.send_header("x-amzn-RequestId", request_id)
+            if service == "s3":
+                self.send_header("x-amz-request-id", request_id)
             self.end_headers()
-            self.wfile.write(answer.body)
+            if method != "HEAD":
+                self.wfile.write(answer.body)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client gave up (read timeout)
+
+    def _request(self, method: str, body: bytes) -> tuple[Service, str, dict[str, Any]]:
+        """The service (from the signature, else from the request's form), the
+        operation and its parameters."""
+        scope = _CREDENTIAL_SCOPE.search(self.headers.get("Authorization") or "")
+        signed = scope.group(1) if scope else ""
+        service: Service
+        if signed in get_args(Service):
+            service = signed  # type: ignore[assignment]  # checked against the Literal
+        elif self.headers.get("X-Amz-Target"):
+            service = "sagemaker"
+        else:
+            service = "ec2" if method == "POST" else "s3"
+        if service == "sagemaker":
+            target = self.headers.get("X-Amz-Target") or ""
+            return service, target.split(".", 1)[-1], json.loads(body or b"{}")
+        if service in ("ec2", "cloudformation"):
+            params = dict(parse_qsl(body.decode(), keep_blank_values=True))
+            operation = params.pop("Action", "")
+            params.pop("Version", None)
+            return service, operation, params
+        url = urlsplit(self.path)
+        query = parse_qsl(url.query, keep_blank_values=True)
+        rest = service_model.rest_request("s3", method, url.path, query, dict(self.headers))
+        if rest is None:
+            return service, "", {"Method": method, "Path": url.path}
+        return service, rest.operation, rest.params
 
 
 # --- wire formats -----------------------------------------------------------------------
@@ -741,9 +1187,29 @@ def _xml_answer(status: int, document: str) -> _Answer:
     return _Answer(status, "text/xml;charset=UTF-8", document.encode())
 
 
-def _api_error_answer(service: Literal["sagemaker", "ec2"], error: _ApiError) -> _Answer:
+def _api_error_answer(service: Service, error: _ApiError) -> _Answer:
     if service == "sagemaker":
         return _json_answer(error.status, {"__type": error.code, "message": error.message})
+    if service == "cloudformation":
+        # The query protocol's ErrorResponse, as in boto/boto3#2807.
+        kind = "Sender" if error.status < 500 else "Receiver"
+        document = (
+            f'<ErrorResponse xmlns="{CLOUDFORMATION_NAMESPACE}"><Error><Type>{kind}</Type>'
+            f"<Code>{escape(error.code)}</Code><Message>{escape(error.message)}</Message>"
+            f"</Error><RequestId>{uuid.uuid4()}</RequestId></ErrorResponse>"
+        )
+        return _xml_answer(error.status, document)
+    if service == "s3":
+        # S3's <Error> document (docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html),
+        # naming the key or bucket as the service does (frostealth/yii2-aws-s3#25).
+        details = "".join(f"<{name}>{escape(value)}</{name}>" for name, value in error.details)
+        document = (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            f"<Error><Code>{escape(error.code)}</Code><Message>{escape(error.message)}</Message>"
+            f"{details}<RequestId>{uuid.uuid4().hex[:16].upper()}</RequestId>"
+            f"<HostId>{base64.b64encode(uuid.uuid4().bytes).decode()}</HostId></Error>"
+        )
+        return _Answer(error.status, "application/xml", document.encode())
     document = (
         '<?xml version="1.0" encoding="UTF-8"?>'
         f"<Response><Errors><Error><Code>{escape(error.code)}</Code>"
@@ -810,3 +1276,39 @@ def _filters(params: dict[str, Any]) -> dict[str, list[str]]:
 
 def _filter_ok(filters: dict[str, list[str]], fields: dict[str, str]) -> bool:
     return all(fields.get(name) in values for name, values in filters.items())
+
+
+def _listing(
+    objects: Mapping[str, S3Object], prefix: str, delimiter: str, start_after: str
+) -> list[tuple[str, S3Object | None]]:
+    """A bucket's listing: (key, object) or (common prefix, None), in UTF-8 binary order.
+
+    Keys that share a prefix are adjacent in that order, so a common prefix is one
+    entry, and it sorts before any key after it: a page can resume after either.
+    """
+    entries: list[tuple[str, S3Object | None]] = []
+    keys = sorted(
+        (k for k in objects if k.startswith(prefix) and k.encode() > start_after.encode()),
+        key=lambda k: k.encode(),
+    )
+    for key in keys:
+        cut = key.find(delimiter, len(prefix)) if delimiter else -1
+        if cut < 0:
+            entries.append((key, objects[key]))
+            continue
+        common = key[: cut + len(delimiter)]
+        if not entries or entries[-1] != (common, None):
+            entries.append((common, None))
+    return entries
+
+
+def _continuation_token(marker: str) -> str:
+    # Opaque to clients, as S3's is ("NextContinuationToken is obfuscated").
+    return base64.urlsafe_b64encode(marker.encode()).decode()
+
+
+def _continuation_marker(token: str) -> str:
+    try:
+        return base64.b64decode(token, altchars=b"-_", validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise _ApiError("InvalidArgument", "The continuation token provided is incorrect") from None

@@ -136,8 +136,17 @@ def authorize(statements: Iterable[Statement], request: Request) -> Decision:
     return "allowed" if matching else "implicit_deny"
 
 
-def denial_message(account: str, principal: Principal, request: Request, decision: Decision) -> str:
-    """The service's wording (e.g. aws/aws-cdk#32294, aws/amazon-sagemaker-feedback#88)."""
+def denial_message(
+    account: str,
+    principal: Principal,
+    request: Request,
+    decision: Decision,
+    *,
+    quote_resource: bool = False,
+) -> str:
+    """The service's wording (e.g. aws/aws-cdk#32294, aws/amazon-sagemaker-feedback#88);
+    S3 quotes the resource (aws-samples/serverless-patterns#2457)."""
+    resource = f'"{request.resource}"' if quote_resource else request.resource
     why = (
         "with an explicit deny in an identity-based policy"
         if decision == "explicit_deny"
@@ -145,7 +154,7 @@ def denial_message(account: str, principal: Principal, request: Request, decisio
     )
     return (
         f"User: arn:aws:sts::{account}:assumed-role/{principal.role_name}/handler is not "
-        f"authorized to perform: {request.action} on resource: {request.resource} {why}"
+        f"authorized to perform: {request.action} on resource: {resource} {why}"
     )
 
 

@@ -1,19 +1,28 @@
 """Requests and answers of the fake control plane checked against botocore's service models.
 
-The fake must refuse what SageMaker or EC2 would refuse and answer only what their
-models define, or the handler tests prove nothing about the real services. botocore's
-client-side validation checks types and required members only; this checks what the
-model states: required and unknown members, string lengths, enums and patterns, numeric
-ranges, list sizes. SageMaker speaks JSON (timestamps as epoch seconds); EC2's query
-protocol flattens lists (`ZoneName.1`, `Filter.1.Value.1`), checked by member names.
+The fake must refuse what SageMaker, EC2 or CloudFormation would refuse and answer only
+what their models define, or the handler tests prove nothing about the real services.
+botocore's client-side validation checks types and required members only; this checks
+what the model states: required and unknown members, string lengths, enums and patterns,
+numeric ranges, list sizes. SageMaker speaks JSON (timestamps as epoch seconds); EC2's
+query protocol flattens lists (`ZoneName.1`, `Filter.1.Value.1`), checked by member
+names; CloudFormation's query protocol (`Stacks.member.1`) is read back into members and
+checked like JSON. S3 (REST-XML) is routed by method, path template and query as the
+model declares them (`rest_request`), and XML answers are written from the output shape
+(`xml_members`, `header_members`) so their element names are the ones botocore parses.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import format_datetime
 from functools import cache
 from typing import Any
+from urllib.parse import unquote
+from xml.sax.saxutils import escape
 
 import botocore.session
 from botocore.model import ListShape, MapShape, ServiceModel, Shape, StructureShape
@@ -218,3 +227,280 @@ def _ec2_param_error(shape: Shape, tokens: list[str], value: str) -> str | None:
     if enum and value not in enum:
         return f"Invalid value {value!r} for \0: one of {', '.join(enum)} is expected"
     return None
+
+
+# --- query protocol (CloudFormation) ----------------------------------------------------
+
+
+def query_input(service: str, operation: str, params: Mapping[str, str]) -> dict[str, Any]:
+    """A query request's flat parameters as the member structure the service reads.
+
+    Lists arrive as `Name.member.N` (`Name.N` when flattened), structures as `Name.Member`.
+    A parameter the input shape does not define is kept under its wire name, so
+    `query_input_errors` names it.
+    """
+    shape = service_model(service).operation_model(operation).input_shape
+    tree: dict[str, Any] = {}
+    for key, value in sorted(params.items()):
+        if shape is None or not _query_place(shape, key.split("."), value, tree):
+            tree[key] = value
+    members: dict[str, Any] = _query_lists(tree)
+    return members
+
+
+def query_input_errors(service: str, operation: str, params: Mapping[str, str]) -> list[str]:
+    """Unknown parameters and constraint violations of a query request, worded as
+    the service words a ValidationError ("Value '' at 'nextToken' failed to ...")."""
+    shape = service_model(service).operation_model(operation).input_shape
+    errors: list[str] = []
+    if shape is not None:
+        _check(shape, query_input(service, operation, params), "", errors)
+    return errors
+
+
+def _query_place(shape: Shape, tokens: list[str], value: str, into: dict[str, Any]) -> bool:
+    """Put `value` at `tokens` of `into` (a structure's dict); False when `shape` has no
+    such member. List items are collected in dicts keyed by index (`_query_lists`)."""
+    assert isinstance(shape, StructureShape)
+    wire = {str(m.serialization.get("name", n)): n for n, m in shape.members.items()}
+    name = wire.get(tokens[0])
+    if name is None:
+        return False
+    member, rest = shape.members[name], tokens[1:]
+    if isinstance(member, ListShape):
+        if not member.serialization.get("flattened"):
+            if not rest or rest[0] != "member":
+                return False
+            rest = rest[1:]
+        if not rest or not rest[0].isdigit():
+            return False
+        items = into.setdefault(name, {})
+        if not isinstance(items, dict):
+            return False
+        index, rest = int(rest[0]), rest[1:]
+        if not rest:
+            items[index] = _query_scalar(member.member, value)
+            return True
+        if not isinstance(member.member, StructureShape):
+            return False
+        return _query_place(member.member, rest, value, items.setdefault(index, {}))
+    if isinstance(member, StructureShape):
+        return bool(rest) and _query_place(member, rest, value, into.setdefault(name, {}))
+    if rest:
+        return False
+    into[name] = _query_scalar(member, value)
+    return True
+
+
+def _query_lists(tree: Any) -> Any:
+    if isinstance(tree, dict) and tree and all(isinstance(k, int) for k in tree):
+        return [_query_lists(tree[k]) for k in sorted(tree)]
+    if isinstance(tree, dict):
+        return {k: _query_lists(v) for k, v in tree.items()}
+    return tree
+
+
+def _query_scalar(shape: Shape, value: str) -> Any:
+    """The typed value of a query string (left as text when it does not parse, so the
+    constraint check names it)."""
+    kind = shape.type_name
+    if kind in ("integer", "long") and value.lstrip("-").isdigit():
+        return int(value)
+    if kind in ("float", "double"):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    if kind == "boolean" and value in ("true", "false"):
+        return value == "true"
+    if kind == "timestamp":
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return value
+    return value
+
+
+# --- REST-XML protocol (S3) -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RestRequest:
+    """A REST request resolved against the model: the operation and its members."""
+
+    operation: str
+    params: dict[str, Any]
+
+
+@cache
+def _rest_routes(
+    service: str,
+) -> tuple[tuple[str, re.Pattern[str], tuple[tuple[str, str], ...], str], ...]:
+    """(method, path pattern, static query, operation) for every operation of the model."""
+    model = service_model(service)
+    routes = []
+    for name in model.operation_names:
+        http = model.operation_model(name).http
+        path, _, query = str(http["requestUri"]).partition("?")
+        pattern = re.sub(
+            r"\\\{(\w+)(\\\+)?\\\}",
+            lambda m: f"(?P<{m.group(1)}>.+)" if m.group(2) else f"(?P<{m.group(1)}>[^/]+)",
+            re.escape(path),
+        )
+        static = tuple(
+            (key, value) for key, _, value in (p.partition("=") for p in query.split("&") if p)
+        )
+        routes.append((str(http["method"]), re.compile(pattern), static, name))
+    return tuple(routes)
+
+
+def rest_request(
+    service: str,
+    method: str,
+    path: str,
+    query: Sequence[tuple[str, str]],
+    headers: Mapping[str, str],
+) -> RestRequest | None:
+    """The operation a REST request calls, and its members by name; None when no
+    operation, or more than one, fits.
+
+    An operation fits when the method and path template match, its static query
+    (`?list-type=2`) is present and its required query members too (GetObject and
+    ListParts share GET /{Bucket}/{Key+}; ListParts requires uploadId). The most
+    specific fit wins, as the service routes `?acl` to GetObjectAcl, not GetObject.
+    """
+    model = service_model(service)
+    sent = dict(query)
+    fits: list[tuple[int, str, dict[str, str]]] = []
+    for route_method, pattern, static, name in _rest_routes(service):
+        match = pattern.fullmatch(path)
+        if route_method != method or match is None:
+            continue
+        if any(key not in sent or (value and sent[key] != value) for key, value in static):
+            continue
+        shape = model.operation_model(name).input_shape
+        required = [] if shape is None else shape.required_members
+        members = {} if shape is None else shape.members
+        if any(
+            members[r].serialization.get("location") == "querystring"
+            and members[r].serialization.get("name") not in sent
+            for r in required
+        ):
+            continue
+        labels = {k: unquote(v) for k, v in match.groupdict().items()}
+        fits.append((len(static), name, labels))
+    if not fits:
+        return None
+    fits.sort(key=lambda fit: -fit[0])
+    if len(fits) > 1 and fits[0][0] == fits[1][0]:
+        return None
+    _, name, labels = fits[0]
+    return RestRequest(
+        name, _rest_params(model.operation_model(name).input_shape, labels, sent, headers)
+    )
+
+
+def _rest_params(
+    shape: Shape | None,
+    labels: Mapping[str, str],
+    query: Mapping[str, str],
+    headers: Mapping[str, str],
+) -> dict[str, Any]:
+    if not isinstance(shape, StructureShape):
+        return {}
+    lowered = {k.lower(): v for k, v in headers.items()}
+    params: dict[str, Any] = {}
+    for name, member in shape.members.items():
+        location = member.serialization.get("location")
+        wire = str(member.serialization.get("name", name))
+        if location == "uri" and wire in labels:
+            params[name] = labels[wire]
+        elif location == "querystring" and wire in query:
+            params[name] = _query_scalar(member, query[wire])
+        elif location == "header" and wire.lower() in lowered:
+            params[name] = _query_scalar(member, lowered[wire.lower()])
+    return params
+
+
+# --- XML answers (query and REST-XML) -----------------------------------------------------
+
+
+def xml_members(service: str, operation: str, payload: Mapping[str, Any]) -> str:
+    """The answer's body members as XML elements named by the output shape.
+
+    Timestamps are ISO 8601 with milliseconds, lists wrap their items in `member`
+    unless flattened (S3's Contents), as botocore's XML parsers read them. Members
+    the shape places in headers are left out (see `header_members`).
+    """
+    shape = service_model(service).operation_model(operation).output_shape
+    assert isinstance(shape, StructureShape)
+    return "".join(
+        _xml_element(shape.members[name], name, value)
+        for name, value in payload.items()
+        if name in shape.members and "location" not in shape.members[name].serialization
+    )
+
+
+def header_members(
+    service: str, operation: str, payload: Mapping[str, Any]
+) -> list[tuple[str, str]]:
+    """The answer's header members (GetObject's ETag, Last-Modified, ...) as HTTP headers."""
+    shape = service_model(service).operation_model(operation).output_shape
+    assert isinstance(shape, StructureShape)
+    headers = []
+    for name, value in payload.items():
+        member = shape.members.get(name)
+        if member is not None and member.serialization.get("location") == "header":
+            text = (
+                format_datetime(value, usegmt=True)
+                if isinstance(value, datetime)
+                else _xml_text(value)
+            )
+            headers.append((str(member.serialization["name"]), text))
+    return headers
+
+
+def output_errors(service: str, operation: str, payload: Mapping[str, Any]) -> list[str]:
+    """`json_output_errors` for an answer holding datetimes (XML services)."""
+    shape = service_model(service).operation_model(operation).output_shape
+    errors: list[str] = []
+    if shape is not None:
+        _check(shape, _epoch(payload), "", errors)
+    return errors
+
+
+def _epoch(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, Mapping):
+        return {k: _epoch(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_epoch(v) for v in value]
+    return value
+
+
+def _xml_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        utc = value.astimezone(UTC)
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    return escape(str(value))
+
+
+def _xml_element(shape: Shape, name: str, value: Any) -> str:
+    tag = str(shape.serialization.get("name", name))
+    if isinstance(shape, ListShape):
+        item_tag = str(shape.member.serialization.get("name", "member"))
+        if shape.serialization.get("flattened"):
+            # botocore reads a flattened item under its member's name, else the list's.
+            flat = str(shape.member.serialization.get("name", tag))
+            return "".join(_xml_element(shape.member, flat, item) for item in value)
+        items = "".join(_xml_element(shape.member, item_tag, item) for item in value)
+        return f"<{tag}>{items}</{tag}>"
+    if isinstance(shape, StructureShape):
+        inner = "".join(
+            _xml_element(shape.members[k], k, v) for k, v in value.items() if k in shape.members
+        )
+        return f"<{tag}>{inner}</{tag}>"
+    return f"<{tag}>{_xml_text(value)}</{tag}>"
