@@ -1,4 +1,5 @@
-"""The `novapod` command: validate a config, print its JSON Schema, plan capacity.
+"""The `novapod` command: validate a config, print its JSON Schema, plan capacity, write
+the Nova recipes of its jobs.
 
 Only `offerings` talks to AWS. The other commands never read AWS settings (profile,
 config and credentials files), so a broken or missing profile cannot stop them.
@@ -12,6 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
+from pathlib import Path
 
 import boto3  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
@@ -20,6 +22,8 @@ from novapod import planning
 from novapod.config import ConfigError, NovapodConfig, json_schema, load_config
 from novapod.constructs.training_plan.handler import decisions, offerings
 from novapod.naming import training_plan_name
+from novapod.nova import render
+from novapod.nova.catalog import CatalogError
 
 EXIT_OK = 0
 EXIT_INVALID = 2
@@ -77,6 +81,48 @@ def _plan(args: argparse.Namespace) -> int:
             for spec in adopted:
                 size = f"{spec.instance_count} x {spec.instance_type}"
                 print(f"{spec.name}: {spec.existing_arn} ({size})")
+    return EXIT_OK
+
+
+def _recipes(args: argparse.Namespace) -> int:
+    """Write every job's recipe and launch spec, and the index, under --out (offline)."""
+    path, _ = _config_path(args)
+    config = load_config(path)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        print(
+            f"novapod recipes: --out {out} is a file, not a directory; name a directory "
+            "(it is created if missing)",
+            file=sys.stderr,
+        )
+        return EXIT_INVALID
+    try:
+        files = render.bundle(config)
+    except CatalogError as error:  # validation refuses these first; a last guard
+        raise ConfigError([("jobs", str(error))], path) from None
+    blocked = [out / name for name in files if (out / name).is_dir()]
+    if blocked:
+        print(
+            f"novapod recipes: {blocked[0]} is a directory where the recipes write a file; "
+            "move it or choose another --out",
+            file=sys.stderr,
+        )
+        return EXIT_INVALID
+    for name, text in files.items():
+        target = out / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Bytes, not text mode: the same config gives the same bytes on every platform.
+        target.write_bytes(text.encode("utf-8"))
+    index = json.loads(files["index.json"])
+    jobs = index["jobs"]
+    launchable = sum(1 for job in jobs if job["launch"] is not None)
+    print(
+        f"{len(jobs)} job(s), {launchable} launchable: wrote {len(files)} files under {out}; "
+        f"index {out / 'index.json'}"
+    )
+    for job in jobs:
+        if job["launch"] is None:
+            print(f"{job['job']} ({job['technique']}) is not launchable: {job['not_launchable']}")
     return EXIT_OK
 
 
@@ -212,6 +258,14 @@ def _parser() -> argparse.ArgumentParser:
     offerings.add_argument("config", nargs="?", help=config_help)
     offerings.add_argument("--plan", help="training plan name (from `novapod plan`)")
     offerings.set_defaults(run=_offerings)
+    recipes = commands.add_parser(
+        "recipes", help="write the jobs' Nova recipes, launch specs and index (offline)"
+    )
+    recipes.add_argument("config", nargs="?", help=config_help)
+    recipes.add_argument(
+        "--out", required=True, metavar="DIR", help="directory to write (created if missing)"
+    )
+    recipes.set_defaults(run=_recipes)
     schema = commands.add_parser("schema", help="print the config's JSON Schema (for editors)")
     schema.set_defaults(run=_schema)
     return parser
