@@ -114,14 +114,26 @@ def render_recipe(
         for name, value in sorted(job.evaluation.inference.items()):
             spec = nova.shapes["evaluation"][name]
             _set(body, spec.path, _value(value, spec.kind))
-    recipe: dict[str, Any] = {"run": _run(config, job, variant, model.model_type)}
+    # A recipe with its own run block (distillation: the teacher's model_type, no
+    # replicas, data or output) keeps it; the job only names the run.
+    fixed_run = body.pop("run", None)
+    if fixed_run is not None:
+        run = {"name": job.name, **fixed_run}
+    else:
+        run = _run(config, job, variant, model.model_type)
+    recipe: dict[str, Any] = {"run": run}
     if job.evaluation is not None:
         task = nova.evaluation_task(job.evaluation.task, job.model)
         recipe["evaluation"] = dict(task.evaluation)
         inference = body.pop("inference")
         recipe["inference"] = inference
         if task.processor:
+            # Nova 2's gen_qa recipe adds preset_reward_function ("do not modify"):
+            # aws/sagemaker-hyperpod-recipes evaluation/nova/nova_2_0/nova_lite/
+            # nova_lite_2_0_p5_48xl_gpu_bring_your_own_dataset_eval.yaml
+            preset = {"preset_reward_function": ""} if model.generation == 2 else {}
             recipe["processor"] = {
+                **preset,
                 "lambda_arn": job.evaluation.metrics_lambda_arn or "",
                 "lambda_type": "custom_metrics" if job.evaluation.metrics_lambda_arn else "rft",
                 "preprocessing": {"enabled": False},
