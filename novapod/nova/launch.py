@@ -93,7 +93,8 @@ def deployed_names(cfn: Any, config: NovapodConfig, wanted: Iterable[str]) -> di
     Other AWS errors (access denied, throttling) propagate to the caller."""
     needed = [name for name in dict.fromkeys(wanted) if name in STACK_OUTPUTS]
     values: dict[str, str] = {}
-    for part in dict.fromkeys(STACK_OUTPUTS[name][0] for name in needed):
+    # Storage first: the stack every environment has, so its absence is named first.
+    for part in dict.fromkeys(STACK_OUTPUTS[name][0] for name in STACK_OUTPUTS if name in needed):
         name = stack_name(config, part)
         try:
             stacks = cfn.describe_stacks(StackName=name)["Stacks"]
