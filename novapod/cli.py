@@ -200,6 +200,11 @@ class _AwsError(Exception):
 
 
 def _launch(args: argparse.Namespace) -> int:
+    if args.config is None and args.job.endswith((".yaml", ".yml")):
+        # argparse gives a lone argument to JOB; a file name there means JOB is missing.
+        raise launch.LaunchError(
+            f"name the job to launch after the config: novapod launch {args.job} JOB"
+        )
     config = _load(args)
     cfn, s3 = _aws_clients(config, "launch", "cloudformation", "s3")
     try:

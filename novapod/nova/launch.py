@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import tarfile
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -257,11 +258,14 @@ def latest_checkpoint(s3: Any, job: str, output: str) -> Checkpoint:
 def _manifest_in_archive(body: Any) -> bytes | None:
     """manifest.json at the root of a gzipped tar, read as a stream: the archive may be
     large and the manifest is all we need."""
-    with tarfile.open(fileobj=body, mode="r|gz") as archive:
-        for member in archive:
-            if member.isfile() and member.name.removeprefix("./") == "manifest.json":
-                handle = archive.extractfile(member)
-                return handle.read() if handle is not None else None
+    try:
+        with tarfile.open(fileobj=body, mode="r|gz") as archive:
+            for member in archive:
+                if member.isfile() and member.name.removeprefix("./") == "manifest.json":
+                    handle = archive.extractfile(member)
+                    return handle.read() if handle is not None else None
+    except (tarfile.TarError, OSError, EOFError, zlib.error):
+        return None  # not a gzipped tar (or cut short): no manifest to read
     return None
 
 

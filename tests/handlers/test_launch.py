@@ -216,6 +216,20 @@ def test_refuses_a_manifest_without_an_s3_checkpoint(plane, tmp_path, capsys, bo
     )
 
 
+@pytest.mark.parametrize(
+    "body", [archive({"model/config.json": b"{}"}), b"not a tar", archive({})[:20]]
+)
+def test_refuses_an_archive_without_a_manifest(plane, tmp_path, capsys, body) -> None:
+    plane.put_object(ARTIFACTS, output_key("sft-lora", "sft-lora-q1w2e/output/output.tar.gz"),
+                     body, T1)  # fmt: skip
+    assert launch(tmp_path, "eval") == 2
+    assert capsys.readouterr().err == (
+        f"novapod launch: job sft-lora's run sft-lora-q1w2e wrote s3://{ARTIFACTS}/nova/"
+        "nova-lite/sft-lora/sft-lora-q1w2e/output/output.tar.gz without a manifest.json at "
+        "its root; launch sft-lora again or set from: to the checkpoint's s3:// URI\n"
+    )
+
+
 def test_an_after_job_waits_unless_forced(plane, tmp_path, capsys) -> None:
     assert launch(tmp_path, "sft-again") == 2
     assert capsys.readouterr().err == (
@@ -286,6 +300,11 @@ def test_unknown_and_unlaunchable_jobs(tmp_path, capsys) -> None:
     assert capsys.readouterr().err == (
         "novapod launch: no job is named sft; the config's jobs are: sft-lora, eval, "
         "eval-base, sft-again, distill, tracked\n"
+    )
+    assert main(["launch", str(config_file(tmp_path))]) == 2
+    assert capsys.readouterr().err == (
+        f"novapod launch: name the job to launch after the config: novapod launch "
+        f"{tmp_path / 'env.yaml'} JOB\n"
     )
     assert launch(tmp_path, "distill") == 2
     assert capsys.readouterr().err.startswith(
