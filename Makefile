@@ -16,13 +16,14 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 export NOVAPOD_CONFIG ?= $(CONFIG)
 
-.PHONY: help setup synth test lint typecheck unit bench mutation clean
+.PHONY: help setup synth test lint typecheck unit bench mutation clean client
 
 help:
 	@echo "make synth   synthesize $(CONFIG) with the pinned CDK CLI into cdk.out/"
 	@echo "make test    ruff, mypy and pytest"
 	@echo "make bench   synthesis benchmarks (not part of the tests)"
 	@echo "make mutation  mutation score of the purchase path (not part of make test)"
+	@echo "make client  the HyperPod CLI for \`novapod launch --run\` in $(CLIENT_VENV)/ (needs GitHub and helm)"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +74,30 @@ mutation: setup
 	  > mutants/run.log 2>&1 || { tail -c 3000 mutants/run.log; exit 1; }; \
 	echo "mutmut run took $$(( $$(date +%s) - start )) s (progress in mutants/run.log)"
 	$(BIN)/python benchmarks/mutation_report.py
+
+# The HyperPod CLI, the documented launcher of Nova recipes on HyperPod: package `hyperpod`
+# from branch release_v2 of aws/sagemaker-hyperpod-cli (not on PyPI), pinned to the commit
+# our reference describes, in its own virtual environment (it pins click, kubernetes,
+# hydra-core, awscli ... which must not meet novapod's). `novapod launch --run` finds it
+# there and puts its bin/ first on PATH (the CLI runs `aws` and the recipes launcher's
+# python3). Note: its setup.py runs `git submodule update --remote`, so the recipes
+# (aws/sagemaker-hyperpod-recipes) come from the tip of the submodule's branch
+# (release-2.0.0) at install time, not from the commit the CLI records. Not part of
+# `make setup` or CI. The Helm charts it renders are installed with `helm`, which must be on PATH.
+CLIENT_VENV := .venv-client
+CLIENT_PYTHON ?= python3.11
+HYPERPOD_CLI_COMMIT := abcdc77b3e4ca160874021c6615baf0dbb96c69b
+HYPERPOD_CLI := git+https://github.com/aws/sagemaker-hyperpod-cli@$(HYPERPOD_CLI_COMMIT)
+
+client: $(CLIENT_VENV)/.installed-$(HYPERPOD_CLI_COMMIT)
+
+$(CLIENT_VENV)/.installed-$(HYPERPOD_CLI_COMMIT):
+	rm -rf $(CLIENT_VENV)
+	$(CLIENT_PYTHON) -m venv $(CLIENT_VENV)
+	$(CLIENT_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=23"
+	$(CLIENT_VENV)/bin/python -m pip install --disable-pip-version-check "hyperpod @ $(HYPERPOD_CLI)"
+	$(CLIENT_VENV)/bin/hyperpod --help > /dev/null
+	touch $@
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache mutants

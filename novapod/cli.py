@@ -1,8 +1,9 @@
 """The `novapod` command: validate a config, print its JSON Schema, plan capacity, write
-the Nova recipes of its jobs.
+the Nova recipes of its jobs, launch them and read their evaluations.
 
-Only `offerings` talks to AWS. The other commands never read AWS settings (profile,
-config and credentials files), so a broken or missing profile cannot stop them.
+Only `offerings`, `launch` and `results` talk to AWS. The other commands never read AWS
+settings (profile, config and credentials files), so a broken or missing profile
+cannot stop them.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import boto3  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
@@ -22,7 +25,7 @@ from novapod import planning
 from novapod.config import ConfigError, NovapodConfig, json_schema, load_config
 from novapod.constructs.training_plan.handler import decisions, offerings
 from novapod.naming import training_plan_name
-from novapod.nova import render
+from novapod.nova import launch, render, results
 from novapod.nova.catalog import CatalogError
 
 EXIT_OK = 0
@@ -223,6 +226,92 @@ def _offerings(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _aws_clients(config: NovapodConfig, command: str, *services: str) -> list[Any]:
+    """Clients in the config's region with the caller's credentials (environment, profile)."""
+    try:
+        session = boto3.session.Session(region_name=config.region)
+        return [session.client(service) for service in services]
+    except BotoCoreError as error:
+        raise _AwsError(
+            f"novapod {command}: cannot use your AWS settings: {error}; fix AWS_PROFILE or "
+            "the AWS config and credentials files (aws configure list shows what is used)"
+        ) from None
+
+
+class _AwsError(Exception):
+    """An AWS call failed (credentials, permissions, throttling): exit 1."""
+
+
+def _launch(args: argparse.Namespace) -> int:
+    if args.config is None and args.job.endswith((".yaml", ".yml")):
+        # argparse gives a lone argument to JOB; a file name there means JOB is missing.
+        raise launch.LaunchError(
+            f"name the job to launch after the config: novapod launch {args.job} JOB"
+        )
+    config = _load(args)
+    cfn, s3 = _aws_clients(config, "launch", "cloudformation", "s3")
+    try:
+        prepared = launch.prepare(config, args.job, cfn=cfn, s3=s3, force=args.force)
+    except (BotoCoreError, ClientError) as error:
+        raise _AwsError(f"novapod launch: an AWS call failed: {error}") from None
+    for note in prepared.notes:
+        print(f"# {note}", file=sys.stderr)
+    if not args.execute:
+        for argv in prepared.commands:
+            print(shlex.join(argv))
+        return EXIT_OK
+    executable = launch.hyperpod_executable(Path(__file__).resolve().parent.parent)
+    if executable is None:
+        print(f"novapod launch: {launch.NOT_INSTALLED}", file=sys.stderr)
+        return EXIT_INVALID
+    for argv in prepared.commands:
+        print(f"+ {shlex.join(argv)}", file=sys.stderr)
+    sys.stdout.flush()
+    outcome = launch.execute(prepared.commands, executable, sys.stdout)
+    if outcome.failed is not None:
+        print(
+            f"novapod launch: `{shlex.join(outcome.failed[:2])}` failed with exit status "
+            f"{outcome.status}; the commands after it were not run",
+            file=sys.stderr,
+        )
+        return outcome.status
+    if outcome.run is None:
+        print(
+            f"novapod launch: started job {prepared.job}, but start-job printed no NAME: "
+            f"line; find its run under {prepared.output}",
+            file=sys.stderr,
+        )
+    else:
+        print(
+            f"started job {prepared.job} as run {outcome.run}: outputs in "
+            f"{prepared.output}{outcome.run}/"
+        )
+    return EXIT_OK
+
+
+def _results(args: argparse.Namespace) -> int:
+    config = _load(args)
+    if not results.evaluation_jobs(config):
+        raise launch.LaunchError(
+            "the config has no evaluation jobs; add a job with technique: evaluation"
+        )
+    cfn, s3 = _aws_clients(config, "results", "cloudformation", "s3")
+    try:
+        names = launch.deployed_names(cfn, config, ["ArtifactsBucket"])
+        found = results.collect(config, s3=s3, artifacts_bucket=names["ArtifactsBucket"])
+    except (BotoCoreError, ClientError) as error:
+        raise _AwsError(f"novapod results: an AWS call failed: {error}") from None
+    if args.json:
+        print(results.results_json(config, found))
+    else:
+        text = results.render_tables(found)
+        if text:
+            print(text)
+        for _, sentence in found.missing:
+            print(sentence)
+    return EXIT_OK if found.tables else EXIT_AWS
+
+
 def _our_zones(config: NovapodConfig) -> dict[str, tuple[str, ...]]:
     """Zone ID -> subnet IDs; subnets of a VPC novapod creates do not exist yet."""
     existing = config.network.existing_vpc
@@ -266,6 +355,58 @@ def _parser() -> argparse.ArgumentParser:
         "--out", required=True, metavar="DIR", help="directory to write (created if missing)"
     )
     recipes.set_defaults(run=_recipes)
+    launch_cmd = commands.add_parser(
+        "launch",
+        help="print (or --run) the HyperPod CLI commands that launch a job",
+        description=(
+            "Print the HyperPod CLI commands (connect-cluster, start-job) that launch JOB, "
+            "with the bucket and cluster names read from the deployed stacks "
+            "(CloudFormation DescribeStacks) and, for `from: job:X`, the checkpoint named "
+            "by X's newest manifest.json in S3. Needs AWS credentials that can describe "
+            "the stacks and list and read the artifacts bucket."
+        ),
+        epilog=(
+            "--run executes the commands in order with the HyperPod CLI (on PATH, else "
+            ".venv-client/bin/hyperpod from `make client`), stops at the first failure "
+            "and exits with its status. A job is refused (exit 2) while a job it starts "
+            "from (from: job:X) has no manifest.json, or a job it waits for (after:) has "
+            "no finished run; --force launches despite the latter. Exit 2 also for an "
+            "unknown job, a job HyperPod cannot run, or a stack not deployed; exit 1 when "
+            "an AWS call fails. Scientist's path: novapod recipes CONFIG --out DIR (review), "
+            "novapod launch CONFIG JOB (check), novapod launch CONFIG JOB --run, then "
+            "novapod results CONFIG."
+        ),
+    )
+    launch_cmd.add_argument("config", nargs="?", help=config_help)
+    launch_cmd.add_argument("job", help="the job's name (jobs[].name)")
+    launch_cmd.add_argument(
+        "--run", dest="execute", action="store_true", help="execute the commands"
+    )
+    launch_cmd.add_argument(
+        "--force",
+        action="store_true",
+        help="launch even though a job named in after: has no finished run",
+    )
+    launch_cmd.set_defaults(run=_launch)
+    results_cmd = commands.add_parser(
+        "results",
+        help="evaluation metrics: one table per task, base model vs tuned jobs",
+        description=(
+            "Read each evaluation job's newest results_*.json from the artifacts bucket "
+            "and print one table per task and dataset: a row per evaluation (the model it "
+            "tested, from its `from`), a column per metric (stderr left out)."
+        ),
+        epilog=(
+            "Exit 0 when at least one evaluation has a result, 1 when none has (or an "
+            "AWS call failed), 2 for a config without evaluation jobs or an undeployed "
+            "storage stack. Evaluations without a result are listed as such."
+        ),
+    )
+    results_cmd.add_argument("config", nargs="?", help=config_help)
+    results_cmd.add_argument(
+        "--json", action="store_true", help="machine-readable output (sorted keys)"
+    )
+    results_cmd.set_defaults(run=_results)
     schema = commands.add_parser("schema", help="print the config's JSON Schema (for editors)")
     schema.set_defaults(run=_schema)
     return parser
@@ -289,6 +430,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as error:
         print(error.render(), file=sys.stderr)
         return EXIT_INVALID
+    except launch.LaunchError as error:
+        print(f"novapod {args.command}: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    except _AwsError as error:
+        print(error, file=sys.stderr)
+        return EXIT_AWS
     except BrokenPipeError:  # `novapod schema | head`: the reader left, nothing is wrong
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK

@@ -1,0 +1,444 @@
+"""Launch a job: its HyperPod CLI commands with every deploy-time and run-time name resolved.
+
+`render.launch_spec` leaves placeholders: `${DataBucket}`, `${ArtifactsBucket}`,
+`${ClusterName}` (outputs of the deployed stacks), `${MlflowTrackingServerArn}` (no
+stack outputs it yet) and `{{checkpoint:<job>}}` (what a finished job's manifest
+names). This module finds the values with the caller's credentials (CloudFormation
+DescribeStacks, S3 ListObjectsV2/GetObject) and refuses, with one sentence, when one
+cannot be found. The AWS clients are passed in, so tests point them at a fake.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from botocore.exceptions import ClientError  # type: ignore[import-untyped]
+
+from novapod.nova import render
+from novapod.nova.catalog import CatalogError, catalog
+
+if TYPE_CHECKING:
+    from novapod.config import Job, NovapodConfig
+
+# Placeholder -> (stack, output key): the outputs StorageStack and HyperPodStack declare
+# (novapod/stacks/storage.py, novapod/stacks/hyperpod.py). MLflow has no stack yet.
+STACK_OUTPUTS: Mapping[str, tuple[str, str]] = {
+    "DataBucket": ("storage", "DataBucketName"),
+    "ArtifactsBucket": ("storage", "ArtifactsBucketName"),
+    "ClusterName": ("hyperpod", "ClusterName"),
+}
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z]+)\}|\{\{checkpoint:([a-z0-9-]+)\}\}")
+OVERRIDES_FLAG = "--override-parameters"
+
+
+class LaunchError(Exception):
+    """A launch or a results query that cannot go ahead; the message is one sentence."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """An object under a job's output prefix: the run it belongs to and when it was written."""
+
+    run: str
+    uri: str
+    key: str
+    last_modified: datetime
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Where a finished training job's latest run left its checkpoint."""
+
+    job: str
+    run: str
+    manifest: str  # the manifest's S3 URI (inside the archive for output.tar.gz)
+    uri: str
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A job's commands with every name resolved, and what was looked up for them."""
+
+    job: str
+    commands: list[list[str]]
+    output: str
+    checkpoints: list[Checkpoint]
+    notes: list[str]
+
+
+# --- deployed names ---------------------------------------------------------------------
+
+
+def stack_name(config: NovapodConfig, part: str) -> str:
+    """The stack environment.build_environment names `<prefix>-<part>`."""
+    return f"{config.prefix}-{part}"
+
+
+def deployed_names(cfn: Any, config: NovapodConfig, wanted: Iterable[str]) -> dict[str, str]:
+    """Placeholder name -> value, for the `wanted` placeholders a stack output provides.
+
+    DescribeStacks with a stack name answers that stack with its Outputs, and an
+    unknown name is a ValidationError "Stack with id X does not exist"
+    (https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_DescribeStacks.html).
+    Other AWS errors (access denied, throttling) propagate to the caller."""
+    needed = [name for name in dict.fromkeys(wanted) if name in STACK_OUTPUTS]
+    values: dict[str, str] = {}
+    # Storage first: the stack every environment has, so its absence is named first.
+    for part in dict.fromkeys(STACK_OUTPUTS[name][0] for name in STACK_OUTPUTS if name in needed):
+        name = stack_name(config, part)
+        try:
+            stacks = cfn.describe_stacks(StackName=name)["Stacks"]
+        except ClientError as error:
+            if "does not exist" not in str(error.response.get("Error", {}).get("Message", "")):
+                raise
+            stacks = []
+        if not stacks:
+            raise LaunchError(
+                f"stack {name} is not deployed in {config.region}; deploy the environment "
+                f"first (cdk deploy {name})"
+            )
+        stack = stacks[0]
+        outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+        for placeholder in needed:
+            owner, key = STACK_OUTPUTS[placeholder]
+            if owner != part:
+                continue
+            if not outputs.get(key):
+                raise LaunchError(
+                    f"stack {name} ({stack.get('StackStatus', 'unknown status')}) has no "
+                    f"output {key}; deploy this version of novapod (cdk deploy {name})"
+                )
+            values[placeholder] = outputs[key]
+    return values
+
+
+# --- placeholders -----------------------------------------------------------------------
+
+
+def placeholders_in(commands: Iterable[Sequence[str]]) -> list[str]:
+    """Every placeholder in the commands, in order of appearance, once each."""
+    found: dict[str, None] = {}
+    for argv in commands:
+        for arg in argv:
+            for match in _PLACEHOLDER.finditer(arg):
+                found[match.group(0)] = None
+    return list(found)
+
+
+def substitute(text: str, values: Mapping[str, str]) -> str:
+    """`text` with each placeholder in `values` (by its literal form) replaced."""
+
+    def one(match: re.Match[str]) -> str:
+        return values.get(match.group(0), match.group(0))
+
+    return _PLACEHOLDER.sub(one, text)
+
+
+def resolve_commands(
+    commands: Iterable[Sequence[str]], values: Mapping[str, str]
+) -> list[list[str]]:
+    """The commands with placeholders replaced. The override parameters are a JSON
+    object: its values are replaced in the parsed object and it is written back as
+    render.launch_spec writes it, so no value can break the JSON quoting."""
+    out: list[list[str]] = []
+    for argv in commands:
+        resolved: list[str] = []
+        for i, arg in enumerate(argv):
+            if i > 0 and argv[i - 1] == OVERRIDES_FLAG:
+                document = _substitute_json(json.loads(arg), values)
+                resolved.append(json.dumps(document, sort_keys=True, separators=(",", ":")))
+            else:
+                resolved.append(substitute(arg, values))
+        out.append(resolved)
+    return out
+
+
+def _substitute_json(value: Any, values: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        return substitute(value, values)
+    if isinstance(value, dict):
+        return {key: _substitute_json(item, values) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_substitute_json(item, values) for item in value]
+    return value
+
+
+def split_s3(uri: str) -> tuple[str, str]:
+    """s3://bucket/some/prefix/ -> ("bucket", "some/prefix/")."""
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    return bucket, key
+
+
+# --- what a job's runs left in S3 -------------------------------------------------------
+
+# Below a job's output prefix the launcher puts one folder per run, named
+# `<job[:34]>-<5 random [a-z0-9]>` (aws/sagemaker-hyperpod-recipes main.py, valid_run_name).
+# HyperPod writes `<run>/manifest.json`; SageMaker training jobs write
+# `<run>/output/output.tar.gz` with manifest.json at the archive root. Both layouts as
+# the SageMaker Python SDK reads them: aws/sagemaker-python-sdk sagemaker-train,
+# BaseTrainer._resolve_checkpoint_from_manifest.
+MANIFEST = re.compile(r"^(?P<run>[^/]+)/manifest\.json$")
+ARCHIVE = re.compile(r"^(?P<run>[^/]+)/output/output\.tar\.gz$")
+# Evaluations: `<run>/eval-result/results_<timestamp>.json` (AWS docs,
+# sagemaker/latest/dg/customize-fine-tune-evaluate-access-results).
+RESULTS = re.compile(r"^(?P<run>[^/]+)/eval-result/results_[^/]*\.json$")
+
+
+def list_runs_objects(s3: Any, output: str, patterns: Sequence[re.Pattern[str]]) -> list[Found]:
+    """Objects below the output prefix whose key (relative to it) matches a pattern.
+
+    ListObjectsV2 pages at most 1,000 keys and gives each key's LastModified
+    (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html)."""
+    bucket, prefix = split_s3(output)
+    found: list[Found] = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            relative = item["Key"][len(prefix) :]
+            for pattern in patterns:
+                match = pattern.match(relative)
+                if match:
+                    found.append(
+                        Found(
+                            run=match.group("run"),
+                            uri=f"s3://{bucket}/{item['Key']}",
+                            key=item["Key"],
+                            last_modified=item["LastModified"],
+                        )
+                    )
+                    break
+    return found
+
+
+def newest(found: Iterable[Found]) -> Found | None:
+    """The most recently written object (ties: the greater key, so the choice is stable)."""
+    return max(found, key=lambda f: (f.last_modified, f.key), default=None)
+
+
+def latest_checkpoint(s3: Any, job: str, output: str) -> Checkpoint:
+    """The checkpoint of the job's newest run that wrote a manifest, in either layout."""
+    latest = newest(list_runs_objects(s3, output, (MANIFEST, ARCHIVE)))
+    if latest is None:
+        raise LaunchError(
+            f"job {job} has not finished (no manifest.json under {output}); launch {job} "
+            "first or wait for it"
+        )
+    bucket, _ = split_s3(latest.uri)
+    body = s3.get_object(Bucket=bucket, Key=latest.key)["Body"]
+    if latest.key.endswith(".tar.gz"):
+        text = _manifest_in_archive(body)
+        where = f"{latest.uri} (manifest.json inside it)"
+        if text is None:
+            raise LaunchError(
+                f"job {job}'s run {latest.run} wrote {latest.uri} without a manifest.json at "
+                f"its root; launch {job} again or set from: to the checkpoint's s3:// URI"
+            )
+    else:
+        text = body.read()
+        where = latest.uri
+    checkpoint = _checkpoint_in(text)
+    if checkpoint is None:
+        raise LaunchError(
+            f"job {job}'s manifest {where} names no s3:// checkpoint_s3_bucket; launch {job} "
+            "again or set from: to the checkpoint's s3:// URI"
+        )
+    return Checkpoint(job=job, run=latest.run, manifest=where, uri=checkpoint)
+
+
+def _manifest_in_archive(body: Any) -> bytes | None:
+    """manifest.json at the root of a gzipped tar, read as a stream: the archive may be
+    large and the manifest is all we need."""
+    try:
+        with tarfile.open(fileobj=body, mode="r|gz") as archive:
+            for member in archive:
+                if member.isfile() and member.name.removeprefix("./") == "manifest.json":
+                    handle = archive.extractfile(member)
+                    return handle.read() if handle is not None else None
+    except (tarfile.TarError, OSError, EOFError, zlib.error):
+        return None  # not a gzipped tar (or cut short): no manifest to read
+    return None
+
+
+def _checkpoint_in(text: bytes | str) -> str | None:
+    """checkpoint_s3_bucket when it is an S3 URI; the SDK treats anything else (a
+    relative path) as unresolvable, and so do we."""
+    try:
+        manifest = json.loads(text)
+    except ValueError:
+        return None
+    value = manifest.get("checkpoint_s3_bucket") if isinstance(manifest, dict) else None
+    if not isinstance(value, str) or not value.strip().startswith("s3://"):
+        return None
+    return value.strip()
+
+
+def finished_run(s3: Any, job: Job, output: str) -> Found | None:
+    """The newest sign that the job finished: a manifest, or for an evaluation its results."""
+    patterns = (RESULTS,) if job.technique == "evaluation" else (MANIFEST, ARCHIVE)
+    return newest(list_runs_objects(s3, output, patterns))
+
+
+# --- the launch -------------------------------------------------------------------------
+
+
+def find_job(config: NovapodConfig, name: str) -> Job:
+    for job in config.jobs:
+        if job.name == name:
+            return job
+    names = ", ".join(job.name for job in config.jobs) or "none (add a jobs section)"
+    raise LaunchError(f"no job is named {name}; the config's jobs are: {names}")
+
+
+def launchable_reason(job: Job) -> str | None:
+    """Why the job cannot be launched on HyperPod, or None."""
+    why = catalog().techniques[job.technique].not_launchable
+    if why is not None:
+        return f"job {job.name} cannot be launched on HyperPod: {why}"
+    return None
+
+
+def prepare(config: NovapodConfig, name: str, *, cfn: Any, s3: Any, force: bool = False) -> Launch:
+    """The job's commands with every name resolved, after checking its predecessors.
+
+    `from: job:X` needs X's checkpoint, so a missing manifest always refuses. A job
+    that only waits (`after: [X]`) is refused as well while X has no finished run:
+    `after` is the order the config promises, and launching early would start from
+    data X has not written yet; `force` launches anyway (X ran elsewhere, by hand)."""
+    job = find_job(config, name)
+    reason = launchable_reason(job)
+    if reason is not None:
+        raise LaunchError(reason)
+    if config.hyperpod is None:
+        raise LaunchError(
+            f"job {name} runs on a HyperPod cluster but the config has no hyperpod section; "
+            "add hyperpod.restricted_instance_groups and deploy it"
+        )
+    try:
+        spec = render.launch_spec(config, job)
+    except CatalogError as error:
+        raise LaunchError(f"job {name}: {error}") from None
+    commands: list[list[str]] = spec["commands"]
+    wanted = [text[2:-1] for text in placeholders_in(commands) if text.startswith("${")]
+    deployed = deployed_names(cfn, config, wanted)
+    values = {"${" + key + "}": value for key, value in deployed.items()}
+    by_name = {j.name: j for j in config.jobs}
+    checkpoints: list[Checkpoint] = []
+    notes: list[str] = []
+    for predecessor in job.predecessors:
+        output = substitute(render.output_uri(config, by_name[predecessor]), values)
+        if predecessor == job.source_job:
+            found = latest_checkpoint(s3, predecessor, output)
+            checkpoints.append(found)
+            values[render.checkpoint_placeholder(predecessor)] = found.uri
+            notes.append(
+                f"{predecessor}: checkpoint {found.uri} from run {found.run} ({found.manifest})"
+            )
+            continue
+        done = finished_run(s3, by_name[predecessor], output)
+        if done is not None:
+            notes.append(f"{predecessor} finished: run {done.run} ({done.uri})")
+        elif force:
+            notes.append(f"warning: {predecessor} has no finished run under {output}; --force")
+        else:
+            sign = "results" if by_name[predecessor].technique == "evaluation" else "manifest.json"
+            raise LaunchError(
+                f"job {predecessor} has not finished (no {sign} under {output}); launch "
+                f"{predecessor} first or wait for it (--force launches {name} anyway)"
+            )
+    resolved = resolve_commands(commands, values)
+    left = placeholders_in(resolved)
+    if render.MLFLOW_ARN in left:
+        raise LaunchError(
+            f"job {name} has mlflow: true but no deployed stack outputs an MLflow tracking "
+            "server (the Nova environment stack, next to come, provides it); set mlflow: "
+            "false to launch now"
+        )
+    if left:  # every placeholder render writes is handled above; this guards new ones
+        raise LaunchError(f"job {name}: cannot resolve {', '.join(left)}")
+    return Launch(
+        job=name,
+        commands=resolved,
+        output=substitute(render.output_uri(config, job), values),
+        checkpoints=checkpoints,
+        notes=notes,
+    )
+
+
+# The HyperPod CLI prints the Helm release, which is the run's name (the SDK parses
+# it with this pattern: aws/sagemaker-python-sdk BaseTrainer._train_hyperpod).
+RELEASE = re.compile(r"NAME: (\S+)")
+CLIENT_VENV = ".venv-client"
+NOT_INSTALLED = (
+    "the HyperPod CLI is not installed; run `make client` (installs "
+    "aws/sagemaker-hyperpod-cli release_v2 at a pinned commit)"
+)
+
+
+def hyperpod_executable(checkout: Path | None = None) -> Path | None:
+    """`hyperpod` on PATH, else the one `make client` installs in .venv-client (of the
+    current directory, then of the novapod checkout)."""
+    on_path = shutil.which("hyperpod")
+    if on_path:
+        return Path(on_path)
+    roots = [Path.cwd()] + ([checkout] if checkout is not None else [])
+    for root in roots:
+        candidate = root / CLIENT_VENV / "bin" / "hyperpod"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def child_environment(executable: Path) -> dict[str, str]:
+    """Our environment with the CLI's own bin directory first on PATH: the CLI runs
+    `aws eks update-kubeconfig` and `python3 .../main.py` (the recipes launcher, which
+    needs hydra) as subprocesses, both installed beside it by `make client`."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join(filter(None, [str(executable.parent), env.get("PATH")]))
+    return env
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: int  # 0, or the exit status of the first command that failed
+    failed: list[str] | None  # that command
+    run: str | None  # the release (run) name start-job printed
+
+
+def execute(commands: Sequence[Sequence[str]], executable: Path, out: TextIO) -> Outcome:
+    """Run the commands in order (no shell), streaming their output to `out` (their
+    stderr is ours), and stop at the first that fails."""
+    env = child_environment(executable)
+    run: str | None = None
+    for argv in commands:
+        command = [str(executable), *argv[1:]] if argv[0] == "hyperpod" else list(argv)
+        # An argv list, no shell: the commands are ours (render.launch_spec), resolved.
+        with subprocess.Popen(  # noqa: S603
+            command, stdout=subprocess.PIPE, text=True, env=env
+        ) as child:
+            assert child.stdout is not None
+            for line in child.stdout:
+                out.write(line)
+                out.flush()
+                run = run or release_name([line])
+            status = child.wait()
+        if status != 0:
+            return Outcome(status=status, failed=list(argv), run=run)
+    return Outcome(status=0, failed=None, run=run)
+
+
+def release_name(lines: Iterable[str]) -> str | None:
+    for line in lines:
+        match = RELEASE.search(line)
+        if match:
+            return match.group(1)
+    return None
