@@ -4,6 +4,7 @@ jobs on their groups' plans; dependency order puts predecessors first."""
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
@@ -11,8 +12,10 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from novapod.config import ConfigError, NovapodConfig, parse_config
+from novapod.config import ConfigError, NovapodConfig, load_config, parse_config
 from novapod.config.jobs import Job, dependency_order
+from novapod.nova.render import bundle
+from tests.conftest import ROOT
 
 PLAN_ARN = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/{}"
 REWARD = "arn:aws:lambda:us-east-1:111122223333:function:reward"
@@ -577,3 +580,54 @@ def test_random_job_graphs_are_valid_and_ordered_or_refused_at_jobs(
         before = set(order[:position])
         current = next(j for j in parsed.jobs if j.name == entry)
         assert set(current.predecessors) <= before, (entry, order)
+
+
+# ------------------------------------------------------------------ the jobs example
+
+EXAMPLE = ROOT / "config" / "examples" / "nova-jobs.yaml"
+
+
+def test_the_jobs_example_shows_every_kind_of_job() -> None:
+    config = load_config(EXAMPLE)
+    kinds = {
+        (j.model, j.technique, j.evaluation.task if j.evaluation else None, j.from_)
+        for j in config.jobs
+    }
+    assert kinds == {
+        ("lite", "sft-lora", None, None),
+        ("lite", "dpo-lora", None, "job:lite-sft"),
+        ("lite", "evaluation", "general-text", None),  # the base model
+        ("lite", "evaluation", "gen-qa", "job:lite-sft"),
+        ("lite", "evaluation", "llm-judge", "job:lite-dpo"),
+        ("nova-2-lite", "rft-lora", None, None),
+        ("micro", "ppo", None, None),
+    }
+    assert [j.name for j in config.jobs if j.mlflow] == ["lite-sft"]
+    rft = next(j for j in config.jobs if j.technique == "rft-lora")
+    assert rft.reward_lambda_arn == "arn:aws:lambda:us-east-1:111122223333:function:nova-reward"
+
+
+def test_the_jobs_example_plans_two_p5_plans() -> None:
+    plan = load_config(EXAMPLE).capacity_plan()
+    sized = {r.name: (r.instance_type, r.instance_count, r.jobs) for r in plan.training_plans}
+    assert sized == {
+        "tune": (
+            "ml.p5.48xlarge",
+            4,
+            ("lite-sft", "lite-dpo", "lite-eval-base", "lite-eval-sft", "lite-judge-dpo"),
+        ),
+        "rl": ("ml.p5.48xlarge", 8, ("nova2-rft", "micro-ppo")),  # RFT needs 8
+    }
+
+
+def test_the_jobs_example_renders_every_job_in_dependency_order() -> None:
+    files = bundle(load_config(EXAMPLE))
+    index = json.loads(files["index.json"])
+    assert [entry["job"] for entry in index["jobs"]] == [
+        "lite-sft", "lite-eval-base", "nova2-rft",  # nothing to wait for
+        "lite-dpo", "lite-eval-sft", "micro-ppo",  # after those
+        "lite-judge-dpo",  # after lite-dpo and lite-eval-sft
+    ]  # fmt: skip
+    for entry in index["jobs"]:
+        assert f"recipes/{entry['job']}.yaml" in files
+        assert f"launch/{entry['job']}.json" in files
