@@ -21,7 +21,8 @@ from novapod.nova.catalog import CatalogError, catalog
 # suffix): aws/sagemaker-hyperpod-recipes main.py, valid_run_name. A longer name would
 # be cut, so two jobs could not be told apart by their runs.
 JOB_NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,32}[a-z0-9])?$"
-JobName = Annotated[str, StringConstraints(pattern=JOB_NAME_PATTERN)]
+# The length is checked (and reported) before the pattern: "at most 34 characters".
+JobName = Annotated[str, StringConstraints(max_length=34, pattern=JOB_NAME_PATTERN)]
 GroupName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")]
 # A key in the environment's data bucket, or an S3 URI of any bucket.
 S3_LOCATION = r"^(s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/\S*)?|[^/\s][^\s]*)$"
@@ -188,6 +189,10 @@ def job_problems(job: Job) -> Iterator[_FieldError]:
             )
     if job.name in job.after:
         yield _at("after", f"{job.name} cannot wait for itself; remove it from after")
+    if job.source_job == job.name:
+        yield _at(
+            "from", f"{job.name} cannot start from its own checkpoint; use base or another job"
+        )
     yield from _hyperparameter_problems(job, display)
     if job.evaluation is not None and evaluation:
         yield from _evaluation_problems(job)
@@ -290,10 +295,11 @@ def jobs_problems(jobs: list[Job]) -> Iterator[_FieldError]:
                 f"{source} is an evaluation and leaves no checkpoint; start from a training job",
             )
         elif parent.model != job.model:
+            models = catalog().models
             yield _at(
                 f"jobs[{i}].from",
-                f"{source} trains {parent.model}, not {job.model}; a checkpoint continues "
-                "on its own model",
+                f"{source} trains {models[parent.model].display_name}, not "
+                f"{models[job.model].display_name}; a checkpoint continues on its own model",
             )
     cycle = _cycle(jobs)
     if cycle:

@@ -13,6 +13,7 @@ from novapod.config.base import _CombinedFieldError, _FieldError
 from novapod.config.capacity import TRAINING_PLAN_ARN
 from novapod.config.eks import PRINCIPAL_ARN
 from novapod.config.fields import INSTANCE_TYPE_PATTERN, ZONE_ID_PATTERN, ZONE_NAME
+from novapod.config.jobs import FROM_PATTERN, JOB_NAME_PATTERN, LAMBDA_ARN, S3_LOCATION
 from novapod.config.root import NAME_PATTERN, TAG_TEXT
 from novapod.facts import eks_facts
 
@@ -92,6 +93,12 @@ _PATTERN_WORDS = {
     ),
     TAG_TEXT: "tag text: letters, digits, spaces and _ . : / = + - @",
     r"^[A-Z]{3}$": "an ISO 4217 currency code such as USD",
+    JOB_NAME_PATTERN: f"a job name: {_DNS_LABEL_WORDS}, at most 34 characters",
+    FROM_PATTERN: "base, job:<the name of another job>, or an s3:// checkpoint URI",
+    S3_LOCATION: "a key in the data bucket (such as sft/train.jsonl) or an s3:// URI",
+    LAMBDA_ARN: (
+        "a Lambda function ARN such as arn:aws:lambda:us-east-1:111122223333:function:reward"
+    ),
 }
 
 
