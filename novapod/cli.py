@@ -138,9 +138,7 @@ def _offerings(args: argparse.Namespace) -> int:
     for listed, request in config.training_plan_requests():
         requests.setdefault(listed.name, request)
     if not requests:
-        raise ConfigError(
-            [("capacity", "no workloads or training plans to search offerings for")], path
-        )
+        raise ConfigError([("capacity", "no jobs or training plans to search offerings for")], path)
     name = args.plan or (next(iter(requests)) if len(requests) == 1 else None)
     if name is None or name not in requests:
         known = ", ".join(requests)
@@ -335,7 +333,7 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("config", nargs="?", help=config_help)
     validate.set_defaults(run=_validate)
     plan = commands.add_parser(
-        "plan", help="size the workloads and the training plans they need (reads only)"
+        "plan", help="size the jobs and the training plans they need (reads only)"
     )
     plan.add_argument("config", nargs="?", help=config_help)
     plan.add_argument("--json", action="store_true", help="machine-readable output")

@@ -16,7 +16,7 @@ from novapod import addressing, approval, planning
 from novapod.config.base import _at, _FieldError
 from novapod.config.capacity import TrainingPlanSpec
 from novapod.config.hyperpod import RestrictedGroup, StandardGroup
-from novapod.config.jobs import Job, max_length_problem, replicas_problem
+from novapod.config.jobs import Job, batch_size_problem, max_length_problem, replicas_problem
 from novapod.config.network import GATEWAY_ENDPOINTS, RIG_ENDPOINTS
 from novapod.constructs.cluster_bootstrap.pins import default_pins
 from novapod.facts import cluster_instance_types, eks_facts, plan_instance_types, support_warning
@@ -246,6 +246,9 @@ def _job_on_group(
     problem = max_length_problem(job, variant.max_length, on)
     if problem:
         yield _at(f"{where}.hyperparameters.max_length", problem, root=True)
+    problem = batch_size_problem(job, variant.global_batch_sizes, on)
+    if problem:
+        yield _at(f"{where}.hyperparameters.global_batch_size", problem, root=True)
     needed = variant.instance_count(job.replicas)
     if group is not None and count is not None and needed > count:
         display = f"{nova.models[job.model].display_name} {job.technique}"

@@ -187,15 +187,22 @@ def job_problems(job: Job) -> Iterator[_FieldError]:
                 "replicas",
                 f"{display} fixes its replicas per role ({_roles(roles)}); remove replicas",
             )
+    yield from _source_problems(job)
+    yield from _hyperparameter_problems(job, display)
+    if job.evaluation is not None and evaluation:
+        yield from _evaluation_problems(job)
+
+
+def _source_problems(job: Job) -> Iterator[_FieldError]:
+    """What a job starts from and waits for, about itself."""
+    if job.from_ and job.from_.startswith("s3://") and not re.match(r"^s3://[^/]+/\S+", job.from_):
+        yield _at("from", "an s3:// checkpoint needs a bucket and a key, s3://bucket/path")
     if job.name in job.after:
         yield _at("after", f"{job.name} cannot wait for itself; remove it from after")
     if job.source_job == job.name:
         yield _at(
             "from", f"{job.name} cannot start from its own checkpoint; use base or another job"
         )
-    yield from _hyperparameter_problems(job, display)
-    if job.evaluation is not None and evaluation:
-        yield from _evaluation_problems(job)
 
 
 def replicas_problem(job: Job, allowed: tuple[int, ...], on: str) -> str | None:
@@ -216,6 +223,18 @@ def max_length_problem(job: Job, limit: int | None, on: str) -> str | None:
     return (
         f"{display} {job.technique} on {on} takes sequences up to {limit} tokens, not "
         f"{_number(value)}; set max_length to {limit} or less"
+    )
+
+
+def batch_size_problem(job: Job, allowed: tuple[int, ...] | None, on: str) -> str | None:
+    """Why hyperparameters.global_batch_size is refused on a recipe allowing `allowed`."""
+    value = job.hyperparameters.get("global_batch_size")
+    if value is None or allowed is None or value in allowed:
+        return None
+    display = catalog().models[job.model].display_name
+    return (
+        f"{display} {job.technique} on {on} takes a global batch size of "
+        f"{', '.join(map(str, allowed))}, not {_number(value)}; use one of them"
     )
 
 
@@ -266,10 +285,6 @@ def _evaluation_problems(job: Job) -> Iterator[_FieldError]:
         reason = setting.check(value)
         if reason is not None:
             yield _at(f"evaluation.inference.{name}", reason)
-    if job.from_ is None:
-        return
-    if job.from_.startswith("s3://") and not re.match(r"^s3://[^/]+/\S+", job.from_):
-        yield _at("from", "an s3:// checkpoint needs a bucket and a key")
 
 
 def jobs_problems(jobs: list[Job]) -> Iterator[_FieldError]:
@@ -293,6 +308,12 @@ def jobs_problems(jobs: list[Job]) -> Iterator[_FieldError]:
             yield _at(
                 f"jobs[{i}].from",
                 f"{source} is an evaluation and leaves no checkpoint; start from a training job",
+            )
+        elif parent.technique == "distillation":
+            yield _at(
+                f"jobs[{i}].from",
+                f"{source} is a distillation, which runs outside HyperPod and leaves no "
+                "checkpoint here; start from a training job",
             )
         elif parent.model != job.model:
             models = catalog().models

@@ -366,6 +366,30 @@ MISTAKES = [
         ("48 is not allowed; use one of 32, 64, 96, 128, 160, 192",),
     ),
     (
+        "batch-size-not-on-this-recipe",
+        config({**SFT, "hyperparameters": {"global_batch_size": 128}}),
+        "jobs[0].hyperparameters.global_batch_size",
+        (
+            "Nova Lite sft-lora on ml.p5.48xlarge takes a global batch size of 16, 32, 64, "
+            "not 128; use one of them",
+        ),
+    ),
+    (
+        "from-a-distillation",
+        config(
+            {"name": "distill", "model": "lite", "technique": "distillation", "hours_per_run": 2},
+            {**SFT, "from": "job:distill"},
+        ),
+        "jobs[1].from",
+        ("distill is a distillation", "leaves no checkpoint here"),
+    ),
+    (
+        "training-from-s3-without-key",
+        config({**SFT, "from": "s3://bucket"}),
+        "jobs[0].from",
+        ("an s3:// checkpoint needs a bucket and a key",),
+    ),
+    (
         "ppo-replicas",
         config({**PPO, "replicas": 4}),
         "jobs[0].replicas",
