@@ -27,6 +27,14 @@ def edit(data: dict[str, Any], change: str) -> dict[str, Any]:
         data["hyperpod"]["node_recovery"] = "None"
     elif change == "fewer-instances":
         rig["instance_count"] = 2
+        # The SFT job needs all 4 instances, so only the evaluation (1 instance) stays,
+        # and the plan keeps its size explicitly: the same purchase under the same name.
+        data["jobs"] = [
+            {k: v for k, v in job.items() if k != "from"}
+            for job in data["jobs"]
+            if job["technique"] == "evaluation"
+        ]
+        data["capacity"]["training_plans"][0].update(instance_count=4, duration_hours=144)
     elif change == "health-checks":
         rig["deep_health_checks"] = ["InstanceStress"]
     elif change == "fsx-throughput":
