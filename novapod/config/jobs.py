@@ -8,14 +8,14 @@ against other sections (instance groups, plans, the region) live in checks.py.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from novapod.config.base import _at, _FieldError, _Model, _raise_all
 from novapod.config.fields import PlanName
-from novapod.nova.catalog import CatalogError, catalog
+from novapod.nova.catalog import CatalogError, Hyperparameter, catalog
 
 # The recipe launcher keeps the first 34 characters of a run name (and adds a random
 # suffix): aws/sagemaker-hyperpod-recipes main.py, valid_run_name. A longer name would
@@ -240,18 +240,29 @@ def batch_size_problem(job: Job, allowed: tuple[int, ...] | None, on: str) -> st
 
 def _hyperparameter_problems(job: Job, display: str) -> Iterator[_FieldError]:
     known = catalog().hyperparameters(job.model, job.technique)
-    for name, value in job.hyperparameters.items():
+    yield from _setting_problems(
+        "hyperparameters",
+        job.hyperparameters,
+        known,
+        lambda name, choices: f"{display} has no hyperparameter {name!r}; use one of {choices}",
+    )
+
+
+def _setting_problems(
+    where: str,
+    values: Mapping[str, Number],
+    known: Mapping[str, Hyperparameter],
+    unknown: Callable[[str, str], str],
+) -> Iterator[_FieldError]:
+    """Each value at `where.<name>`: a setting the catalog knows, within its range."""
+    for name, value in values.items():
         spec = known.get(name)
         if spec is None:
-            choices = ", ".join(sorted(known)) or "none"
-            yield _at(
-                f"hyperparameters.{name}",
-                f"{display} has no hyperparameter {name!r}; use one of {choices}",
-            )
+            yield _at(f"{where}.{name}", unknown(name, ", ".join(sorted(known)) or "none"))
             continue
         reason = spec.check(value)
         if reason is not None:
-            yield _at(f"hyperparameters.{name}", reason)
+            yield _at(f"{where}.{name}", reason)
 
 
 def _evaluation_problems(job: Job) -> Iterator[_FieldError]:
@@ -273,18 +284,12 @@ def _evaluation_problems(job: Job) -> Iterator[_FieldError]:
         yield _at("evaluation.reward_lambda_arn", "only the rft-eval task takes it; remove it")
     if spec.metrics_lambda_arn is not None and not task.processor:
         yield _at("evaluation.metrics_lambda_arn", "only the gen-qa task takes it; remove it")
-    known = nova.shapes["evaluation"]
-    for name, value in spec.inference.items():
-        setting = known.get(name)
-        if setting is None:
-            yield _at(
-                f"evaluation.inference.{name}",
-                f"unknown inference setting; use one of {', '.join(sorted(known))}",
-            )
-            continue
-        reason = setting.check(value)
-        if reason is not None:
-            yield _at(f"evaluation.inference.{name}", reason)
+    yield from _setting_problems(
+        "evaluation.inference",
+        spec.inference,
+        nova.shapes["evaluation"],
+        lambda _name, choices: f"unknown inference setting; use one of {choices}",
+    )
 
 
 def jobs_problems(jobs: list[Job]) -> Iterator[_FieldError]:
