@@ -139,6 +139,7 @@ class Stack:
         self.physical_id: str | None = None
         self.data: dict[str, str] = {}
         self.history: list[Outcome] = []
+        self.rolled_back = False  # whether the last update was rolled back
 
     def _send(self, event: Mapping[str, Any]) -> Outcome:
         outcome = self.driver.send(event)
@@ -158,10 +159,12 @@ class Stack:
         """Update; on failure (ours or another resource's) roll back, then clean up.
 
         Returns the last outcome that decides the resource's state: the update's, or
-        the rollback update's when CloudFormation rolled back.
+        the rollback update's when CloudFormation rolled back. `rolled_back` says which,
+        so a test expecting a successful update cannot mistake a rollback for one.
         """
         if self.props is None or self.physical_id is None:
             raise AssertionError("update before a successful create")
+        self.rolled_back = False
         old_props, old_id = self.props, self.physical_id
         outcome = self._send(
             self.driver.event("Update", props, physical_id=old_id, old_props=old_props)
@@ -172,6 +175,7 @@ class Stack:
             self.props, self.physical_id, self.data = dict(props), outcome.physical_id, outcome.data
             return outcome
         new_id = outcome.physical_id
+        self.rolled_back = True
         rollback = self._send(
             self.driver.event("Update", old_props, physical_id=new_id, old_props=props)
         )

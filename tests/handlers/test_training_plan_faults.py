@@ -713,6 +713,7 @@ def update_keeping_the_name_buys_nothing(w: World) -> Outcome:
     assert stack.create(w.props()).ok
     mark = w.plane.mark()
     outcome = stack.update(w.props(Tags=[{"Key": "team", "Value": "nova"}]))
+    assert not stack.rolled_back and outcome.request_type == "Update"
     assert w.plane.operations_since(mark) == [
         "DescribeTrainingPlan",
         "DescribeTrainingPlan",
@@ -732,6 +733,7 @@ def update_to_a_new_name_buys_the_new_plan_and_keeps_the_old(w: World) -> Outcom
     stack = w.stack()
     assert stack.create(w.props()).ok
     outcome = stack.update(w.props(PlanName=OTHER_PLAN, DurationHours="72"))
+    assert not stack.rolled_back
     cleanup = stack.history[-1]
     assert (cleanup.request_type, cleanup.physical_id, cleanup.ok) == ("Delete", PLAN, True)
     assert outcome.physical_id == OTHER_PLAN
@@ -744,6 +746,7 @@ def rollback_update_after_a_refused_purchase_keeps_the_old_plan(w: World) -> Out
     assert stack.create(w.props()).ok
     outcome = stack.update(w.props(PlanName=OTHER_PLAN, DurationHours="72", MaxUpfrontFee="1000"))
     failed_update, rollback = stack.history[-2:]
+    assert stack.rolled_back
     assert not failed_update.ok and "above MaxUpfrontFee 1000 USD" in failed_update.reason
     assert rollback is outcome and outcome.physical_id == PLAN
     return outcome
