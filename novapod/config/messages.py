@@ -102,6 +102,15 @@ _PATTERN_WORDS = {
 }
 
 
+# Keys an earlier release had, with where their content lives now.
+_MOVED_KEYS = {
+    ("capacity", "workloads"): (
+        "workloads are now the top-level jobs section: move each entry to jobs, "
+        "with instance_group (or plan) and data.train (see the README)"
+    ),
+}
+
+
 def _message(err: Any) -> str:
     """One pydantic error as a sentence that says how to fix it."""
     kind = err["type"]
@@ -109,7 +118,9 @@ def _message(err: Any) -> str:
     given = err.get("input")
     field = _field_name(err["loc"])
     if kind == "extra_forbidden":
-        return "unknown key; remove it or fix its spelling (see `novapod schema`)"
+        return _MOVED_KEYS.get(
+            tuple(err["loc"]), "unknown key; remove it or fix its spelling (see `novapod schema`)"
+        )
     if kind == "missing":
         return "required; add it"
     if kind == "string_type" and isinstance(given, int | float):

@@ -655,3 +655,16 @@ def test_the_jobs_example_renders_every_job_in_dependency_order() -> None:
     for entry in index["jobs"]:
         assert f"recipes/{entry['job']}.yaml" in files
         assert f"launch/{entry['job']}.json" in files
+
+
+def test_the_old_workloads_key_says_where_jobs_went() -> None:
+    data = {**copy.deepcopy(CLUSTER), "capacity": {"workloads": [SFT]}}
+    with pytest.raises(ConfigError) as error:
+        parse_config(data)
+    assert error.value.issues == [
+        (
+            "capacity.workloads",
+            "workloads are now the top-level jobs section: move each entry to jobs, with "
+            "instance_group (or plan) and data.train (see the README)",
+        )
+    ]
