@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from novapod import planning as planning_module
 from novapod.planning import (
     CAPACITY_PLAN_JSON_SCHEMA,
     PLAN_INSTANCE_COUNTS,
@@ -82,6 +83,14 @@ PPO_TABLE = [
     ("lite", 1, 1, 1, 2, 2, 7, 16, 112, 112),
     ("pro", 1, 1, 1, 6, 2, 11, 26, 260, 286),
 ]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_sizing_view() -> None:
+    """Build the planner's view of the catalog in every test, not once per process: a
+    bug in building it (planning._requirement) must fail these tests, also when the
+    cache was filled before the test ran (mutmut forks from a warmed-up process)."""
+    planning_module._catalog.cache_clear()
 
 
 def _plan(*workloads: Workload, plans: tuple[PlanSettings, ...] = ()) -> CapacityPlan:
@@ -728,6 +737,43 @@ def test_render_table_lists_jobs_plans_waste_and_notes() -> None:
     notes = lines.index("Notes")
     assert lines.index("On demand (instance types training plans do not sell)") < notes
     assert any("260" in line and "286" in line for line in lines[notes:])
+
+
+# The whole text `novapod plan` prints for the sample plan, typed in: column widths,
+# alignment (numbers right), the names section and the notes are all part of it.
+SAMPLE_TABLE = """\
+Jobs
+name     model  technique     instance type   count  hours/run  runs  inst-h
+cpt-pro  pro    cpt           ml.p5.48xlarge     24         30     1     720
+ppo-pro  pro    ppo           ml.p5.48xlarge     11         26     2     572
+distill  pro    distillation  ml.r5.24xlarge      1          4     1       4
+eval     pro    evaluation    ml.p5.48xlarge      1        1.5     1     1.5
+
+Training plans
+name         instance type   count  hours  start after           end before            \
+required  reserved  waste  jobs
+p5-48xlarge  ml.p5.48xlarge     32     96  -                     -                     \
+    1292      3072   1780  cpt-pro, ppo-pro
+evals        ml.p5.48xlarge      1     24  2026-03-01T00:00:00Z  2026-03-10T00:00:00Z  \
+     1.5        24   22.5  eval
+
+Names the plans are bought under (purchase.approve must say the same)
+p5-48xlarge: novapod-dev-p5-48xlarge-0123abcd
+
+On demand (instance types training plans do not sell)
+distill: 1 x ml.r5.24xlarge, 4 instance-hours
+
+Notes
+- Nova Pro ppo: the source prints 260 P5 instance-hours per run, but its own figures \
+give 11 instances x 26 h = 286; novapod plans with 286
+- training plan p5-48xlarge: its largest job needs 24 instances, rounded up to 32, the \
+next count plans sell
+"""
+
+
+def test_render_table_text_is_exactly_the_plan() -> None:
+    names = {"p5-48xlarge": "novapod-dev-p5-48xlarge-0123abcd"}
+    assert render_table(_sample_plan(), names) == SAMPLE_TABLE
 
 
 def test_render_table_of_an_empty_plan() -> None:
