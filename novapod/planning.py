@@ -323,8 +323,8 @@ def plan_duration_hours(required_hours: float | Fraction, *, plan: str | None = 
     if required_hours > PLAN_MAX_HOURS:
         raise PlanningError(
             f"{where} would need {_num(required_hours)} h of jobs one after another but a plan "
-            f"lasts at most {PLAN_MAX_DAYS} days ({PLAN_MAX_HOURS} h); split its workloads "
-            "into several plans (set plan on each, fewer runs per workload)"
+            f"lasts at most {PLAN_MAX_DAYS} days ({PLAN_MAX_HOURS} h); split its jobs "
+            "into several plans (groups on other plans, or fewer runs per job)"
         )
     days = math.ceil(Fraction(required_hours) / HOURS_PER_DAY)
     return max(days, 1) * HOURS_PER_DAY

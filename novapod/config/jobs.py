@@ -15,7 +15,7 @@ from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from novapod.config.base import _at, _FieldError, _Model, _raise_all
 from novapod.config.fields import PlanName
-from novapod.nova.catalog import CatalogError, Hyperparameter, catalog
+from novapod.nova.catalog import PPO_ROLE_NAMES, CatalogError, Hyperparameter, catalog
 
 # The recipe launcher keeps the first 34 characters of a run name (and adds a random
 # suffix): aws/sagemaker-hyperpod-recipes main.py, valid_run_name. A longer name would
@@ -384,8 +384,10 @@ def _unknown_job(name: str, names: list[str]) -> str:
 
 
 def _roles(roles: Any) -> str:
-    return ", ".join(f"{role} {count}" for role, count in roles.items())
+    """PPO role replicas as the user guide names the roles: critic 1, reward 1, ..."""
+    return ", ".join(f"{PPO_ROLE_NAMES[role]} {count}" for role, count in roles.items())
 
 
 def _number(value: Number) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
+    """A whole-number setting as written in a message (validation refused fractions)."""
+    return str(int(value))

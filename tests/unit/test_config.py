@@ -854,7 +854,10 @@ def test_rig_outside_known_regions_warns() -> None:
         "network": {"vpc": {"zone_ids": ["sae1-az1", "sae1-az2"]}},
     }
     (warning,) = parse_config(data).warnings()
-    assert warning.startswith("region: restricted instance groups have been seen only in us-east-1")
+    assert warning.startswith(
+        "region: restricted instance groups have been seen only in us-east-1, us-west-2, "
+        "eu-west-2, eu-north-1, ap-northeast-1; check that sa-east-1 offers them"
+    )
 
 
 @pytest.mark.parametrize(
@@ -1362,6 +1365,8 @@ def test_a_kubernetes_version_past_standard_support_warns() -> None:
     old = parse_config({**VALID, "eks": {"kubernetes_version": "1.33"}})
     (warning,) = old.warnings(today=date(2026, 11, 30))
     assert warning.startswith("eks.kubernetes_version: 1.33 left EKS standard support on ")
+    # Judged on the day given, not today: 1.33 was in standard support until 2026-07-29.
+    assert old.warnings(today=date(2026, 7, 28)) == []
     current = parse_config({**VALID, "eks": {"kubernetes_version": "1.35"}})
     assert current.warnings(today=date(2026, 11, 30)) == []
 

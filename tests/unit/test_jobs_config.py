@@ -393,7 +393,10 @@ MISTAKES = [
         "ppo-replicas",
         config({**PPO, "replicas": 4}),
         "jobs[0].replicas",
-        ("fixes its replicas per role", "actor_train 2", "remove replicas"),
+        (
+            "Nova Micro ppo fixes its replicas per role (critic 1, reward 1, anchor 1, "
+            "actor_train 2, actor_generation 2); remove replicas",
+        ),
     ),
     (
         "name-longer-than-34",
@@ -489,6 +492,46 @@ def test_dependency_order_puts_predecessors_first_and_keeps_config_order() -> No
         "other",  # after eval-base; after dpo in the file
         "eval-dpo",  # from dpo
     ]
+
+
+def test_dependency_order_of_a_cycle_keeps_config_order_one_job_at_a_time() -> None:
+    # Validation refuses cycles; dependency_order itself still ends, taking the first
+    # pending job of a cycle, then whatever that unblocks.
+    a = Job.model_validate({**SFT, "name": "a", "after": ["b"]})
+    b = Job.model_validate({**SFT, "name": "b", "after": ["a"]})
+    c = Job.model_validate({**SFT, "name": "c", "after": ["a"]})
+    d = Job.model_validate({**SFT, "name": "d", "after": ["c", "b"]})
+    assert [j.name for j in dependency_order([d, a, b, c])] == ["d", "a", "b", "c"]
+
+
+def test_planner_findings_name_the_job() -> None:
+    """A sizing problem the planner finds is reported at the job it is about."""
+    data = config(SFT, {**SFT, "name": "other", "hours_per_run": None})
+    issues = issues_of(data)
+    assert issues == {
+        "jobs[1]": "job 'other': the compute tables give no hours per run for Nova Lite "
+        "sft-lora; set hours_per_run"
+    }
+
+
+def test_planner_findings_about_an_unlisted_plan_are_reported_at_capacity() -> None:
+    """A plan the planner derives (not listed) has no entry to point at: capacity."""
+    data = config(
+        {**SFT, "instance_group": None, "plan": None, "runs": 1000, "hours_per_run": 100},
+        hyperpod=None,
+        eks=None,
+    )
+    issues = issues_of(data)
+    assert list(issues) == ["capacity"], issues
+    assert issues["capacity"].startswith("training plan p5-48xlarge would need 100000 h of jobs")
+
+
+def test_whole_number_settings_read_as_written_in_messages() -> None:
+    data = config({**SFT, "hyperparameters": {"global_batch_size": 128.0}})
+    issues = issues_of(data)
+    assert issues["jobs[0].hyperparameters.global_batch_size"].endswith(
+        "takes a global batch size of 16, 32, 64, not 128; use one of them"
+    )
 
 
 def test_dependency_order_of_independent_jobs_is_config_order() -> None:

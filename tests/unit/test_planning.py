@@ -565,7 +565,9 @@ def test_more_than_182_days_is_refused_with_a_split_suggestion() -> None:
     message = str(error.value)
     assert message.startswith("training plan p5-48xlarge would need 4369 h")
     assert "at most 182 days (4368 h)" in message
-    assert "split its workloads into several plans" in message
+    assert "split its jobs into several plans (groups on other plans, or fewer runs per job)" in (
+        message
+    )
 
     with pytest.raises(PlanningError, match="would need 4380 h"):
         _plan(
