@@ -117,7 +117,7 @@ def find_edit(
 ) -> tuple[Edit, ...] | None:
     """The edit of `request`'s purchase inputs whose digest is `digest`, if a plausible one is."""
     current = naming.purchase_inputs(request)
-    for candidate in _candidates(current, request, instance_types):
+    for candidate in _candidates(request, instance_types):
         inputs = dict(current)
         inputs.update(candidate)
         if not inputs.get("retry"):
@@ -131,18 +131,13 @@ def find_edit(
     return None
 
 
-def _candidates(
-    current: dict[str, object], request: PlanRequest, instance_types: Sequence[str]
-) -> Iterator[dict[str, object]]:
+def _candidates(request: PlanRequest, instance_types: Sequence[str]) -> Iterator[dict[str, object]]:
+    """Plausible approved inputs: one input changed, or two that move together. The
+    instance type, count and duration alone are covered by the pairs below (a pair
+    keeping one input as it is names only the other)."""
     types = sorted(set(instance_types) | {request.instance_type})
     counts = PLAN_INSTANCE_COUNTS
     durations = range(PLAN_MIN_HOURS, PLAN_MAX_HOURS + 1, HOURS_PER_DAY)
-    for instance_type in types:
-        yield {"instance_type": instance_type}
-    for count in counts:
-        yield {"instance_count": count}
-    for duration in durations:
-        yield {"duration_hours": duration}
     for key in ("start_after", "end_before"):
         for value in _times(request.start_after if key == "start_after" else request.end_before):
             yield {key: value}

@@ -85,3 +85,63 @@ def test_the_highest_retry_searched_is_found() -> None:
     assert describe_change(approved(), "dev", replace(REQUEST, retry=20), TYPES) == (
         "retry 0 -> 20"
     )
+
+
+def test_a_retry_approved_earlier_is_named_from_the_approved_value() -> None:
+    # Approved at the highest retry searched; the config now asks for the first attempt.
+    assert describe_change(approved(replace(REQUEST, retry=20)), "dev", REQUEST, TYPES) == (
+        "retry 20 -> 0"
+    )
+
+
+def test_the_search_stops_past_400_days() -> None:
+    farther = replace(REQUEST, start_after="2028-02-09T12:00:00+00:00")  # +401 days
+    assert describe_change(approved(farther), "dev", REQUEST, TYPES) == (
+        "what is bought changed in more than one of instance type, count, duration, window "
+        "and targets"
+    )
+    shifted = replace(
+        REQUEST, start_after="2028-02-09T12:00:00+00:00", end_before="2028-04-04T12:00:00+00:00"
+    )  # the whole window, +401 days
+    assert describe_change(approved(shifted), "dev", REQUEST, TYPES) == (
+        "what is bought changed in more than one of instance type, count, duration, window "
+        "and targets"
+    )
+
+
+def test_each_bound_is_searched_from_its_own_time_of_day() -> None:
+    # Start at noon, end at 18:00: a start searched from the end's time would never match.
+    request = replace(REQUEST, end_before="2027-02-28T18:00:00+00:00")
+    moved = replace(request, start_after="2027-01-11T12:00:00+00:00")
+    assert describe_change(approved(moved), "dev", request, TYPES) == (
+        "start_after 2027-01-11T12:00:00+00:00 -> 2027-01-04T12:00:00+00:00"
+    )
+    moved = replace(request, end_before="2027-03-07T18:00:00+00:00")
+    assert describe_change(approved(moved), "dev", request, TYPES) == (
+        "end_before 2027-03-07T18:00:00+00:00 -> 2027-02-28T18:00:00+00:00"
+    )
+
+
+def test_single_inputs_and_the_longest_duration_are_named() -> None:
+    assert describe_change(
+        approved(replace(REQUEST, instance_type="ml.p4d.24xlarge")), "dev", REQUEST, TYPES
+    ) == ("instance_type ml.p4d.24xlarge -> ml.p5.48xlarge")
+    assert describe_change(
+        approved(replace(REQUEST, duration_hours=4368)), "dev", REQUEST, TYPES
+    ) == ("duration_hours 4368 -> 48")
+    assert describe_change(
+        approved(replace(REQUEST, instance_count=64)), "dev", REQUEST, TYPES
+    ) == ("instance_count 64 -> 4")
+    assert describe_change(
+        approved(replace(REQUEST, instance_type="ml.p4d.24xlarge", duration_hours=72)),
+        "dev",
+        REQUEST,
+        TYPES,
+    ) == ("instance_type ml.p4d.24xlarge -> ml.p5.48xlarge, duration_hours 72 -> 48")
+
+
+def test_every_target_set_is_searched() -> None:
+    everything = replace(REQUEST, target_resources=("hyperpod-cluster", "training-job", "endpoint"))
+    assert describe_change(approved(everything), "dev", REQUEST, TYPES) == (
+        "target_resources [endpoint, hyperpod-cluster, training-job] -> [hyperpod-cluster]"
+    )
