@@ -148,6 +148,20 @@ class FakeBedrock:
         self.script_model(name, statuses)
         return self._import(name, source, {}, [dict(t) for t in tags])
 
+    def add_deployment(
+        self, name: str, *, model_arn: str, statuses: Iterable[Status] = ("Active",)
+    ) -> str:
+        """A deployment that exists before the test (of any model); returns its ARN."""
+        self.script_deployment(name, statuses)
+        model = self._find_model(model_arn)
+        status = model["modelStatus"]
+        model["modelStatus"] = "Active"  # deployable whatever its script says
+        try:
+            answer = self._create_deployment({"modelDeploymentName": name, "modelArn": model_arn})
+        finally:
+            model["modelStatus"] = status
+        return str(answer.payload["customModelDeploymentArn"])
+
     def script_model(self, name: str, statuses: Iterable[Status]) -> None:
         """Statuses the model shows, one per GetCustomModel; the last one stays."""
         self._model_scripts[name] = _script(statuses)
