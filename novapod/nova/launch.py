@@ -15,16 +15,22 @@ import os
 import re
 import shutil
 import subprocess
-import tarfile
-import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 
+from novapod.constructs.bedrock_model.handler.manifest import (
+    ARCHIVE,
+    MANIFEST,
+    Found,
+    list_runs_objects,
+    newest,
+    newest_manifest,
+    read_manifest,
+)
 from novapod.nova import render
 from novapod.nova.catalog import CatalogError, catalog
 
@@ -44,16 +50,6 @@ OVERRIDES_FLAG = "--override-parameters"
 
 class LaunchError(Exception):
     """A launch or a results query that cannot go ahead; the message is one sentence."""
-
-
-@dataclass(frozen=True)
-class Found:
-    """An object under a job's output prefix: the run it belongs to and when it was written."""
-
-    run: str
-    uri: str
-    key: str
-    last_modified: datetime
 
 
 @dataclass(frozen=True)
@@ -174,112 +170,35 @@ def _substitute_json(value: Any, values: Mapping[str, str]) -> Any:
     return value
 
 
-def split_s3(uri: str) -> tuple[str, str]:
-    """s3://bucket/some/prefix/ -> ("bucket", "some/prefix/")."""
-    bucket, _, key = uri.removeprefix("s3://").partition("/")
-    return bucket, key
-
-
 # --- what a job's runs left in S3 -------------------------------------------------------
 
-# Below a job's output prefix the launcher puts one folder per run, named
-# `<job[:34]>-<5 random [a-z0-9]>` (aws/sagemaker-hyperpod-recipes main.py, valid_run_name).
-# HyperPod writes `<run>/manifest.json`; SageMaker training jobs write
-# `<run>/output/output.tar.gz` with manifest.json at the archive root. Both layouts as
-# the SageMaker Python SDK reads them: aws/sagemaker-python-sdk sagemaker-train,
-# BaseTrainer._resolve_checkpoint_from_manifest.
-MANIFEST = re.compile(r"^(?P<run>[^/]+)/manifest\.json$")
-ARCHIVE = re.compile(r"^(?P<run>[^/]+)/output/output\.tar\.gz$")
+# The layouts and the search (MANIFEST, ARCHIVE, list_runs_objects, newest) live in
+# the BedrockModel handler's `manifest` module: its Lambda asset can import nothing else.
 # Evaluations: `<run>/eval-result/results_<timestamp>.json` (AWS docs,
 # sagemaker/latest/dg/customize-fine-tune-evaluate-access-results).
 RESULTS = re.compile(r"^(?P<run>[^/]+)/eval-result/results_[^/]*\.json$")
 
 
-def list_runs_objects(s3: Any, output: str, patterns: Sequence[re.Pattern[str]]) -> list[Found]:
-    """Objects below the output prefix whose key (relative to it) matches a pattern.
-
-    ListObjectsV2 pages at most 1,000 keys and gives each key's LastModified
-    (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html)."""
-    bucket, prefix = split_s3(output)
-    found: list[Found] = []
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-        for item in page.get("Contents", []):
-            relative = item["Key"][len(prefix) :]
-            for pattern in patterns:
-                match = pattern.match(relative)
-                if match:
-                    found.append(
-                        Found(
-                            run=match.group("run"),
-                            uri=f"s3://{bucket}/{item['Key']}",
-                            key=item["Key"],
-                            last_modified=item["LastModified"],
-                        )
-                    )
-                    break
-    return found
-
-
-def newest(found: Iterable[Found]) -> Found | None:
-    """The most recently written object (ties: the greater key, so the choice is stable)."""
-    return max(found, key=lambda f: (f.last_modified, f.key), default=None)
-
-
 def latest_checkpoint(s3: Any, job: str, output: str) -> Checkpoint:
     """The checkpoint of the job's newest run that wrote a manifest, in either layout."""
-    latest = newest(list_runs_objects(s3, output, (MANIFEST, ARCHIVE)))
+    latest = newest_manifest(s3, output)
     if latest is None:
         raise LaunchError(
             f"job {job} has not finished (no manifest.json under {output}); launch {job} "
             "first or wait for it"
         )
-    bucket, _ = split_s3(latest.uri)
-    body = s3.get_object(Bucket=bucket, Key=latest.key)["Body"]
-    if latest.key.endswith(".tar.gz"):
-        text = _manifest_in_archive(body)
-        where = f"{latest.uri} (manifest.json inside it)"
-        if text is None:
-            raise LaunchError(
-                f"job {job}'s run {latest.run} wrote {latest.uri} without a manifest.json at "
-                f"its root; launch {job} again or set from: to the checkpoint's s3:// URI"
-            )
-    else:
-        text = body.read()
-        where = latest.uri
-    checkpoint = _checkpoint_in(text)
-    if checkpoint is None:
+    reading = read_manifest(s3, latest)
+    if not reading.has_manifest:
         raise LaunchError(
-            f"job {job}'s manifest {where} names no s3:// checkpoint_s3_bucket; launch {job} "
-            "again or set from: to the checkpoint's s3:// URI"
+            f"job {job}'s run {latest.run} wrote {latest.uri} without a manifest.json at "
+            f"its root; launch {job} again or set from: to the checkpoint's s3:// URI"
         )
-    return Checkpoint(job=job, run=latest.run, manifest=where, uri=checkpoint)
-
-
-def _manifest_in_archive(body: Any) -> bytes | None:
-    """manifest.json at the root of a gzipped tar, read as a stream: the archive may be
-    large and the manifest is all we need."""
-    try:
-        with tarfile.open(fileobj=body, mode="r|gz") as archive:
-            for member in archive:
-                if member.isfile() and member.name.removeprefix("./") == "manifest.json":
-                    handle = archive.extractfile(member)
-                    return handle.read() if handle is not None else None
-    except (tarfile.TarError, OSError, EOFError, zlib.error):
-        return None  # not a gzipped tar (or cut short): no manifest to read
-    return None
-
-
-def _checkpoint_in(text: bytes | str) -> str | None:
-    """checkpoint_s3_bucket when it is an S3 URI; the SDK treats anything else (a
-    relative path) as unresolvable, and so do we."""
-    try:
-        manifest = json.loads(text)
-    except ValueError:
-        return None
-    value = manifest.get("checkpoint_s3_bucket") if isinstance(manifest, dict) else None
-    if not isinstance(value, str) or not value.strip().startswith("s3://"):
-        return None
-    return value.strip()
+    if reading.checkpoint is None:
+        raise LaunchError(
+            f"job {job}'s manifest {reading.where} names no s3:// checkpoint_s3_bucket; "
+            f"launch {job} again or set from: to the checkpoint's s3:// URI"
+        )
+    return Checkpoint(job=job, run=latest.run, manifest=reading.where, uri=reading.checkpoint)
 
 
 def finished_run(s3: Any, job: Job, output: str) -> Found | None:

@@ -15,8 +15,9 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from novapod.constructs.bedrock_model.handler.manifest import list_runs_objects, newest, split_s3
 from novapod.nova import render
-from novapod.nova.launch import RESULTS, list_runs_objects, newest, split_s3, substitute
+from novapod.nova.launch import RESULTS, substitute
 
 if TYPE_CHECKING:
     from novapod.config import Job, NovapodConfig

@@ -52,7 +52,7 @@ from typing import Any, Literal, get_args
 from urllib.parse import parse_qsl, quote_plus, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.fakes import iam, service_model
+from tests.fakes import bedrock, iam, service_model
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -67,7 +67,7 @@ STACK_NAME_PATTERN = "[a-zA-Z][-a-zA-Z0-9]*|arn:[-a-zA-Z0-9:/._+]*"
 # The SigV4 credential scope names the service a request is signed for.
 _CREDENTIAL_SCOPE = re.compile(r"Credential=[^/,]+/\d{8}/[^/,]+/([^/,]+)/aws4_request")
 
-Service = Literal["sagemaker", "ec2", "cloudformation", "s3"]
+Service = Literal["sagemaker", "ec2", "cloudformation", "s3", "bedrock"]
 
 FaultKind = Literal[
     "throttle", "server_error", "error", "slow", "hang", "reset", "lose_response", "rival"
@@ -194,6 +194,7 @@ class FakeControlPlane:
             self.buckets: dict[str, dict[str, S3Object]] = {}
             self._scripts: dict[str, deque[tuple[str, str]]] = {}
             self._faults: dict[str, deque[Fault | None]] = defaultdict(deque)
+            self.bedrock = bedrock.FakeBedrock(account=self.account, region=REGION)
 
     def start(self) -> FakeControlPlane:
         plane = self
@@ -484,6 +485,8 @@ class FakeControlPlane:
                 return self._work_sagemaker(operation, params)
             if service == "cloudformation":
                 return self._work_cloudformation(operation, params)
+            if service == "bedrock":
+                return self._work_bedrock(operation, params)
             if service == "s3":
                 s3_handler = _S3_OPERATIONS.get(operation)
                 if s3_handler is None:
@@ -540,9 +543,20 @@ class FakeControlPlane:
         )
         return _xml_answer(200, document)
 
+    def _work_bedrock(self, operation: str, params: dict[str, Any]) -> _Answer:
+        try:
+            answer = self.bedrock.handle(operation, params)
+        except bedrock.BedrockError as exc:
+            raise _ApiError(exc.code, exc.message, exc.status) from None
+        self.violations.extend(self.bedrock.violations)
+        self.bedrock.violations.clear()
+        return _Answer(answer.status, "application/json", bedrock.body(answer.payload))
+
     def _authorize(self, service: Service, operation: str, params: dict[str, Any]) -> None:
         if self.principal is None or service == "s3":
             return  # S3 authorizes in its operations: a missing key asks for ListBucket
+        if service == "bedrock":
+            return  # Bedrock's resource-level permissions are not modelled (yet)
         for request in self._authorizations(service, operation, params):
             decision = iam.authorize(self.principal.statements, request)
             if decision == "allowed":
@@ -1074,6 +1088,10 @@ _FAULT_ERRORS: dict[str, dict[str, tuple[str, str, int]]] = {
         "throttle": ("Throttling", "Rate exceeded", 400),
         "server_error": ("InternalFailure", "An internal error occurred", 500),
     },
+    "bedrock": {
+        "throttle": ("ThrottlingException", "Too many requests, please wait.", 429),
+        "server_error": ("InternalServerException", "An internal error occurred.", 500),
+    },
     "s3": {
         "throttle": ("SlowDown", "Please reduce your request rate.", 503),
         "server_error": (
@@ -1100,6 +1118,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_HEAD(self) -> None:
         self._serve("HEAD")
+
+    def do_DELETE(self) -> None:
+        self._serve("DELETE")
 
     def _serve(self, method: str) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -1156,6 +1177,10 @@ class _Handler(BaseHTTPRequestHandler):
             return service, operation, params
         url = urlsplit(self.path)
         query = parse_qsl(url.query, keep_blank_values=True)
+        if service == "bedrock":
+            return service, *bedrock.parse_request(
+                method, url.path, query, dict(self.headers), body
+            )
         rest = service_model.rest_request("s3", method, url.path, query, dict(self.headers))
         if rest is None:
             return service, "", {"Method": method, "Path": url.path}
@@ -1190,6 +1215,9 @@ def _xml_answer(status: int, document: str) -> _Answer:
 def _api_error_answer(service: Service, error: _ApiError) -> _Answer:
     if service == "sagemaker":
         return _json_answer(error.status, {"__type": error.code, "message": error.message})
+    if service == "bedrock":
+        headers, text = bedrock.error_body(error.code, error.message)
+        return _Answer(error.status, "application/json", text, headers)
     if service == "cloudformation":
         # The query protocol's ErrorResponse, as in boto/boto3#2807.
         kind = "Sender" if error.status < 500 else "Receiver"
