@@ -17,6 +17,8 @@ from typing import Any
 import boto3
 import pytest
 import trustme
+from botocore.config import Config
+from botocore.exceptions import ClientError
 from botocore.retries.standard import ExponentialBackoff
 
 from novapod.constructs.nova_environment.handler import decisions, index, kubernetes
@@ -509,3 +511,23 @@ def test_handler_folder_imports_on_its_own_as_the_lambda_asset_root(tmp_path: Pa
         "assert not [m for m in sys.modules if m.split('.')[0] in ('novapod', 'aws_cdk')]"
     )
     subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, check=True)
+
+
+# --- the fakes --------------------------------------------------------------------------
+
+
+def test_the_fake_clusters_answer_and_refuse_in_botocore_shapes(env: Env) -> None:
+    once = Config(retries={"mode": "standard", "total_max_attempts": 1})
+    with pytest.raises(ClientError) as sagemaker_error:
+        boto3.client("sagemaker", config=once).describe_cluster(ClusterName="nope")
+    with pytest.raises(ClientError) as eks_error:
+        boto3.client("eks", config=once).describe_cluster(name="nope")
+    assert sagemaker_error.value.response["Error"]["Code"] == "ResourceNotFound"
+    assert eks_error.value.response["Error"]["Code"] == "ResourceNotFoundException"
+    assert eks_error.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    env.ready()
+    described = boto3.client("eks").describe_cluster(name=EKS)["cluster"]
+    assert (described["endpoint"], described["status"]) == (env.kube.endpoint, "ACTIVE")
+    assert described["createdAt"].year == 2030  # a timestamp botocore parsed
+    groups = boto3.client("sagemaker").describe_cluster(ClusterName=CLUSTER)
+    assert groups["RestrictedInstanceGroups"][0]["CurrentCount"] == 4

@@ -185,11 +185,11 @@ def _describe_eks(name: str) -> tuple[str, str]:
 
 def _check_kubernetes(props: EnvironmentProperties, endpoint: str, authority: str) -> None:
     eks = props.eks_cluster_name
+    sts = _client("sts")
     try:
         context = kubernetes.tls_context(authority)
-        bearer = kubernetes.token(_client("sts"), eks)
-    except (ClientError, BotoCoreError, kubernetes.KubernetesUnreachable) as exc:
-        raise _Wait(f"no Kubernetes credentials for EKS cluster {eks} ({exc})") from exc
+    except kubernetes.KubernetesUnreachable as exc:
+        raise _Wait(f"no TLS context for EKS cluster {eks} ({exc})") from exc
     checks = [
         (f"namespace {props.namespace}", "namespaces", decisions.namespace_path(props.namespace))
     ]
@@ -198,6 +198,12 @@ def _check_kubernetes(props: EnvironmentProperties, endpoint: str, authority: st
         for crd in props.required_crds
     ]
     for what, kind, path in checks:
+        try:
+            # A fresh token per request: presigning is local, and the token's URL is
+            # signed for 60 s while the requests may take longer together.
+            bearer = kubernetes.token(sts, eks)
+        except (ClientError, BotoCoreError) as exc:
+            raise _Wait(f"no credentials to sign a Kubernetes token ({exc})") from exc
         try:
             answer = kubernetes.get(
                 endpoint, path, bearer=bearer, context=context, timeout=KUBERNETES_TIMEOUT_SECONDS
