@@ -8,6 +8,8 @@ DescribeAvailabilityZones and DescribeSubnets, CloudFormation's query protocol f
 DescribeStacks, and S3's REST-XML protocol for GetObject, HeadObject and ListObjectsV2
 (path-style addressing: `/bucket/key`). The service is the one the request is signed
 for (`Credential=<key>/<date>/<region>/<service>/aws4_request`).
+SageMaker DescribeCluster and EKS DescribeCluster (REST-JSON) are served by
+`hyperpod.py`.
 
 Every SageMaker request is checked against botocore's service model (required and
 unknown members, lengths, enums, patterns, ranges) and refused with a
@@ -52,7 +54,7 @@ from typing import Any, Literal, get_args
 from urllib.parse import parse_qsl, quote_plus, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.fakes import bedrock, iam, service_model
+from tests.fakes import bedrock, hyperpod, iam, service_model
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -67,7 +69,7 @@ STACK_NAME_PATTERN = "[a-zA-Z][-a-zA-Z0-9]*|arn:[-a-zA-Z0-9:/._+]*"
 # The SigV4 credential scope names the service a request is signed for.
 _CREDENTIAL_SCOPE = re.compile(r"Credential=[^/,]+/\d{8}/[^/,]+/([^/,]+)/aws4_request")
 
-Service = Literal["sagemaker", "ec2", "cloudformation", "s3", "bedrock"]
+Service = Literal["sagemaker", "ec2", "cloudformation", "s3", "bedrock", "eks"]
 
 FaultKind = Literal[
     "throttle", "server_error", "error", "slow", "hang", "reset", "lose_response", "rival"
@@ -195,6 +197,8 @@ class FakeControlPlane:
             self._scripts: dict[str, deque[tuple[str, str]]] = {}
             self._faults: dict[str, deque[Fault | None]] = defaultdict(deque)
             self.bedrock = bedrock.FakeBedrock(account=self.account, region=REGION)
+            # HyperPod (SageMaker DescribeCluster) and EKS clusters: tests/fakes/hyperpod.py
+            self.hyperpod = hyperpod.HyperPodFake(_ApiError, account=self.account)
 
     def start(self) -> FakeControlPlane:
         plane = self
@@ -487,6 +491,10 @@ class FakeControlPlane:
                 return self._work_cloudformation(operation, params)
             if service == "bedrock":
                 return self._work_bedrock(operation, params)
+            if service == "eks":
+                payload = self.hyperpod.work_eks(operation, params)
+                self._check_answer("eks", operation, payload)
+                return _Answer(200, "application/json", json.dumps(_jsonable(payload)).encode())
             if service == "s3":
                 s3_handler = _S3_OPERATIONS.get(operation)
                 if s3_handler is None:
@@ -1043,6 +1051,7 @@ _SAGEMAKER_OPERATIONS = {
     "CreateTrainingPlan": FakeControlPlane._create,
     "DescribeTrainingPlan": FakeControlPlane._describe,
     "ListTrainingPlans": FakeControlPlane._list,
+    "DescribeCluster": lambda plane, params: plane.hyperpod.describe_cluster(params),
 }
 _EC2_OPERATIONS = {
     "DescribeAvailabilityZones": FakeControlPlane._describe_availability_zones,
@@ -1091,6 +1100,10 @@ _FAULT_ERRORS: dict[str, dict[str, tuple[str, str, int]]] = {
     "bedrock": {
         "throttle": ("ThrottlingException", "Too many requests, please wait.", 429),
         "server_error": ("InternalServerException", "An internal error occurred.", 500),
+    },
+    "eks": {
+        "throttle": ("ThrottlingException", "Rate exceeded", 429),
+        "server_error": ("ServerException", "An internal error occurred", 500),
     },
     "s3": {
         "throttle": ("SlowDown", "Please reduce your request rate.", 503),
@@ -1181,7 +1194,7 @@ class _Handler(BaseHTTPRequestHandler):
             return service, *bedrock.parse_request(
                 method, url.path, query, dict(self.headers), body
             )
-        rest = service_model.rest_request("s3", method, url.path, query, dict(self.headers))
+        rest = service_model.rest_request(service, method, url.path, query, dict(self.headers))
         if rest is None:
             return service, "", {"Method": method, "Path": url.path}
         return service, rest.operation, rest.params
@@ -1227,6 +1240,11 @@ def _api_error_answer(service: Service, error: _ApiError) -> _Answer:
             f"</Error><RequestId>{uuid.uuid4()}</RequestId></ErrorResponse>"
         )
         return _xml_answer(error.status, document)
+    if service == "eks":
+        # REST-JSON: the code in x-amzn-ErrorType, the message in the body.
+        headers = (("x-amzn-ErrorType", error.code),)
+        body = hyperpod.rest_json_error_body(error.message)
+        return _Answer(error.status, "application/json", body, headers)
     if service == "s3":
         # S3's <Error> document (docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html),
         # naming the key or bucket as the service does (frostealth/yii2-aws-s3#25).
