@@ -460,7 +460,9 @@ def nova_problems(config: NovapodConfig) -> Iterator[_FieldError]:
             "hyperpod section, or remove nova",
             root=True,
         )
-    if not nova.mlflow.enabled:
+    # Only where a stack serves the jobs: a config without hyperpod sizes and renders
+    # them (its recipes keep the placeholder), so it has nothing to enable.
+    if config.has_nova_stack and not nova.mlflow.enabled:
         for i, job in enumerate(config.jobs):
             if job.mlflow:
                 yield _at(

@@ -165,6 +165,17 @@ def test_mistake_is_one_sentence_at_its_field(
     assert expected in issues(data)
 
 
+def test_a_sizing_only_config_may_mark_jobs_for_mlflow() -> None:
+    # No hyperpod section, so no Nova stack to enable a server in: the recipes keep the
+    # placeholder and `novapod launch` says what is missing.
+    data = full(
+        hyperpod=None,
+        jobs=[{**FULL["jobs"][0], "instance_group": None, "plan": "main", "mlflow": True}],
+    )
+    data.pop("hyperpod")
+    assert parse_config(data).jobs[0].mlflow
+
+
 def test_namespace_must_be_a_dns_label() -> None:
     found = issues(full({"namespace": "Nova_Jobs"}))
     assert found[0][0] == "nova.namespace"
