@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import App, CfnResource, Environment, Tags, Validations
+from aws_cdk import App, CfnResource, Environment, Fn, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
@@ -23,6 +23,7 @@ from novapod.stacks.capacity import CapacityStack
 from novapod.stacks.eks import EksStack
 from novapod.stacks.hyperpod import HyperPodStack
 from novapod.stacks.network import NetworkStack
+from novapod.stacks.nova import NovaStack
 from novapod.stacks.storage import StorageStack
 
 CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
@@ -37,6 +38,7 @@ class EnvironmentStacks:
     capacity: CapacityStack | None
     eks: EksStack | None
     hyperpod: HyperPodStack | None
+    nova: NovaStack | None = None
 
 
 def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentStacks:
@@ -115,12 +117,31 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             env=env,
             description=f"novapod {config.name}: SageMaker HyperPod cluster",
         )
+    nova = None
+    if hyperpod is not None and config.has_nova_stack:
+        nova = NovaStack(
+            scope,
+            f"{prefix}-nova",
+            config=config,
+            cluster_name=prefix,
+            hyperpod_cluster_arn=hyperpod.cluster.attr_cluster_arn,
+            restricted_role_name=hyperpod.execution_role_names.get("restricted"),
+            data_bucket_name=Fn.get_stack_output(storage.stack_name, "DataBucketName"),
+            artifacts_bucket_name=Fn.get_stack_output(storage.stack_name, "ArtifactsBucketName"),
+            key_arn=Fn.get_stack_output(storage.stack_name, "KeyArn"),
+            env=env,
+            description=f"novapod {config.name}: where the Nova jobs run (access, data "
+            "grants, MLflow, recipe bundle)",
+        )
+        # Said outright: values read with Fn::GetStackOutput are not references to CDK.
+        nova.add_stack_dependency(hyperpod, "the HyperPod cluster and its execution roles")
+        nova.add_stack_dependency(storage, "the buckets and the key")
     for key, value in config.resource_tags.items():
         Tags.of(scope).add(key, value)
     if eks is not None:
         _tag_kubectl_barrier(eks, config.resource_tags)
     return EnvironmentStacks(
-        network=network, storage=storage, capacity=capacity, eks=eks, hyperpod=hyperpod
+        network=network, storage=storage, capacity=capacity, eks=eks, hyperpod=hyperpod, nova=nova
     )
 
 

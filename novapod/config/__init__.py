@@ -5,7 +5,7 @@
 `network.vpc.private_subnet_prefix: ...`. Nothing else escapes the loader, so the CLI
 and `app.py` can print the lines and exit with status 2 before any stack exists.
 
-One module per section (network, storage, capacity, eks, hyperpod), the root model in
+One module per section (network, storage, capacity, eks, hyperpod, jobs, nova), the root model in
 `root`, the rules that read more than one section in `checks`, and the loader, the
 error messages and the JSON Schema in `loading`, `messages` and `schema`.
 """
@@ -61,6 +61,7 @@ from novapod.config.network import (
     FlowLogs,
     Network,
 )
+from novapod.config.nova import ROLE_ARN, BedrockModel, Mlflow, Nova
 from novapod.config.root import NAME_PATTERN, TAG_TEXT, Name, NovapodConfig
 from novapod.config.schema import JSON_SCHEMA_DIALECT, json_schema
 from novapod.config.storage import Lustre, Storage
@@ -80,11 +81,13 @@ __all__ = [
     "RFT_ENDPOINTS",
     "RIG_ENDPOINTS",
     "RIG_FSX_MAX_GIB",
+    "ROLE_ARN",
     "TAG_TEXT",
     "TRAINING_PLAN_ARN",
     "VALIDATE_AS_OF_ENV",
     "ZONE_ID_PATTERN",
     "ZONE_NAME",
+    "BedrockModel",
     "Capacity",
     "ConfigError",
     "CreateVpc",
@@ -101,8 +104,10 @@ __all__ = [
     "JobData",
     "Lustre",
     "LustreThroughput",
+    "Mlflow",
     "Name",
     "Network",
+    "Nova",
     "NovapodConfig",
     "PlanName",
     "Purchase",

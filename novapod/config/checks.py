@@ -43,6 +43,7 @@ def problems(config: NovapodConfig, now: datetime) -> list[_FieldError]:
     found += job_problems(config, requests)
     found += service_limit_problems(config, requests or [])
     found += purchase_problems(config, requests or [], now)
+    found += nova_problems(config)
     return found
 
 
@@ -441,6 +442,68 @@ def purchase_problems(
                 "required with approve: the highest up-front fee to pay for "
                 f"{spec.name}, a plain number in {purchase.currency} (see `novapod "
                 f"offerings CONFIG --plan {spec.name}` for prices)",
+                root=True,
+            )
+
+
+# Techniques that leave no checkpoint of their own on HyperPod to import into Bedrock.
+NOT_IMPORTABLE = frozenset({"evaluation", "distillation"})
+
+
+def nova_problems(config: NovapodConfig) -> Iterator[_FieldError]:
+    """The nova section against the jobs, the hyperpod and eks sections."""
+    nova = config.nova_settings
+    if config.nova is not None and not config.has_nova_stack:
+        yield _at(
+            "nova",
+            "the Nova environment stack serves jobs on a HyperPod cluster; add jobs and a "
+            "hyperpod section, or remove nova",
+            root=True,
+        )
+    # Only where a stack serves the jobs: a config without hyperpod sizes and renders
+    # them (its recipes keep the placeholder), so it has nothing to enable.
+    if config.has_nova_stack and not nova.mlflow.enabled:
+        for i, job in enumerate(config.jobs):
+            if job.mlflow:
+                yield _at(
+                    f"jobs[{i}].mlflow",
+                    "the job logs to the environment's MLflow server; set nova.mlflow.enabled: "
+                    "true, or mlflow: false",
+                    root=True,
+                )
+    admins = set(config.eks.admin_principals) if config.eks else set()
+    seen: set[str] = set()
+    for i, role in enumerate(nova.scientists):
+        where = f"nova.scientists[{i}]"
+        if role in seen:
+            yield _at(where, f"{role} is listed twice; remove one", root=True)
+        elif role in admins:
+            yield _at(
+                where,
+                f"{role} is in eks.admin_principals, and a principal has one access entry "
+                "per cluster; remove it from one of the lists",
+                root=True,
+            )
+        seen.add(role)
+    jobs = {job.name: job for job in config.jobs}
+    names: set[str] = set()
+    for i, model in enumerate(nova.bedrock_models):
+        where = f"nova.bedrock_models[{i}]"
+        if model.name in names:
+            yield _at(f"{where}.name", f"{model.name} is used twice; rename one", root=True)
+        names.add(model.name)
+        source = jobs.get(model.job)
+        trained = [n for n, j in jobs.items() if j.technique not in NOT_IMPORTABLE]
+        choices = ", ".join(trained) or "none yet"
+        if source is None:
+            yield _at(
+                f"{where}.job", f"no job is named {model.job}; use one of {choices}", root=True
+            )
+        elif source.technique in NOT_IMPORTABLE:
+            yield _at(
+                f"{where}.job",
+                f"{model.job} ({source.technique}) leaves no checkpoint of its own to import; use "
+                f"a training job: {choices}",
                 root=True,
             )
 

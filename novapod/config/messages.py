@@ -14,6 +14,7 @@ from novapod.config.capacity import TRAINING_PLAN_ARN
 from novapod.config.eks import PRINCIPAL_ARN
 from novapod.config.fields import INSTANCE_TYPE_PATTERN, ZONE_ID_PATTERN, ZONE_NAME
 from novapod.config.jobs import FROM_PATTERN, JOB_NAME_PATTERN, LAMBDA_ARN, S3_LOCATION
+from novapod.config.nova import MODEL_NAME_PATTERN, ROLE_ARN
 from novapod.config.root import NAME_PATTERN, TAG_TEXT
 from novapod.facts import eks_facts
 
@@ -88,6 +89,11 @@ _PATTERN_WORDS = {
     r"^[a-z0-9]([a-z0-9-]{0,22}[a-z0-9])?$": f"{_DNS_LABEL_WORDS}, at most 24 characters",
     r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$": f"{_DNS_LABEL_WORDS}, at most 63 characters",
     PRINCIPAL_ARN: "an IAM role or user ARN such as arn:aws:iam::111122223333:role/admin",
+    ROLE_ARN: "an IAM role ARN such as arn:aws:iam::111122223333:role/NovaScientist",
+    MODEL_NAME_PATTERN: (
+        "a Bedrock model name: letters and digits, single '-' or '_' between them, "
+        "at most 63 of each"
+    ),
     TRAINING_PLAN_ARN: (
         "a training plan ARN such as arn:aws:sagemaker:us-east-1:111122223333:training-plan/my-plan"
     ),

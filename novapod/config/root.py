@@ -17,6 +17,7 @@ from novapod.config.eks import Eks
 from novapod.config.hyperpod import HyperPod, RestrictedGroup
 from novapod.config.jobs import Job, jobs_problems
 from novapod.config.network import Network
+from novapod.config.nova import Nova
 from novapod.config.storage import Storage
 from novapod.naming import training_plan_name
 
@@ -66,6 +67,11 @@ class NovapodConfig(_Model):
     eks: Eks | None = Field(None, description="The EKS cluster; needed by hyperpod.")
     hyperpod: HyperPod | None = Field(
         None, description="The HyperPod cluster, orchestrated by the eks cluster."
+    )
+    nova: Nova | None = Field(
+        None,
+        description="The Nova environment stack (with jobs and hyperpod): namespace, "
+        "scientists, MLflow, Bedrock imports.",
     )
 
     @model_validator(mode="after")
@@ -127,6 +133,16 @@ class NovapodConfig(_Model):
             request = requests.get(spec.name) or _adopted_request(spec)
             out.append((spec, request))
         return out
+
+    @property
+    def has_nova_stack(self) -> bool:
+        """The Nova environment stack serves jobs on a HyperPod cluster."""
+        return bool(self.jobs) and self.hyperpod is not None
+
+    @property
+    def nova_settings(self) -> Nova:
+        """The nova section, or its defaults when the config leaves it out."""
+        return self.nova or Nova()
 
     @property
     def prefix(self) -> str:

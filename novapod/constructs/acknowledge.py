@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from aws_cdk import Acknowledgment, Stack, Validations
 from constructs import IConstruct
 
@@ -16,8 +18,9 @@ def acknowledge(construct: IConstruct, rule: str, reason: str) -> None:
 def nag_resource(scope: IConstruct, value: str) -> str:
     """How cdk-nag names a resource string in a finding ID, e.g. `<Fn.Arn>:*`.
 
-    cdk-nag prints resolved literals as they are and intrinsics as `<Ref>` or
-    `<LogicalId.Attribute>`, so acknowledgements can name exactly one finding.
+    cdk-nag prints resolved literals as they are, intrinsics as `<Ref>` or
+    `<LogicalId.Attribute>` and a stack output read (Fn::GetStackOutput) as its JSON,
+    so acknowledgements can name exactly one finding.
     """
     resolved = Stack.of(scope).resolve(value)
     return _render(resolved)
@@ -32,6 +35,9 @@ def _render(value: object) -> str:
             return str(separator).join(_render(p) for p in parts)
         if "Ref" in value:
             return f"<{value['Ref']}>"
+        if "Fn::GetStackOutput" in value:
+            # What it prints for an intrinsic it has no short form for: the JSON.
+            return json.dumps(value, separators=(",", ":"))
         if "Fn::GetAtt" in value:
             logical_id, attribute = value["Fn::GetAtt"]
             return f"<{logical_id}.{attribute}>"

@@ -199,7 +199,7 @@ def launch_spec(
     recipe = render_recipe(config, job, variant)
     task = job.evaluation.task if job.evaluation is not None else None
     image = nova.image(job.model, job.technique, config.region, task)
-    namespace = DEFAULT_NAMESPACE
+    namespace = config.nova_settings.namespace
     overrides = _overrides(job, instance_type, recipe, image)
     path = variant.recipe.replace("{suffix}", _suffix(job))
     start = [

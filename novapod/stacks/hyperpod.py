@@ -13,13 +13,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from novapod.config import HyperPod, NovapodConfig, RestrictedGroup, StandardGroup
-from novapod.constructs.execution_role import ExecutionRole, GroupKind, execution_role_kinds
+from novapod.constructs.execution_role import (
+    ROLE_IDS,
+    ExecutionRole,
+    GroupKind,
+    execution_role_kinds,
+)
 from novapod.constructs.lifecycle_scripts import LifecycleScripts
 from novapod.constructs.network import VpcHandle
 from novapod.constructs.training_plan.construct import TrainingPlan
@@ -28,7 +33,9 @@ CLUSTER_LOGICAL_ID = "HyperPodCluster"
 
 
 class HyperPodStack(Stack):
-    """Exposes `cluster` (CfnCluster) and the execution roles it uses, by group kind."""
+    """Exposes `cluster` (CfnCluster), the execution roles it uses, by group kind, and
+    `execution_role_names`: each role's name as this stack's output, for stacks that
+    deploy after this one and attach policies to the roles (NovaStack)."""
 
     def __init__(
         self,
@@ -108,6 +115,20 @@ class HyperPodStack(Stack):
             value=self.cluster.attr_cluster_arn,
             description="HyperPod cluster ARN (the HyperPod CLI and SageMaker console use it)",
         )
+        # Re-published here so a consumer reads them from this stack (Fn::GetStackOutput)
+        # and depends on it alone, not on the EKS stack that created the roles.
+        self.execution_role_names: dict[GroupKind, str] = {}
+        for kind, execution_role in self.roles.items():
+            output = CfnOutput(
+                self,
+                f"{ROLE_IDS[kind]}Name",
+                value=execution_role.role.role_name,
+                description=f"Name of the IAM role the {kind} instance groups' nodes use",
+            )
+            output.override_logical_id(f"{ROLE_IDS[kind]}Name")
+            self.execution_role_names[kind] = Fn.get_stack_output(
+                self.stack_name, f"{ROLE_IDS[kind]}Name"
+            )
 
     def _plan_vpc(self, plan_name: str | None) -> tuple[str | None, Any]:
         if plan_name is None:

@@ -78,6 +78,8 @@ else:
 
 def config_file(tmp_path: Path) -> Path:
     text = EXAMPLE.read_text().replace("capacity:\n", EXTRA_JOBS + "capacity:\n", 1)
+    # `tracked` logs to MLflow, which the config must enable (the server is not deployed here).
+    text += "nova:\n  mlflow: {enabled: true}\n"
     path = tmp_path / "env.yaml"
     path.write_text(text)
     return path

@@ -1,0 +1,78 @@
+"""The nova section: how the Nova environment stack serves the jobs.
+
+The jobs' Kubernetes namespace, the IAM roles of the scientists who launch them, an
+optional SageMaker managed MLflow tracking server, and the trained models to import
+into Amazon Bedrock. Checks against the jobs and the eks section live in checks.py.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints, field_validator
+
+from novapod.config.base import _Model
+from novapod.config.jobs import JobName
+
+# Scientists are roles (EKS access entries of type STANDARD take roles or users; novapod
+# grants roles only, so a person's access follows whoever may assume the role).
+ROLE_ARN = r"^arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9_+=,.@/-]+$"
+RoleArn = Annotated[str, StringConstraints(pattern=ROLE_ARN, max_length=2048)]
+# A Kubernetes namespace is a DNS label (RFC 1123), at most 63 characters.
+NAMESPACE_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
+Namespace = Annotated[str, StringConstraints(pattern=NAMESPACE_PATTERN)]
+# Bedrock custom model names: CreateCustomModel's modelName pattern
+# (docs.aws.amazon.com/bedrock/latest/APIReference/API_CreateCustomModel.html).
+MODEL_NAME_PATTERN = r"^([0-9a-zA-Z][_-]?){1,63}$"
+ModelName = Annotated[str, StringConstraints(pattern=MODEL_NAME_PATTERN)]
+DEFAULT_NAMESPACE = "kubeflow"  # where the Nova SDK and guides put jobs (reference §9)
+# Namespaces Kubernetes and HyperPod keep for themselves.
+RESERVED_NAMESPACES = ("default", "aws-hyperpod")
+
+
+class Mlflow(_Model):
+    """A SageMaker managed MLflow tracking server for the jobs with `mlflow: true`."""
+
+    enabled: bool = Field(False, description="Create the tracking server (billed while it runs).")
+    size: Literal["Small", "Medium", "Large"] = Field(
+        "Small", description="TrackingServerSize: Small, Medium or Large."
+    )
+
+
+class BedrockModel(_Model):
+    """A trained job's checkpoint imported into Amazon Bedrock as a custom model."""
+
+    name: ModelName = Field(description="Bedrock custom model name, unique in the section.")
+    job: JobName = Field(description="The training job whose latest checkpoint is imported.")
+    deployment: Literal["on-demand"] | None = Field(
+        None, description="on-demand: also create an on-demand deployment of the model."
+    )
+    retain: bool = Field(True, description="Keep the imported model when it leaves the config.")
+
+
+class Nova(_Model):
+    """The Nova environment: namespace, scientists' access, tracking, Bedrock imports."""
+
+    namespace: Namespace = Field(
+        DEFAULT_NAMESPACE,
+        max_length=63,
+        description="Kubernetes namespace of the jobs (a DNS label); the Nova SDK uses kubeflow.",
+    )
+    scientists: list[RoleArn] = Field(
+        default_factory=list,
+        description="IAM role ARNs allowed to launch jobs in the namespace (EKS access entries).",
+    )
+    mlflow: Mlflow = Field(Mlflow(), description="The MLflow tracking server.")
+    bedrock_models: list[BedrockModel] = Field(
+        default_factory=list, description="Trained jobs to import into Amazon Bedrock."
+    )
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        if value.startswith("kube-") or value in RESERVED_NAMESPACES:
+            raise ValueError(
+                f"{value} is a namespace Kubernetes or HyperPod keeps for itself; use another, "
+                f"such as {DEFAULT_NAMESPACE}"
+            )
+        return value

@@ -1,0 +1,421 @@
+"""NovaStack: the environment where the config's Nova jobs run and are tracked.
+
+Deploys after the HyperPod and storage stacks and reads only their outputs (weak
+references, see the README): the buckets' names and the key's ARN from storage's own
+named outputs (so cdk-nag findings on ARNs built from them can be named exactly), the
+HyperPod cluster's ARN and the restricted execution role's name from hyperpod (which
+re-publishes it from the EKS stack). The EKS cluster is named at synth
+(`novapod-<env>`), so the access entries need no reference to the EKS stack either.
+
+Contents: the scientists' EKS access entries (a Kubernetes group, no cluster-admin) and
+their customer-managed policy; the data grants of the restricted execution role; an
+optional SageMaker managed MLflow tracking server; the recipe bundle with deploy-time
+names substituted by CloudFormation; outputs that tell a scientist where things are.
+
+Still to come here (later work of issue 10): the namespace, Role and RoleBinding
+manifests that give the scientists' group its rights in the namespace; the
+NovaEnvironment custom resource (novapod/constructs/nova_environment/) that checks the
+cluster can take a Nova job; the Bedrock import role and custom models
+(novapod/constructs/bedrock_model/).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Aws, CfnOutput, RemovalPolicy, Stack
+from aws_cdk import aws_eks as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from novapod.config import NovapodConfig
+from novapod.constructs.acknowledge import acknowledge, nag_resource
+from novapod.constructs.recipe_bundle.construct import RecipeBundle
+from novapod.nova import render
+from novapod.nova.access import (
+    BUNDLE_PREFIX,
+    SCIENTISTS_GROUP,
+    bundle_key,
+    data_grants,
+    output_prefix,
+    scientist_entry_id,
+)
+
+# What a training run logs to MLflow, as the service authorization reference names the
+# actions (docs.aws.amazon.com/service-authorization/latest/reference/
+# list_amazonsagemakerwithmlflow.html); all take the mlflow-tracking-server resource.
+MLFLOW_RUN_ACTIONS = (
+    "sagemaker-mlflow:CreateExperiment",
+    "sagemaker-mlflow:GetExperiment",
+    "sagemaker-mlflow:GetExperimentByName",
+    "sagemaker-mlflow:CreateRun",
+    "sagemaker-mlflow:GetRun",
+    "sagemaker-mlflow:UpdateRun",
+    "sagemaker-mlflow:LogBatch",
+    "sagemaker-mlflow:LogMetric",
+    "sagemaker-mlflow:LogParam",
+    "sagemaker-mlflow:LogInputs",
+    "sagemaker-mlflow:SetTag",
+)
+# What a scientist needs to read the experiments (the UI through a presigned URL).
+MLFLOW_READ_ACTIONS = (
+    "sagemaker:CreatePresignedMlflowTrackingServerUrl",
+    "sagemaker:DescribeMlflowTrackingServer",
+    "sagemaker-mlflow:AccessUI",
+    "sagemaker-mlflow:GetExperiment",
+    "sagemaker-mlflow:GetExperimentByName",
+    "sagemaker-mlflow:GetMetricHistory",
+    "sagemaker-mlflow:GetRun",
+    "sagemaker-mlflow:ListArtifacts",
+    "sagemaker-mlflow:SearchExperiments",
+    "sagemaker-mlflow:SearchRuns",
+)
+MLFLOW_PREFIX = "mlflow/"
+# The stacks whose outputs `novapod launch` and `novapod results` read.
+READABLE_STACKS = ("storage", "hyperpod", "nova")
+
+
+def connect_command(cluster_name: str, region: str, namespace: str) -> str:
+    return (
+        f"hyperpod connect-cluster --cluster-name {cluster_name} --region {region} "
+        f"--namespace {namespace}"
+    )
+
+
+class NovaStack(Stack):
+    """Exposes `mlflow_server` (or None), `bundle`, `scientist_policy` and `data_grants`
+    (the restricted execution role's policy, or None without restricted groups)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        config: NovapodConfig,
+        cluster_name: str,
+        hyperpod_cluster_arn: str,
+        restricted_role_name: str | None,
+        data_bucket_name: str,
+        artifacts_bucket_name: str,
+        key_arn: str,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, id_, **kwargs)
+        data_bucket = s3.Bucket.from_bucket_name(self, "DataBucket", data_bucket_name)
+        artifacts_bucket = s3.Bucket.from_bucket_name(
+            self, "ArtifactsBucket", artifacts_bucket_name
+        )
+        key = kms.Key.from_key_arn(self, "Key", key_arn)
+        nova = config.nova_settings
+        self.config = config
+        self.cluster_name = cluster_name
+        self.data_bucket = data_bucket
+        self.artifacts_bucket = artifacts_bucket
+        self.key = key
+        self.outputs_prefix = output_prefix(config)
+
+        self.mlflow_server: sagemaker.CfnMlflowTrackingServer | None = None
+        self.mlflow_arn: str | None = None
+        if nova.mlflow.enabled:
+            self.mlflow_server = self._mlflow(size=nova.mlflow.size)
+
+        # Keyed by principal, not by list position (see scientist_entry_id). No access
+        # policy: the group gets its rights from the namespaced Role (to come), never
+        # cluster-admin as the Nova guides suggest.
+        for principal in nova.scientists:
+            eks.CfnAccessEntry(
+                self,
+                scientist_entry_id(principal),
+                cluster_name=cluster_name,
+                principal_arn=principal,
+                kubernetes_groups=[SCIENTISTS_GROUP],
+                type="STANDARD",
+            )
+        self.scientist_policy = self._scientist_policy(hyperpod_cluster_arn)
+        self.data_grants = self._data_grants(restricted_role_name) if restricted_role_name else None
+
+        variables = {
+            "DataBucket": data_bucket.bucket_name,
+            "ArtifactsBucket": artifacts_bucket.bucket_name,
+            "ClusterName": cluster_name,
+        }
+        if self.mlflow_server is not None:
+            variables["MlflowTrackingServerArn"] = self.mlflow_server.attr_tracking_server_arn
+        self.bundle = RecipeBundle(
+            self,
+            "RecipeBundle",
+            files=render.bundle(config),
+            bucket=artifacts_bucket,
+            key=key,
+            variables=variables,
+            log_retention_days=config.eks.log_retention_days if config.eks else 365,
+        )
+        self._outputs(nova.namespace)
+
+    def _objects(self, prefix: str) -> str:
+        return self.artifacts_bucket.arn_for_objects(f"{prefix}*")
+
+    def _mlflow(self, *, size: str) -> sagemaker.CfnMlflowTrackingServer:
+        """The tracking server, its artifacts under mlflow/ in the artifacts bucket.
+
+        The role is the server's own (docs.aws.amazon.com/sagemaker/latest/dg/
+        mlflow-create-tracking-server-iam.html asks for S3 access to the artifact store;
+        here only that prefix and the key that encrypts it).
+        """
+        role = iam.Role(
+            self,
+            "MlflowRole",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description="novapod: the MLflow tracking server's access to its artifact store",
+        )
+        objects = self._objects(MLFLOW_PREFIX)
+        policy = iam.Policy(
+            self,
+            "MlflowPolicy",
+            roles=[role],
+            statements=[
+                iam.PolicyStatement(
+                    sid="ListArtifactStore",
+                    actions=["s3:ListBucket"],
+                    resources=[self.artifacts_bucket.bucket_arn],
+                    conditions={"StringLike": {"s3:prefix": [f"{MLFLOW_PREFIX}*"]}},
+                ),
+                iam.PolicyStatement(
+                    sid="ReadWriteArtifacts",
+                    actions=["s3:GetObject", "s3:PutObject"],
+                    resources=[objects],
+                ),
+                iam.PolicyStatement(
+                    sid="UseTheKey",
+                    actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                    resources=[self.key.key_arn],
+                ),
+            ],
+        )
+        acknowledge(
+            policy,
+            f"AwsSolutions-IAM5[Resource::{nag_resource(self, objects)}]",
+            "MLflow writes each run's artifacts under keys of its own choosing below the "
+            "artifact store prefix mlflow/; the role may touch that prefix only.",
+        )
+        server = sagemaker.CfnMlflowTrackingServer(
+            self,
+            "MlflowTrackingServer",
+            tracking_server_name=self.cluster_name,
+            artifact_store_uri=f"s3://{self.artifacts_bucket.bucket_name}/{MLFLOW_PREFIX}",
+            role_arn=role.role_arn,
+            tracking_server_size=size,
+            automatic_model_registration=False,
+        )
+        # Experiments outlive the stack; the server's name is its ID (and in its ARN).
+        server.apply_removal_policy(RemovalPolicy.RETAIN)
+        server.node.add_dependency(policy)
+        self.mlflow_arn = self.format_arn(
+            service="sagemaker", resource="mlflow-tracking-server", resource_name=self.cluster_name
+        )
+        return server
+
+    def _data_grants(self, role_name: str) -> iam.Policy:
+        """What the restricted groups' nodes need for the config's jobs: read the datasets
+        (object ARNs), list only their keys (bucket ARNs with s3:prefix), write and read
+        back the jobs' outputs, use the key, call the jobs' functions and MLflow."""
+        grants = data_grants(self.config)
+        statements: list[iam.PolicyStatement] = []
+        datasets = [self.data_bucket.arn_for_objects(k) for k in grants.data_keys] + [
+            f"arn:{Aws.PARTITION}:s3:::{bucket}/{k}"
+            for bucket, keys in grants.external.items()
+            for k in keys
+        ]
+        if datasets:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="ReadDatasets", actions=["s3:GetObject"], resources=datasets
+                )
+            )
+        listed: list[tuple[str, tuple[str, ...]]] = []
+        if grants.data_keys:
+            listed.append((self.data_bucket.bucket_arn, grants.data_keys))
+        listed += [
+            (f"arn:{Aws.PARTITION}:s3:::{bucket}", keys) for bucket, keys in grants.external.items()
+        ]
+        for i, (bucket_arn, keys) in enumerate(listed):
+            statements.append(
+                iam.PolicyStatement(
+                    sid=f"ListDatasets{i}",
+                    actions=["s3:ListBucket"],
+                    resources=[bucket_arn],
+                    conditions={"StringEquals": {"s3:prefix": list(keys)}},
+                )
+            )
+        outputs = self._objects(self.outputs_prefix)
+        statements += [
+            # GetObject too: jobs read back their manifests and checkpoints' records.
+            iam.PolicyStatement(
+                sid="WriteOutputs", actions=["s3:PutObject", "s3:GetObject"], resources=[outputs]
+            ),
+            iam.PolicyStatement(
+                sid="UseTheKey",
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                resources=[self.key.key_arn],
+            ),
+        ]
+        if grants.lambdas:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="InvokeJobFunctions",
+                    actions=["lambda:InvokeFunction"],
+                    resources=list(grants.lambdas),
+                )
+            )
+        if self.mlflow_arn is not None and any(job.mlflow for job in self.config.jobs):
+            statements.append(
+                iam.PolicyStatement(
+                    sid="TrackRuns", actions=list(MLFLOW_RUN_ACTIONS), resources=[self.mlflow_arn]
+                )
+            )
+        role = iam.Role.from_role_name(self, "RestrictedGroupRole", role_name)
+        policy = iam.Policy(self, "RestrictedGroupDataGrants", roles=[role], statements=statements)
+        acknowledge(
+            policy,
+            f"AwsSolutions-IAM5[Resource::{nag_resource(self, outputs)}]",
+            "The Nova launcher names each run's folder below the job's output prefix "
+            "(nova/<env>/<job>/<run>-<random>/); writes are limited to this environment's "
+            "prefix.",
+        )
+        return policy
+
+    def _scientist_policy(self, hyperpod_cluster_arn: str) -> iam.ManagedPolicy:
+        """For account owners to attach to the scientists' roles: describe the clusters,
+        read the bundle, the outputs and results, the MLflow experiments, the stacks."""
+        results = self._objects(self.outputs_prefix)
+        bundle = self._objects(BUNDLE_PREFIX)
+        stacks = [
+            self.format_arn(
+                service="cloudformation",
+                resource="stack",
+                resource_name=f"{self.config.prefix}-{kind}/*",
+            )
+            for kind in READABLE_STACKS
+        ]
+        statements = [
+            iam.PolicyStatement(
+                sid="DescribeHyperPodCluster",
+                actions=[
+                    "sagemaker:DescribeCluster",
+                    "sagemaker:ListClusterNodes",
+                    "sagemaker:DescribeClusterNode",
+                ],
+                resources=[hyperpod_cluster_arn],
+            ),
+            iam.PolicyStatement(
+                sid="DescribeEksCluster",
+                actions=["eks:DescribeCluster"],
+                resources=[
+                    self.format_arn(
+                        service="eks", resource="cluster", resource_name=self.cluster_name
+                    )
+                ],
+            ),
+            iam.PolicyStatement(
+                sid="ListOutputsAndBundle",
+                actions=["s3:ListBucket"],
+                resources=[self.artifacts_bucket.bucket_arn],
+                conditions={
+                    "StringLike": {"s3:prefix": [f"{self.outputs_prefix}*", f"{BUNDLE_PREFIX}*"]}
+                },
+            ),
+            iam.PolicyStatement(
+                sid="ReadOutputsAndBundle", actions=["s3:GetObject"], resources=[results, bundle]
+            ),
+            iam.PolicyStatement(
+                sid="DecryptWithTheKey", actions=["kms:Decrypt"], resources=[self.key.key_arn]
+            ),
+            iam.PolicyStatement(
+                sid="ReadStackOutputs", actions=["cloudformation:DescribeStacks"], resources=stacks
+            ),
+        ]
+        if self.mlflow_arn is not None:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="ReadExperiments",
+                    actions=list(MLFLOW_READ_ACTIONS),
+                    resources=[self.mlflow_arn],
+                )
+            )
+        policy = iam.ManagedPolicy(
+            self,
+            "ScientistPolicy",
+            description=f"novapod {self.config.name}: what a Nova scientist reads (attach to "
+            "the roles in nova.scientists)",
+            statements=statements,
+        )
+        reasons = {
+            results: "Job outputs and evaluation results land below run folders the launcher "
+            "names (nova/<env>/<job>/<run>/); read only, this environment's prefix only.",
+            bundle: "The recipe bundle holds one file per job below recipes/; read only.",
+        }
+        for resource, reason in reasons.items():
+            acknowledge(
+                policy, f"AwsSolutions-IAM5[Resource::{nag_resource(self, resource)}]", reason
+            )
+        for stack in stacks:
+            acknowledge(
+                policy,
+                f"AwsSolutions-IAM5[Resource::{nag_resource(self, stack)}]",
+                "A stack ARN ends in an ID CloudFormation generates (stack/<name>/<uuid>); the "
+                "name is exact, DescribeStacks only.",
+            )
+        return policy
+
+    def _outputs(self, namespace: str) -> None:
+        artifacts = self.artifacts_bucket.bucket_name
+        CfnOutput(
+            self,
+            "ConnectClusterCommand",
+            value=connect_command(self.cluster_name, self.region, namespace),
+            description="Run this (HyperPod CLI, release_v2) to point hyperpod start-job at the "
+            "cluster and the jobs' namespace.",
+        )
+        CfnOutput(
+            self,
+            "Namespace",
+            value=namespace,
+            description="Kubernetes namespace of the Nova jobs (nova.namespace).",
+        )
+        CfnOutput(
+            self,
+            "RecipeIndexUri",
+            value=f"s3://{artifacts}/{bundle_key('index.json')}",
+            description="The recipe bundle's index: every job's recipe, launch spec and "
+            "output locations, with this environment's names filled in.",
+        )
+        CfnOutput(
+            self,
+            "OutputsPrefix",
+            value=f"s3://{artifacts}/{self.outputs_prefix}",
+            description="Where jobs write: <job>/<run>/ holds the manifest, TensorBoard logs "
+            "and evaluation results (eval-result/).",
+        )
+        CfnOutput(
+            self,
+            "ScientistPolicyArn",
+            value=self.scientist_policy.managed_policy_arn,
+            description="Attach this managed policy to the roles in nova.scientists.",
+        )
+        CfnOutput(
+            self,
+            "RecipeBundleLogGroup",
+            value=self.bundle.log_group.log_group_name,
+            description="Log group of the function that writes the recipe bundle at deploy.",
+        )
+        if self.mlflow_server is not None:
+            CfnOutput(
+                self,
+                "MlflowTrackingServerArn",
+                value=self.mlflow_server.attr_tracking_server_arn,
+                description="MLflow tracking server of the jobs with mlflow: true (their "
+                "recipes' run.mlflow_tracking_uri).",
+            )

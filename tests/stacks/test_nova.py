@@ -1,0 +1,361 @@
+"""NovaStack: dependencies, scientists' access, data grants, MLflow, recipe bundle, outputs."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+import yaml
+from aws_cdk import App, Environment
+from aws_cdk.assertions import Template
+
+from novapod.config import load_config, parse_config
+from novapod.environment import cdk_json_context
+from novapod.nova import render
+from novapod.nova.access import scientist_entry_id
+from novapod.stacks.nova import NovaStack
+from tests.conftest import ALL_CONFIGS, DEFAULT_CONFIG, ROOT, joined, resources
+
+EXAMPLE = ROOT / "config" / "examples" / "nova-jobs.yaml"
+SCIENTIST = "arn:aws:iam::111122223333:role/NovaScientist"
+OTHER = "arn:aws:iam::111122223333:role/NovaReviewer"
+MLFLOW_ARN = "arn:aws:sagemaker:us-east-1:111122223333:mlflow-tracking-server/novapod-nova-jobs"
+DATASETS = [
+    "lite/dpo/preferences.jsonl",
+    "lite/eval/gen_qa.jsonl",
+    "lite/eval/judge_pairs.jsonl",
+    "lite/sft/train.jsonl",
+    "lite/sft/validation.jsonl",
+    "micro/ppo/prompts.jsonl",
+    "nova2/rft/prompts.jsonl",
+]
+
+
+def nova(synth) -> tuple[Any, dict[str, Any]]:
+    result = synth(EXAMPLE)
+    return result, result.templates["nova"]
+
+
+def one(template: dict[str, Any], type_: str, prefix: str) -> dict[str, Any]:
+    found = [r for k, r in resources(template, type_).items() if k.startswith(prefix)]
+    assert len(found) == 1, (prefix, len(found))
+    return found[0]
+
+
+def statements(result, policy: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Sid -> (actions, rendered resources, condition) of a policy resource."""
+    out = {}
+    for s in policy["Properties"]["PolicyDocument"]["Statement"]:
+        actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
+        found = s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]]
+        out[s["Sid"]] = {
+            "actions": actions,
+            "resources": sorted(joined(r, result) for r in found),
+            "condition": s.get("Condition"),
+        }
+    return out
+
+
+def test_depends_on_the_hyperpod_and_storage_stacks_only(synth) -> None:
+    result = synth(EXAMPLE)
+    assert result.dependencies["nova"] == {"hyperpod", "storage"}
+    # The role name comes from the hyperpod stack's own output, never the EKS stack's.
+    template = json.dumps(result.templates["nova"])
+    assert "novapod-nova-jobs-eks" not in template
+
+
+def test_no_nova_stack_without_jobs(synth) -> None:
+    assert "nova" not in synth(DEFAULT_CONFIG).templates
+
+
+def test_scientists_get_an_access_entry_in_their_group_and_no_access_policy(synth) -> None:
+    _, template = nova(synth)
+    entries = resources(template, "AWS::EKS::AccessEntry")
+    assert list(entries) == [scientist_entry_id(SCIENTIST)]
+    props = entries[scientist_entry_id(SCIENTIST)]["Properties"]
+    assert props == {
+        "ClusterName": "novapod-nova-jobs",
+        "PrincipalArn": SCIENTIST,
+        "KubernetesGroups": ["novapod-nova-scientists"],
+        "Type": "STANDARD",
+        "Tags": props["Tags"],
+    }
+    assert "AmazonEKSClusterAdminPolicy" not in json.dumps(template)
+
+
+def _standalone(scientists: list[str]) -> dict[str, Any]:
+    data = yaml.safe_load(EXAMPLE.read_text())
+    data = copy.deepcopy(data)
+    data["nova"]["scientists"] = scientists
+    config = parse_config(data)
+    app = App(context=cdk_json_context())
+    stack = NovaStack(
+        app,
+        "Nova",
+        config=config,
+        cluster_name=config.prefix,
+        hyperpod_cluster_arn="arn:aws:sagemaker:us-east-1:111122223333:cluster/abc",
+        restricted_role_name="RestrictedRole",
+        data_bucket_name="data",
+        artifacts_bucket_name="artifacts",
+        key_arn="arn:aws:kms:us-east-1:111122223333:key/k",
+        env=Environment(account="111122223333", region="us-east-1"),
+    )
+    return Template.from_stack(stack).find_resources("AWS::EKS::AccessEntry")
+
+
+def test_reordering_the_scientists_keeps_every_entry() -> None:
+    forward = _standalone([SCIENTIST, OTHER])
+    backward = _standalone([OTHER, SCIENTIST])
+    assert forward == backward
+    assert {e["Properties"]["PrincipalArn"] for e in forward.values()} == {SCIENTIST, OTHER}
+
+
+def test_the_restricted_role_reads_datasets_writes_outputs_and_calls_its_functions(
+    synth,
+) -> None:
+    result, template = nova(synth)
+    policy = one(template, "AWS::IAM::Policy", "RestrictedGroupDataGrants")
+    # Attached to the role the hyperpod stack re-publishes from the EKS stack.
+    (role,) = policy["Properties"]["Roles"]
+    assert role == {
+        "Fn::GetStackOutput": {
+            "StackName": "novapod-nova-jobs-hyperpod",
+            "OutputName": "RestrictedGroupRoleName",
+        }
+    }
+    assert joined(role, result).startswith("${RestrictedGroupRole")
+    found = statements(result, policy)
+    assert found == {
+        "ReadDatasets": {
+            "actions": ["s3:GetObject"],
+            "resources": [f"arn:aws:s3:::${{DataBucket}}/{k}" for k in DATASETS],
+            "condition": None,
+        },
+        "ListDatasets0": {
+            "actions": ["s3:ListBucket"],
+            "resources": ["arn:aws:s3:::${DataBucket}"],
+            "condition": {
+                "StringEquals": {
+                    "s3:prefix": found["ListDatasets0"]["condition"]["StringEquals"]["s3:prefix"]
+                }
+            },
+        },
+        "WriteOutputs": {
+            "actions": ["s3:GetObject", "s3:PutObject"],
+            "resources": ["arn:aws:s3:::${ArtifactsBucket}/nova/nova-jobs/*"],
+            "condition": None,
+        },
+        "UseTheKey": {
+            "actions": ["kms:Decrypt", "kms:GenerateDataKey"],
+            "resources": ["${EncryptionKey.Arn}"],
+            "condition": None,
+        },
+        "InvokeJobFunctions": {
+            "actions": ["lambda:InvokeFunction"],
+            "resources": ["arn:aws:lambda:us-east-1:111122223333:function:nova-reward"],
+            "condition": None,
+        },
+        "TrackRuns": {
+            "actions": found["TrackRuns"]["actions"],
+            "resources": [MLFLOW_ARN],
+            "condition": None,
+        },
+    }
+    # Listing names the dataset keys exactly (no bucket-wide list).
+    assert sorted(found["ListDatasets0"]["condition"]["StringEquals"]["s3:prefix"]) == DATASETS
+    assert sorted(found["TrackRuns"]["actions"]) == sorted(
+        [
+            "sagemaker-mlflow:CreateExperiment",
+            "sagemaker-mlflow:GetExperiment",
+            "sagemaker-mlflow:GetExperimentByName",
+            "sagemaker-mlflow:CreateRun",
+            "sagemaker-mlflow:GetRun",
+            "sagemaker-mlflow:UpdateRun",
+            "sagemaker-mlflow:LogBatch",
+            "sagemaker-mlflow:LogMetric",
+            "sagemaker-mlflow:LogParam",
+            "sagemaker-mlflow:LogInputs",
+            "sagemaker-mlflow:SetTag",
+        ]
+    )
+
+
+def test_datasets_in_other_buckets_are_granted_by_object_and_listed_by_prefix() -> None:
+    from novapod.nova.access import data_grants
+
+    data = yaml.safe_load(EXAMPLE.read_text())
+    data["jobs"][0]["data"] = {"train": "s3://team-data/sft/train.jsonl"}
+    grants = data_grants(parse_config(data))
+    assert grants.external == {"team-data": ("sft/train.jsonl",)}
+    assert "sft/train.jsonl" not in grants.data_keys
+    assert grants.lambdas == ("arn:aws:lambda:us-east-1:111122223333:function:nova-reward",)
+
+
+def test_the_scientist_policy_reads_and_describes_only(synth) -> None:
+    result, template = nova(synth)
+    policy = one(template, "AWS::IAM::ManagedPolicy", "ScientistPolicy")
+    found = statements(result, policy)
+    assert found["DescribeHyperPodCluster"]["resources"] == ["${HyperPodCluster.ClusterArn}"]
+    assert found["DescribeEksCluster"]["resources"] == [
+        "arn:aws:eks:us-east-1:111122223333:cluster/novapod-nova-jobs"
+    ]
+    assert found["ReadOutputsAndBundle"] == {
+        "actions": ["s3:GetObject"],
+        "resources": [
+            "arn:aws:s3:::${ArtifactsBucket}/nova/nova-jobs/*",
+            "arn:aws:s3:::${ArtifactsBucket}/recipes/*",
+        ],
+        "condition": None,
+    }
+    assert found["ReadStackOutputs"]["resources"] == [
+        f"arn:aws:cloudformation:us-east-1:111122223333:stack/novapod-nova-jobs-{k}/*"
+        for k in ("hyperpod", "nova", "storage")
+    ]
+    assert found["ReadExperiments"]["resources"] == [MLFLOW_ARN]
+    writes = [a for s in found.values() for a in s["actions"] if ":Put" in a or ":Create" in a]
+    assert writes == ["sagemaker:CreatePresignedMlflowTrackingServerUrl"]
+    outputs = template["Outputs"]
+    assert outputs["ScientistPolicyArn"]["Value"] == {
+        "Ref": next(k for k in resources(template, "AWS::IAM::ManagedPolicy"))
+    }
+
+
+def test_mlflow_tracking_server_stores_artifacts_under_mlflow_with_its_own_role(synth) -> None:
+    result, template = nova(synth)
+    ((server_id, server),) = resources(template, "AWS::SageMaker::MlflowTrackingServer").items()
+    assert server["DeletionPolicy"] == "Retain"
+    props = server["Properties"]
+    assert props["TrackingServerName"] == "novapod-nova-jobs"
+    assert props["TrackingServerSize"] == "Small"
+    assert joined(props["ArtifactStoreUri"], result) == "s3://${ArtifactsBucket}/mlflow/"
+    role_id = props["RoleArn"]["Fn::GetAtt"][0]
+    role = template["Resources"][role_id]
+    trust = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert [s["Principal"] for s in trust] == [{"Service": "sagemaker.amazonaws.com"}]
+    policy = one(template, "AWS::IAM::Policy", "MlflowPolicy")
+    assert policy["Properties"]["Roles"] == [{"Ref": role_id}]
+    assert statements(result, policy) == {
+        "ListArtifactStore": {
+            "actions": ["s3:ListBucket"],
+            "resources": ["arn:aws:s3:::${ArtifactsBucket}"],
+            "condition": {"StringLike": {"s3:prefix": ["mlflow/*"]}},
+        },
+        "ReadWriteArtifacts": {
+            "actions": ["s3:GetObject", "s3:PutObject"],
+            "resources": ["arn:aws:s3:::${ArtifactsBucket}/mlflow/*"],
+            "condition": None,
+        },
+        "UseTheKey": {
+            "actions": ["kms:Decrypt", "kms:GenerateDataKey"],
+            "resources": ["${EncryptionKey.Arn}"],
+            "condition": None,
+        },
+    }
+    assert template["Outputs"]["MlflowTrackingServerArn"]["Value"] == {
+        "Fn::GetAtt": [server_id, "TrackingServerArn"]
+    }
+
+
+def bundle_files(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        r["Properties"]["Key"]: r["Properties"]
+        for r in resources(template, "Custom::NovaBundleFile").values()
+    }
+
+
+def test_every_bundle_file_is_written_under_recipes(synth) -> None:
+    result, template = nova(synth)
+    files = bundle_files(template)
+    expected = {"recipes/" + p for p in render.bundle(load_config(EXAMPLE))}
+    assert set(files) == expected
+    assert "recipes/index.json" in files
+    for props in files.values():
+        assert joined(props["Bucket"], result) == "${ArtifactsBucket}"
+
+
+def test_a_recipe_body_is_substituted_by_cloudformation_with_omegaconf_escaped(synth) -> None:
+    _, template = nova(synth)
+    text = render.bundle(load_config(EXAMPLE))["recipes/nova2-rft.yaml"]
+    # The recipe's own OmegaConf interpolations, which Fn::Sub must leave as they are.
+    assert "${oc.select:run.reward_lambda_arn}" in text
+    expected = text.replace("${oc.select:", "${!oc.select:")
+    storage = "novapod-nova-jobs-storage"
+    assert bundle_files(template)["recipes/recipes/nova2-rft.yaml"]["Body"] == {
+        "Fn::Sub": [
+            expected,
+            {
+                "DataBucket": {
+                    "Fn::GetStackOutput": {"StackName": storage, "OutputName": "DataBucketName"}
+                },
+                "ArtifactsBucket": {
+                    "Fn::GetStackOutput": {
+                        "StackName": storage,
+                        "OutputName": "ArtifactsBucketName",
+                    }
+                },
+            },
+        ]
+    }
+
+
+def test_the_mlflow_recipe_gets_the_servers_arn(synth) -> None:
+    _, template = nova(synth)
+    (server_id,) = resources(template, "AWS::SageMaker::MlflowTrackingServer")
+    body = bundle_files(template)["recipes/recipes/lite-sft.yaml"]["Body"]["Fn::Sub"]
+    assert "mlflow_tracking_uri: ${MlflowTrackingServerArn}\n" in body[0]
+    assert body[1]["MlflowTrackingServerArn"] == {"Fn::GetAtt": [server_id, "TrackingServerArn"]}
+    # Only the names a file uses (cfn-lint flags unused Fn::Sub variables).
+    assert set(body[1]) == {"DataBucket", "ArtifactsBucket", "MlflowTrackingServerArn"}
+    launch = bundle_files(template)["recipes/launch/lite-sft.json"]["Body"]["Fn::Sub"]
+    assert launch[1]["ClusterName"] == "novapod-nova-jobs"  # known at synth
+    assert set(launch[1]) == {
+        "DataBucket",
+        "ArtifactsBucket",
+        "ClusterName",
+        "MlflowTrackingServerArn",
+    }
+
+
+# CloudFormation reads templates of at most 1 MB from S3, and invokes a custom
+# resource's function asynchronously, whose event is at most 256 KB (Lambda quotas).
+TEMPLATE_LIMIT = 1_000_000
+EVENT_LIMIT = 256 * 1024
+
+
+@pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: p.name)
+def test_templates_and_bundle_events_stay_within_limits(synth, path) -> None:
+    result = synth(path)
+    for kind, template in result.templates.items():
+        assert len(json.dumps(template)) < TEMPLATE_LIMIT, kind
+    for props in bundle_files(result.templates.get("nova", {"Resources": {}})).values():
+        assert len(json.dumps(props)) < EVENT_LIMIT // 4, props["Key"]
+
+
+def test_outputs_say_where_things_are(synth) -> None:
+    result, template = nova(synth)
+    outputs = template["Outputs"]
+    assert all(o.get("Description") for o in outputs.values())
+    assert outputs["ConnectClusterCommand"]["Value"] == (
+        "hyperpod connect-cluster --cluster-name novapod-nova-jobs --region us-east-1 "
+        "--namespace kubeflow"
+    )
+    assert outputs["Namespace"]["Value"] == "kubeflow"
+    assert joined(outputs["RecipeIndexUri"]["Value"], result) == (
+        "s3://${ArtifactsBucket}/recipes/index.json"
+    )
+    assert joined(outputs["OutputsPrefix"]["Value"], result) == (
+        "s3://${ArtifactsBucket}/nova/nova-jobs/"
+    )
+    assert outputs["RecipeBundleLogGroup"]["Value"]["Ref"].startswith("RecipeBundleLogs")
+
+
+def test_launch_specs_use_the_configured_namespace() -> None:
+    data = yaml.safe_load(EXAMPLE.read_text())
+    data["nova"]["namespace"] = "nova-team"
+    config = parse_config(data)
+    spec = render.launch_spec(config, config.jobs[0])
+    assert spec["namespace"] == "nova-team"
+    assert spec["commands"][0][-2:] == ["--namespace", "nova-team"]

@@ -1,0 +1,182 @@
+"""The nova section: its defaults, and each mistake as one sentence at its field path."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from novapod.config import ConfigError, load_config, parse_config
+from tests.conftest import ROOT
+from tests.unit.test_config import FULL
+
+SCIENTIST = "arn:aws:iam::111122223333:role/NovaScientist"
+ADMIN = "arn:aws:iam::111122223333:role/PlatformAdmin"
+EVAL = {
+    "name": "sft-eval",
+    "model": "lite",
+    "technique": "evaluation",
+    "hours_per_run": 2,
+    "instance_group": "rig",
+    "from": "job:sft",
+    "evaluation": {"task": "general-text"},
+}
+
+
+def full(nova: dict[str, Any] | None = None, **changes: Any) -> dict[str, Any]:
+    data = copy.deepcopy(FULL)
+    data["jobs"].append(copy.deepcopy(EVAL))
+    data.update(changes)
+    if nova is not None:
+        data["nova"] = nova
+    return data
+
+
+def issues(data: dict[str, Any]) -> list[tuple[str, str]]:
+    with pytest.raises(ConfigError) as info:
+        parse_config(data)
+    return info.value.issues
+
+
+def test_defaults_without_a_nova_section() -> None:
+    config = parse_config(full())
+    assert config.nova is None
+    assert config.has_nova_stack
+    nova = config.nova_settings
+    assert (nova.namespace, nova.scientists, nova.bedrock_models) == ("kubeflow", [], [])
+    assert (nova.mlflow.enabled, nova.mlflow.size) == (False, "Small")
+
+
+def test_a_full_nova_section_is_kept() -> None:
+    config = parse_config(
+        full(
+            {
+                "namespace": "nova-jobs",
+                "scientists": [SCIENTIST],
+                "mlflow": {"enabled": True, "size": "Medium"},
+                "bedrock_models": [
+                    {"name": "lite-sft-model", "job": "sft", "deployment": "on-demand"}
+                ],
+            }
+        )
+    )
+    nova = config.nova_settings
+    assert nova.namespace == "nova-jobs"
+    assert nova.scientists == [SCIENTIST]
+    assert nova.mlflow.size == "Medium"
+    model = nova.bedrock_models[0]
+    assert (model.name, model.job, model.deployment, model.retain) == (
+        "lite-sft-model",
+        "sft",
+        "on-demand",
+        True,
+    )
+
+
+def test_the_example_serves_its_mlflow_job() -> None:
+    config = load_config(ROOT / "config/examples/nova-jobs.yaml")
+    assert config.nova_settings.mlflow.enabled
+    assert config.nova_settings.scientists == [SCIENTIST]
+    assert [j.name for j in config.jobs if j.mlflow] == ["lite-sft"]
+
+
+MISTAKES = [
+    # (case id, data, expected (path, message))
+    (
+        "mlflow-job-without-server",
+        full(jobs=[{**FULL["jobs"][0], "mlflow": True}]),
+        (
+            "jobs[0].mlflow",
+            "the job logs to the environment's MLflow server; set nova.mlflow.enabled: true, "
+            "or mlflow: false",
+        ),
+    ),
+    (
+        "scientist-twice",
+        full({"scientists": [SCIENTIST, SCIENTIST]}),
+        ("nova.scientists[1]", f"{SCIENTIST} is listed twice; remove one"),
+    ),
+    (
+        "scientist-is-admin",
+        full({"scientists": [ADMIN]}, eks={"admin_principals": [ADMIN]}),
+        (
+            "nova.scientists[0]",
+            f"{ADMIN} is in eks.admin_principals, and a principal has one access entry per "
+            "cluster; remove it from one of the lists",
+        ),
+    ),
+    (
+        "scientist-is-a-user",
+        full({"scientists": ["arn:aws:iam::111122223333:user/alice"]}),
+        (
+            "nova.scientists[0]",
+            "'arn:aws:iam::111122223333:user/alice' does not match an IAM role ARN such as "
+            "arn:aws:iam::111122223333:role/NovaScientist",
+        ),
+    ),
+    (
+        "bedrock-unknown-job",
+        full({"bedrock_models": [{"name": "m", "job": "sfx"}]}),
+        ("nova.bedrock_models[0].job", "no job is named sfx; use one of sft"),
+    ),
+    (
+        "bedrock-evaluation-job",
+        full({"bedrock_models": [{"name": "m", "job": "sft-eval"}]}),
+        (
+            "nova.bedrock_models[0].job",
+            "sft-eval (evaluation) leaves no checkpoint of its own to import; use a training "
+            "job: sft",
+        ),
+    ),
+    (
+        "bedrock-name-twice",
+        full({"bedrock_models": [{"name": "m", "job": "sft"}, {"name": "m", "job": "sft"}]}),
+        ("nova.bedrock_models[1].name", "m is used twice; rename one"),
+    ),
+    (
+        "reserved-namespace",
+        full({"namespace": "kube-system"}),
+        (
+            "nova.namespace",
+            "kube-system is a namespace Kubernetes or HyperPod keeps for itself; use another, "
+            "such as kubeflow",
+        ),
+    ),
+    (
+        "nova-without-hyperpod",
+        {k: v for k, v in full({"scientists": [SCIENTIST]}).items() if k != "hyperpod"}
+        | {"jobs": [{**FULL["jobs"][0], "instance_group": None, "plan": "main"}]},
+        (
+            "nova",
+            "the Nova environment stack serves jobs on a HyperPod cluster; add jobs and a "
+            "hyperpod section, or remove nova",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"), [m[1:] for m in MISTAKES], ids=[m[0] for m in MISTAKES]
+)
+def test_mistake_is_one_sentence_at_its_field(
+    data: dict[str, Any], expected: tuple[str, str]
+) -> None:
+    assert expected in issues(data)
+
+
+def test_a_sizing_only_config_may_mark_jobs_for_mlflow() -> None:
+    # No hyperpod section, so no Nova stack to enable a server in: the recipes keep the
+    # placeholder and `novapod launch` says what is missing.
+    data = full(
+        hyperpod=None,
+        jobs=[{**FULL["jobs"][0], "instance_group": None, "plan": "main", "mlflow": True}],
+    )
+    data.pop("hyperpod")
+    assert parse_config(data).jobs[0].mlflow
+
+
+def test_namespace_must_be_a_dns_label() -> None:
+    found = issues(full({"namespace": "Nova_Jobs"}))
+    assert found[0][0] == "nova.namespace"
+    assert "lowercase letters, digits and '-'" in found[0][1]
