@@ -1,8 +1,8 @@
 """Launch a job: its HyperPod CLI commands with every deploy-time and run-time name resolved.
 
 `render.launch_spec` leaves placeholders: `${DataBucket}`, `${ArtifactsBucket}`,
-`${ClusterName}` (outputs of the deployed stacks), `${MlflowTrackingServerArn}` (no
-stack outputs it yet) and `{{checkpoint:<job>}}` (what a finished job's manifest
+`${ClusterName}`, `${MlflowTrackingServerArn}` (outputs of the deployed stacks) and
+`{{checkpoint:<job>}}` (what a finished job's manifest
 names). This module finds the values with the caller's credentials (CloudFormation
 DescribeStacks, S3 ListObjectsV2/GetObject) and refuses, with one sentence, when one
 cannot be found. The AWS clients are passed in, so tests point them at a fake.
@@ -37,12 +37,13 @@ from novapod.nova.catalog import CatalogError, catalog
 if TYPE_CHECKING:
     from novapod.config import Job, NovapodConfig
 
-# Placeholder -> (stack, output key): the outputs StorageStack and HyperPodStack declare
-# (novapod/stacks/storage.py, novapod/stacks/hyperpod.py). MLflow has no stack yet.
+# Placeholder -> (stack, output key): the outputs StorageStack, HyperPodStack and
+# NovaStack declare (novapod/stacks/storage.py, hyperpod.py, nova.py).
 STACK_OUTPUTS: Mapping[str, tuple[str, str]] = {
     "DataBucket": ("storage", "DataBucketName"),
     "ArtifactsBucket": ("storage", "ArtifactsBucketName"),
     "ClusterName": ("hyperpod", "ClusterName"),
+    "MlflowTrackingServerArn": ("nova", "MlflowTrackingServerArn"),
 }
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z]+)\}|\{\{checkpoint:([a-z0-9-]+)\}\}")
 OVERRIDES_FLAG = "--override-parameters"
@@ -276,12 +277,6 @@ def prepare(config: NovapodConfig, name: str, *, cfn: Any, s3: Any, force: bool 
             )
     resolved = resolve_commands(commands, values)
     left = placeholders_in(resolved)
-    if render.MLFLOW_ARN in left:
-        raise LaunchError(
-            f"job {name} has mlflow: true but no deployed stack outputs an MLflow tracking "
-            "server (the Nova environment stack, next to come, provides it); set mlflow: "
-            "false to launch now"
-        )
     if left:  # every placeholder render writes is handled above; this guards new ones
         raise LaunchError(f"job {name}: cannot resolve {', '.join(left)}")
     return Launch(

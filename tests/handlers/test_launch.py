@@ -285,13 +285,23 @@ def test_an_aws_failure_is_exit_1_with_the_services_words(plane, tmp_path, capsy
     )
 
 
-def test_mlflow_jobs_wait_for_the_tracking_server(plane, tmp_path, capsys) -> None:
+def test_mlflow_jobs_need_the_nova_stack_deployed(plane, tmp_path, capsys) -> None:
     assert launch(tmp_path, "tracked") == 2
     assert capsys.readouterr().err == (
-        "novapod launch: job tracked has mlflow: true but no deployed stack outputs an MLflow "
-        "tracking server (the Nova environment stack, next to come, provides it); set mlflow: "
-        "false to launch now\n"
+        "novapod launch: stack novapod-nova-lite-nova is not deployed in us-east-1; deploy the "
+        "environment first (cdk deploy novapod-nova-lite-nova)\n"
     )
+
+
+def test_mlflow_jobs_log_to_the_deployed_tracking_server(plane, tmp_path, capsys) -> None:
+    server = "arn:aws:sagemaker:us-east-1:111122223333:mlflow-tracking-server/novapod-nova-lite"
+    plane.add_stack("novapod-nova-lite-nova", {"MlflowTrackingServerArn": server})
+    assert launch(tmp_path, "tracked") == 0
+    start = shlex.split(capsys.readouterr().out.splitlines()[-1])
+    overrides = json.loads(start[start.index("--override-parameters") + 1])
+    assert overrides["recipes.run.mlflow_tracking_uri"] == server
+    assert overrides["recipes.run.mlflow_experiment_name"] == "novapod-nova-lite"
+    assert overrides["recipes.run.mlflow_run_name"] == "tracked"
 
 
 def test_unknown_and_unlaunchable_jobs(tmp_path, capsys) -> None:
