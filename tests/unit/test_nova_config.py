@@ -180,3 +180,12 @@ def test_namespace_must_be_a_dns_label() -> None:
     found = issues(full({"namespace": "Nova_Jobs"}))
     assert found[0][0] == "nova.namespace"
     assert "lowercase letters, digits and '-'" in found[0][1]
+
+
+def test_bedrock_models_warn_that_this_release_does_not_import_them() -> None:
+    config = parse_config(full({"bedrock_models": [{"name": "m", "job": "sft"}]}))
+    assert config.warnings() == [
+        "nova.bedrock_models: checked, but this release does not import them yet (the "
+        "Bedrock import custom resource is not in the nova stack); nothing is imported"
+    ]
+    assert parse_config(full({})).warnings() == []
