@@ -126,6 +126,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             cluster_name=prefix,
             hyperpod_cluster_arn=hyperpod.cluster.attr_cluster_arn,
             restricted_role_name=hyperpod.execution_role_names.get("restricted"),
+            placement=hyperpod.placement,
             data_bucket_name=Fn.get_stack_output(storage.stack_name, "DataBucketName"),
             artifacts_bucket_name=Fn.get_stack_output(storage.stack_name, "ArtifactsBucketName"),
             key_arn=Fn.get_stack_output(storage.stack_name, "KeyArn"),

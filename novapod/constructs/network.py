@@ -60,6 +60,17 @@ class VpcHandle:
 
 
 @dataclass(frozen=True)
+class PrivatePlacement:
+    """Where a function runs beside the cluster: the VPC, its private subnets and the
+    security group of the HyperPod nodes and the EKS control plane, as IDs (a later
+    stack reads them from the stack that re-publishes them)."""
+
+    vpc_id: str
+    subnet_ids: tuple[str, ...]
+    security_group_id: str
+
+
+@dataclass(frozen=True)
 class EgressHandover:
     """What NAT egress is built from, by zone ID, typed (no lookups).
 

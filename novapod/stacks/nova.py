@@ -33,6 +33,8 @@ from constructs import Construct
 
 from novapod.config import NovapodConfig
 from novapod.constructs.acknowledge import acknowledge, nag_resource
+from novapod.constructs.network import PrivatePlacement
+from novapod.constructs.nova_environment.construct import nova_environment
 from novapod.constructs.recipe_bundle.construct import RecipeBundle
 from novapod.nova import render
 from novapod.nova.access import (
@@ -98,6 +100,7 @@ class NovaStack(Stack):
         cluster_name: str,
         hyperpod_cluster_arn: str,
         restricted_role_name: str | None,
+        placement: PrivatePlacement,
         data_bucket_name: str,
         artifacts_bucket_name: str,
         key_arn: str,
@@ -154,6 +157,14 @@ class NovaStack(Stack):
             log_retention_days=config.eks.log_retention_days if config.eks else 365,
         )
         self._outputs(nova.namespace)
+        # The deploy-time check that the cluster can take a Nova job (and its log's output).
+        self.environment_check = nova_environment(
+            self,
+            config=config,
+            cluster_name=cluster_name,
+            hyperpod_cluster_arn=hyperpod_cluster_arn,
+            placement=placement,
+        )
 
     def _objects(self, prefix: str) -> str:
         return self.artifacts_bucket.arn_for_objects(f"{prefix}*")

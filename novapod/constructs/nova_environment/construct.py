@@ -1,0 +1,300 @@
+"""The NovaEnvironment custom resource: checks at deploy that the cluster can take a Nova job.
+
+`NovaEnvironment` holds the handler (code in `handler/`, beside this file) behind a CDK
+`Provider` and one custom resource. is_complete waits for the HyperPod cluster, then
+reads the namespace and the training operator's CRD through the EKS cluster's private
+API endpoint, so it runs in the private subnets in a security group of its own, and
+its role has an EKS access entry. on_event only logs the request: it stays outside the
+VPC (no network interface to create for it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from aws_cdk import Aws, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from novapod.config import NovapodConfig
+from novapod.constructs.acknowledge import acknowledge, nag_resource
+from novapod.constructs.network import PrivatePlacement
+from novapod.constructs.provider import HandlerProvider, default_policy
+from novapod.naming import training_plan_name
+
+HANDLER_ROOT = Path(__file__).resolve().parent
+RESOURCE_TYPE = "Custom::NovapodNovaEnvironment"
+# The CRD the Nova recipes' PyTorchJobs need (handler/decisions.py, KNOWN_CRDS).
+REQUIRED_CRDS = ("pytorchjobs.kubeflow.org",)
+# How long is_complete waits for the HyperPod cluster to be InService before it fails
+# with its own sentence; the Provider gives up a few minutes later (CloudFormation
+# allows a custom resource one hour).
+CHECK_TIMEOUT_SECONDS = 3000
+TOTAL_TIMEOUT = Duration.minutes(55)
+QUERY_INTERVAL = Duration.seconds(30)
+ON_EVENT_TIMEOUT = Duration.minutes(1)
+# At least handler/index.py worst_case_seconds(MAX_GROUPS, MAX_CRDS) (600 s): every
+# AWS and Kubernetes call retried to its limit (tests check the bound).
+IS_COMPLETE_TIMEOUT = Duration.minutes(11)
+HTTPS = 443
+# AmazonEKSViewPolicy reads namespaces but no apiextensions.k8s.io resources;
+# AmazonEKSAdminViewPolicy is get/list/watch on every API group and resource, so it
+# covers customresourcedefinitions (docs.aws.amazon.com/eks/latest/userguide/
+# access-policy-permissions.html). CRDs and namespaces are cluster-scoped objects, which
+# a namespace-scoped association does not authorize: the association is cluster-wide.
+# It is read-only but includes Secrets; a ClusterRole of get on exactly these two kinds
+# needs a manifest in the cluster, which this release does not apply.
+ACCESS_POLICY = "AmazonEKSAdminViewPolicy"
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """A restricted instance group and the ARN of its training plan."""
+
+    name: str
+    plan_arn: str
+
+
+def restricted_group_plans(scope: Construct, config: NovapodConfig) -> list[GroupPlan]:
+    """Each restricted group's plan ARN, as the HyperPod stack writes it: the adopted
+    ARN, else the deterministic name of the plan this environment buys."""
+    assert config.hyperpod is not None
+    requests = {spec.name: (spec, request) for spec, request in config.training_plan_requests()}
+    stack = Stack.of(scope)
+    out = []
+    for group in config.hyperpod.restricted_instance_groups:
+        spec, request = requests[group.training_plan]
+        arn = spec.existing_arn or stack.format_arn(
+            service="sagemaker",
+            resource="training-plan",
+            resource_name=training_plan_name(config.name, request),
+        )
+        out.append(GroupPlan(group.name, arn))
+    return out
+
+
+class NovaEnvironment(Construct):
+    """The check, its handlers, its network placement and its cluster access.
+
+    Attributes: `resource` (the custom resource), `handlers` (HandlerProvider),
+    `log_group` (is_complete's: the progress of every poll and the verdict),
+    `security_group`, `access_entry`.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        cluster_name: str,
+        eks_cluster_name: str,
+        hyperpod_cluster_arn: str,
+        namespace: str,
+        groups: Sequence[GroupPlan],
+        placement: PrivatePlacement,
+        log_retention_days: int,
+    ) -> None:
+        super().__init__(scope, id_)
+        stack = Stack.of(self)
+        self.handlers = HandlerProvider(
+            self,
+            "Handlers",
+            code=lambda_.Code.from_asset(
+                str(HANDLER_ROOT),
+                exclude=["*.py", "**/__pycache__", "**/*.pyc", "!handler/*.py"],
+            ),
+            purpose="NovaEnvironment",
+            on_event_timeout=ON_EVENT_TIMEOUT,
+            is_complete_timeout=IS_COMPLETE_TIMEOUT,
+            query_interval=QUERY_INTERVAL,
+            total_timeout=TOTAL_TIMEOUT,
+            log_retention_days=log_retention_days,
+        )
+        check = self.handlers.is_complete
+        assert check.role is not None
+        self.log_group: logs.ILogGroup = self.handlers.is_complete_logs
+
+        # A group of its own: HTTPS out only (the SageMaker, EKS and STS APIs through the
+        # VPC's NAT route or endpoints, and the EKS private endpoint), nothing in.
+        self.security_group = ec2.CfnSecurityGroup(
+            self,
+            "SecurityGroup",
+            vpc_id=placement.vpc_id,
+            group_description="novapod NovaEnvironment check: HTTPS to the EKS API and AWS APIs",
+            security_group_egress=[
+                ec2.CfnSecurityGroup.EgressProperty(
+                    ip_protocol="tcp",
+                    from_port=HTTPS,
+                    to_port=HTTPS,
+                    cidr_ip="0.0.0.0/0",
+                    description="HTTPS to the EKS API endpoint and AWS service APIs",
+                )
+            ],
+        )
+        # The private endpoint answers on the control plane's cross-account network
+        # interfaces, which carry the security groups given at CreateCluster
+        # (securityGroupIds, docs.aws.amazon.com/eks/latest/APIReference/
+        # API_VpcConfigRequest.html): the EKS stack gives the HyperPod group. Admit the
+        # check there on HTTPS, as the cluster bootstrap's build is admitted.
+        ingress = ec2.CfnSecurityGroupIngress(
+            self,
+            "EksApiIngress",
+            group_id=placement.security_group_id,
+            source_security_group_id=self.security_group.attr_group_id,
+            ip_protocol="tcp",
+            from_port=HTTPS,
+            to_port=HTTPS,
+            description="novapod NovaEnvironment check to the EKS API",
+        )
+        cfn_check = check.node.default_child
+        assert isinstance(cfn_check, lambda_.CfnFunction)
+        # Set on the L1: the L2's vpc option attaches AWSLambdaVPCAccessExecutionRole,
+        # which may write to every log group; the ENI permissions are granted below.
+        cfn_check.add_property_override(
+            "VpcConfig",
+            {
+                "SubnetIds": list(placement.subnet_ids),
+                "SecurityGroupIds": [self.security_group.attr_group_id],
+            },
+        )
+        # What Lambda needs in the execution role to attach a function to a VPC, as
+        # docs.aws.amazon.com/lambda/latest/dg/configuration-vpc.html lists it:
+        # DescribeNetworkInterfaces only on "*", the others on this account's EC2
+        # resources (the documented arn:aws:ec2:<region>:<account>:*/* form).
+        account_ec2 = f"arn:{Aws.PARTITION}:ec2:{stack.region}:{stack.account}:*/*"
+        check.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="AttachToVpc",
+                actions=[
+                    "ec2:CreateNetworkInterface",
+                    "ec2:DeleteNetworkInterface",
+                    "ec2:AssignPrivateIpAddresses",
+                    "ec2:UnassignPrivateIpAddresses",
+                ],
+                resources=[account_ec2],
+            )
+        )
+        check.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="DescribeNetworkInterfaces",
+                actions=["ec2:DescribeNetworkInterfaces"],
+                resources=["*"],
+            )
+        )
+        check.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="DescribeHyperPodCluster",
+                actions=["sagemaker:DescribeCluster"],
+                resources=[hyperpod_cluster_arn],
+            )
+        )
+        eks_cluster_arn = stack.format_arn(
+            service="eks", resource="cluster", resource_name=eks_cluster_name
+        )
+        check.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="DescribeEksCluster",
+                actions=["eks:DescribeCluster"],
+                resources=[eks_cluster_arn],
+            )
+        )
+        if groups:
+            check.add_to_role_policy(
+                iam.PolicyStatement(
+                    sid="DescribeGroupPlans",
+                    actions=["sagemaker:DescribeTrainingPlan"],
+                    resources=sorted({g.plan_arn for g in groups}),
+                )
+            )
+        policy = default_policy(check.role)
+        acknowledge(
+            policy,
+            "AwsSolutions-IAM5[Resource::*]",
+            "ec2:DescribeNetworkInterfaces has no resource-level permissions; Lambda needs "
+            "it in the role of a function attached to a VPC (configuration-vpc.html).",
+        )
+        acknowledge(
+            policy,
+            f"AwsSolutions-IAM5[Resource::{nag_resource(self, account_ec2)}]",
+            "Lambda creates and deletes the function's network interfaces, whose IDs are "
+            "unknown in advance; limited to this account and Region as the Lambda docs show.",
+        )
+
+        self.access_entry = eks.CfnAccessEntry(
+            self,
+            "AccessEntry",
+            cluster_name=eks_cluster_name,
+            principal_arn=check.role.role_arn,
+            type="STANDARD",
+            access_policies=[
+                eks.CfnAccessEntry.AccessPolicyProperty(
+                    policy_arn=f"arn:{Aws.PARTITION}:eks::aws:cluster-access-policy/{ACCESS_POLICY}",
+                    access_scope=eks.CfnAccessEntry.AccessScopeProperty(type="cluster"),
+                )
+            ],
+        )
+
+        properties: dict[str, object] = {
+            "ClusterName": cluster_name,
+            "EksClusterName": eks_cluster_name,
+            "Namespace": namespace,
+            "RestrictedGroups": [{"Name": g.name, "TrainingPlanArn": g.plan_arn} for g in groups],
+            "RequiredCrds": list(REQUIRED_CRDS),
+            "TimeoutSeconds": str(CHECK_TIMEOUT_SECONDS),
+            "RoleArn": check.role.role_arn,
+        }
+        self.resource = CustomResource(
+            self,
+            "Resource",
+            service_token=self.handlers.service_token,
+            resource_type=RESOURCE_TYPE,
+            properties=properties,
+            # The check creates nothing: deleting it deletes nothing.
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        # The check needs its cluster access, its network path and its permissions
+        # before the first poll (and they stay until it is deleted).
+        self.resource.node.add_dependency(self.access_entry, ingress, check.role)
+
+    def output(self, scope: Construct) -> CfnOutput:
+        return CfnOutput(
+            scope,
+            "NovaEnvironmentLogGroup",
+            value=self.log_group.log_group_name,
+            description="Log group of the deploy-time check that the cluster can take a Nova "
+            "job (cluster InService, namespace and PyTorchJob CRD present, each restricted "
+            "group's nodes or plan start); one JSON line per step.",
+        )
+
+
+def nova_environment(
+    scope: Construct,
+    *,
+    config: NovapodConfig,
+    cluster_name: str,
+    hyperpod_cluster_arn: str,
+    placement: PrivatePlacement,
+) -> NovaEnvironment:
+    """The environment's check in `scope` (NovaStack), with its log group's output.
+
+    The HyperPod and EKS clusters share the name `novapod-<env>` (environment.py).
+    """
+    check = NovaEnvironment(
+        scope,
+        "NovaEnvironment",
+        cluster_name=cluster_name,
+        eks_cluster_name=cluster_name,
+        hyperpod_cluster_arn=hyperpod_cluster_arn,
+        namespace=config.nova_settings.namespace,
+        groups=restricted_group_plans(scope, config),
+        placement=placement,
+        log_retention_days=config.eks.log_retention_days if config.eks else 365,
+    )
+    check.output(scope)
+    return check

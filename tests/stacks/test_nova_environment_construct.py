@@ -1,0 +1,212 @@
+"""The NovaEnvironment custom resource in NovaStack: permissions, cluster access, network
+placement, timeouts, properties and the log group's output (config/examples/nova-jobs.yaml)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from novapod.constructs.nova_environment.handler import decisions, index
+from tests.conftest import ROOT, joined, producer_value, resources
+
+EXAMPLE = ROOT / "config" / "examples" / "nova-jobs.yaml"
+ACCOUNT_REGION = "us-east-1:111122223333"
+CLUSTER = "novapod-nova-jobs"
+PLANS = {
+    "rig-tune": f"arn:aws:sagemaker:{ACCOUNT_REGION}:training-plan/novapod-nova-jobs-tune-3c2b60dc",
+    "rig-rl": f"arn:aws:sagemaker:{ACCOUNT_REGION}:training-plan/novapod-nova-jobs-rl-dac943c0",
+}
+
+
+@pytest.fixture(scope="module")
+def nova(synth) -> tuple[Any, dict[str, Any]]:
+    result = synth(EXAMPLE)
+    return result, result.templates["nova"]
+
+
+def only(template: dict[str, Any], type_: str, prefix: str = "NovaEnvironment") -> tuple[str, Any]:
+    found = [(k, r) for k, r in resources(template, type_).items() if k.startswith(prefix)]
+    assert len(found) == 1, (type_, prefix, [k for k, _ in found])
+    return found[0]
+
+
+def logical_id(value: dict[str, Any]) -> str:
+    return value["Fn::GetAtt"][0] if "Fn::GetAtt" in value else value["Ref"]
+
+
+def check_role(template: dict[str, Any]) -> str:
+    _, resource = only(template, "Custom::NovapodNovaEnvironment")
+    return logical_id(resource["Properties"]["RoleArn"])
+
+
+def test_the_check_reads_exactly_its_cluster_its_plans_and_manages_its_interfaces(nova) -> None:
+    result, template = nova
+    role = check_role(template)
+    policies = [
+        p
+        for p in resources(template, "AWS::IAM::Policy").values()
+        if {"Ref": role} in p["Properties"]["Roles"]
+    ]
+    assert len(policies) == 1
+    got = {
+        s.get("Sid", "logs"): (
+            sorted(s["Action"] if isinstance(s["Action"], list) else [s["Action"]]),
+            sorted(
+                joined(r, result)
+                for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]])
+            ),
+        )
+        for s in policies[0]["Properties"]["PolicyDocument"]["Statement"]
+    }
+    hyperpod_arn = got["DescribeHyperPodCluster"][1]
+    assert got == {
+        "logs": (["logs:CreateLogStream", "logs:PutLogEvents"], got["logs"][1]),
+        "AttachToVpc": (
+            [
+                "ec2:AssignPrivateIpAddresses",
+                "ec2:CreateNetworkInterface",
+                "ec2:DeleteNetworkInterface",
+                "ec2:UnassignPrivateIpAddresses",
+            ],
+            ["arn:${AWS::Partition}:ec2:us-east-1:111122223333:*/*"],
+        ),
+        "DescribeNetworkInterfaces": (["ec2:DescribeNetworkInterfaces"], ["*"]),
+        "DescribeHyperPodCluster": (["sagemaker:DescribeCluster"], hyperpod_arn),
+        "DescribeEksCluster": (
+            ["eks:DescribeCluster"],
+            [f"arn:aws:eks:{ACCOUNT_REGION}:cluster/{CLUSTER}"],
+        ),
+        "DescribeGroupPlans": (["sagemaker:DescribeTrainingPlan"], sorted(PLANS.values())),
+    }
+    # The HyperPod cluster's own ARN, read from the hyperpod stack.
+    assert hyperpod_arn == ["${HyperPodCluster.ClusterArn}"]
+    # Its logs go to its own log group only.
+    assert got["logs"][1] == ["${" + logical_id(check_log_group_ref(template)) + ".Arn}"]
+
+
+def check_log_group_ref(template: dict[str, Any]) -> dict[str, Any]:
+    _, function = only(template, "AWS::Lambda::Function", "NovaEnvironmentHandlersIsComplete")
+    return function["Properties"]["LoggingConfig"]["LogGroup"]
+
+
+def test_the_check_role_has_a_cluster_wide_read_only_access_entry(nova) -> None:
+    _, template = nova
+    _, entry = only(template, "AWS::EKS::AccessEntry")
+    props = entry["Properties"]
+    assert props["ClusterName"] == CLUSTER
+    assert props["PrincipalArn"] == {"Fn::GetAtt": [check_role(template), "Arn"]}
+    assert props["Type"] == "STANDARD"
+    assert "KubernetesGroups" not in props
+    assert props["AccessPolicies"] == [
+        {
+            "AccessScope": {"Type": "cluster"},
+            "PolicyArn": {
+                "Fn::Join": [
+                    "",
+                    [
+                        "arn:",
+                        {"Ref": "AWS::Partition"},
+                        ":eks::aws:cluster-access-policy/AmazonEKSAdminViewPolicy",
+                    ],
+                ]
+            },
+        }
+    ]
+
+
+def test_is_complete_runs_in_the_private_subnets_with_https_only(nova) -> None:
+    result, template = nova
+    _, function = only(template, "AWS::Lambda::Function", "NovaEnvironmentHandlersIsComplete")
+    vpc = function["Properties"]["VpcConfig"]
+    subnets = [producer_value(result, s) for s in vpc["SubnetIds"]]
+    network = result.templates["network"]["Resources"]
+    # The hyperpod stack re-publishes the network stack's private subnets, one per zone.
+    private = [producer_value(result, s) for s in subnets]
+    assert len(private) == 2
+    assert all(
+        logical_id(s) in network and network[logical_id(s)]["Type"] == "AWS::EC2::Subnet"
+        for s in private
+    )
+    assert result.dependencies["nova"] == {"hyperpod", "storage"}
+
+    group_id, group = only(template, "AWS::EC2::SecurityGroup")
+    assert vpc["SecurityGroupIds"] == [{"Fn::GetAtt": [group_id, "GroupId"]}]
+    assert "SecurityGroupIngress" not in group["Properties"]
+    assert [
+        (e["IpProtocol"], e["FromPort"], e["ToPort"], e["CidrIp"])
+        for e in group["Properties"]["SecurityGroupEgress"]
+    ] == [("tcp", 443, 443, "0.0.0.0/0")]
+    vpc_id = producer_value(result, producer_value(result, group["Properties"]["VpcId"]))
+    assert network[logical_id(vpc_id)]["Type"] == "AWS::EC2::VPC"
+
+    # Admitted on HTTPS by the HyperPod group, which the EKS control plane's ENIs carry.
+    _, ingress = only(template, "AWS::EC2::SecurityGroupIngress")
+    props = ingress["Properties"]
+    assert (props["IpProtocol"], props["FromPort"], props["ToPort"]) == ("tcp", 443, 443)
+    assert props["SourceSecurityGroupId"] == {"Fn::GetAtt": [group_id, "GroupId"]}
+    hyperpod_group = producer_value(result, producer_value(result, props["GroupId"]))
+    eks_cluster = next(iter(resources(result.templates["eks"], "AWS::EKS::Cluster").values()))
+    eks_groups = eks_cluster["Properties"]["ResourcesVpcConfig"]["SecurityGroupIds"]
+    assert [producer_value(result, g) for g in eks_groups] == [hyperpod_group]
+
+    # on_event only logs: no network interface for it.
+    _, on_event = only(template, "AWS::Lambda::Function", "NovaEnvironmentHandlersOnEvent")
+    assert "VpcConfig" not in on_event["Properties"]
+
+
+def test_timeouts_fit_the_handler_and_cloudformation(nova) -> None:
+    _, template = nova
+    _, is_complete = only(template, "AWS::Lambda::Function", "NovaEnvironmentHandlersIsComplete")
+    _, on_event = only(template, "AWS::Lambda::Function", "NovaEnvironmentHandlersOnEvent")
+    worst = index.worst_case_seconds(decisions.MAX_GROUPS, decisions.MAX_CRDS)
+    assert is_complete["Properties"]["Timeout"] == 660 >= worst
+    assert on_event["Properties"]["Timeout"] == 60
+    _, machine = only(template, "AWS::StepFunctions::StateMachine")
+    definition = joined(machine["Properties"]["DefinitionString"])
+    # 30 s between polls, 110 attempts: 55 min, past the check's own 50 min, under 1 h.
+    assert '"IntervalSeconds":30' in definition
+    assert '"MaxAttempts":110' in definition
+    _, resource = only(template, "Custom::NovapodNovaEnvironment")
+    timeout = int(resource["Properties"]["TimeoutSeconds"])
+    assert timeout == 3000 < 110 * 30 <= 3600
+
+
+def test_the_custom_resource_checks_this_environment(nova) -> None:
+    _, template = nova
+    resource_id, resource = only(template, "Custom::NovapodNovaEnvironment")
+    props = dict(resource["Properties"])
+    props.pop("ServiceToken")
+    assert props == {
+        "ClusterName": CLUSTER,
+        "EksClusterName": CLUSTER,
+        "Namespace": "kubeflow",
+        "RestrictedGroups": [
+            {"Name": "rig-tune", "TrainingPlanArn": PLANS["rig-tune"]},
+            {"Name": "rig-rl", "TrainingPlanArn": PLANS["rig-rl"]},
+        ],
+        "RequiredCrds": ["pytorchjobs.kubeflow.org"],
+        "TimeoutSeconds": "3000",
+        "RoleArn": {"Fn::GetAtt": [check_role(template), "Arn"]},
+    }
+    # What the handler parses is what the template says.
+    parsed = decisions.parse_properties({**props, "RoleArn": "arn:aws:iam::111122223333:role/r"})
+    assert [(g.name, g.training_plan_arn) for g in parsed.restricted_groups] == list(PLANS.items())
+    # Access, network path and permissions exist before the first poll.
+    entry_id, _ = only(template, "AWS::EKS::AccessEntry")
+    ingress_id, _ = only(template, "AWS::EC2::SecurityGroupIngress")
+    assert {entry_id, ingress_id} <= set(resource["DependsOn"])
+    assert any(
+        d.startswith("NovaEnvironmentHandlersIsCompleteRoleDefaultPolicy")
+        for d in resource["DependsOn"]
+    )
+    assert resource_id.startswith("NovaEnvironment")
+
+
+def test_the_progress_log_group_is_an_output_with_retention(nova) -> None:
+    _, template = nova
+    output = template["Outputs"]["NovaEnvironmentLogGroup"]
+    group = logical_id(check_log_group_ref(template))
+    assert output["Value"] == {"Ref": group}
+    assert "Nova job" in output["Description"]
+    assert template["Resources"][group]["Properties"]["RetentionInDays"] == 365
