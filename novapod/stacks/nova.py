@@ -33,6 +33,7 @@ from constructs import Construct
 
 from novapod.config import NovapodConfig
 from novapod.constructs.acknowledge import acknowledge, nag_resource
+from novapod.constructs.bedrock_model.construct import bedrock_models
 from novapod.constructs.recipe_bundle.construct import RecipeBundle
 from novapod.nova import render
 from novapod.nova.access import (
@@ -154,6 +155,9 @@ class NovaStack(Stack):
             log_retention_days=config.eks.log_retention_days if config.eks else 365,
         )
         self._outputs(nova.namespace)
+        self.bedrock_models = bedrock_models(
+            self, config=config, artifacts_bucket=artifacts_bucket, key=key
+        )
 
     def _objects(self, prefix: str) -> str:
         return self.artifacts_bucket.arn_for_objects(f"{prefix}*")
