@@ -522,9 +522,4 @@ def warnings(config: NovapodConfig, today: date | None = None) -> list[str]:
                 f"region: restricted instance groups have been seen only in "
                 f"{', '.join(regions)}; check that {config.region} offers them"
             )
-    if config.nova is not None and config.nova.bedrock_models:
-        out.append(
-            "nova.bedrock_models: checked, but this release does not import them yet (the "
-            "Bedrock import custom resource is not in the nova stack); nothing is imported"
-        )
     return out

@@ -25,6 +25,10 @@ Namespace = Annotated[str, StringConstraints(pattern=NAMESPACE_PATTERN)]
 # (docs.aws.amazon.com/bedrock/latest/APIReference/API_CreateCustomModel.html).
 MODEL_NAME_PATTERN = r"^([0-9a-zA-Z][_-]?){1,63}$"
 ModelName = Annotated[str, StringConstraints(pattern=MODEL_NAME_PATTERN)]
+# The BedrockModel handler names the model <name>-<8 hex of the checkpoint> (a new model
+# per checkpoint) within the 63 characters above, so a name keeps 54
+# (novapod/constructs/bedrock_model/handler/decisions.py, model_name).
+MAX_MODEL_NAME = 54
 DEFAULT_NAMESPACE = "kubeflow"  # where the Nova SDK and guides put jobs (reference §9)
 # Namespaces Kubernetes and HyperPod keep for themselves.
 RESERVED_NAMESPACES = ("default", "aws-hyperpod")
@@ -48,6 +52,16 @@ class BedrockModel(_Model):
         None, description="on-demand: also create an on-demand deployment of the model."
     )
     retain: bool = Field(True, description="Keep the imported model when it leaves the config.")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if len(value) > MAX_MODEL_NAME or value.endswith(("-", "_")):
+            raise ValueError(
+                f"{value} must be at most {MAX_MODEL_NAME} characters and not end in - or _ "
+                "(novapod appends -<8 hex of the checkpoint> to make the Bedrock name)"
+            )
+        return value
 
 
 class Nova(_Model):

@@ -33,6 +33,7 @@ from constructs import Construct
 
 from novapod.config import NovapodConfig
 from novapod.constructs.acknowledge import acknowledge, nag_resource
+from novapod.constructs.bedrock_model.construct import bedrock_models
 from novapod.constructs.network import PrivatePlacement
 from novapod.constructs.nova_environment.construct import nova_environment
 from novapod.constructs.recipe_bundle.construct import RecipeBundle
@@ -164,6 +165,9 @@ class NovaStack(Stack):
             cluster_name=cluster_name,
             hyperpod_cluster_arn=hyperpod_cluster_arn,
             placement=placement,
+        )
+        self.bedrock_models = bedrock_models(
+            self, config=config, artifacts_bucket=artifacts_bucket, key=key
         )
 
     def _objects(self, prefix: str) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from novapod.config import ConfigError, load_config, parse_config
+from novapod.constructs.bedrock_model.handler.decisions import PropertyError, parse_properties
 from tests.conftest import ROOT
 from tests.unit.test_config import FULL
 
@@ -182,10 +183,26 @@ def test_namespace_must_be_a_dns_label() -> None:
     assert "lowercase letters, digits and '-'" in found[0][1]
 
 
-def test_bedrock_models_warn_that_this_release_does_not_import_them() -> None:
+def test_bedrock_models_are_imported_so_no_warning() -> None:
     config = parse_config(full({"bedrock_models": [{"name": "m", "job": "sft"}]}))
-    assert config.warnings() == [
-        "nova.bedrock_models: checked, but this release does not import them yet (the "
-        "Bedrock import custom resource is not in the nova stack); nothing is imported"
+    assert config.warnings() == []
+
+
+@pytest.mark.parametrize("name", ["m" * 55, "model-"])
+def test_bedrock_model_names_leave_room_for_the_checkpoint_suffix(name: str) -> None:
+    found = issues(full({"bedrock_models": [{"name": name, "job": "sft"}]}))
+    assert found == [
+        (
+            "nova.bedrock_models[0].name",
+            f"{name} must be at most 54 characters and not end in - or _ (novapod appends "
+            "-<8 hex of the checkpoint> to make the Bedrock name)",
+        )
     ]
-    assert parse_config(full({})).warnings() == []
+    # The handler takes what the config lets through.
+    props = {
+        "OutputPrefix": "s3://bucket/nova/e/sft/",
+        "RoleArn": "arn:aws:iam::111122223333:role/r",
+    }
+    parse_properties({**props, "ModelName": "m" * 54})
+    with pytest.raises(PropertyError):
+        parse_properties({**props, "ModelName": name})
