@@ -161,8 +161,15 @@ def test_execution_role_findings_are_acknowledged_with_reasons() -> None:
         str(entry.data) for node in (role.role, role.policy) for entry in node.node.metadata
     }
     text = " ".join(acknowledged)
-    assert "AmazonSageMakerClusterInstanceRolePolicy is the AWS-maintained policy" in text
-    assert "have no resource-level permissions, so they need Resource '*'" in text
+    assert (
+        "AmazonSageMakerClusterInstanceRolePolicy is the AWS-maintained policy HyperPod "
+        "requires on every cluster instance role (node registration, health reporting, logs)."
+    ) in text
+    assert (
+        "EC2 Describe* (incl. DescribeInstanceTypes), fsx:DescribeFileSystems, "
+        "cloudwatch:DescribeAlarms and ecr:GetAuthorizationToken (a registry login token, "
+        "account-wide) have no resource-level permissions, so they need Resource '*'."
+    ) in text
     assert "HyperPod instances run in a service-owned account" in text
     assert "creation is limited to our subnets and group" in text
     assert "pulls are limited to repositories named nova-*" in text

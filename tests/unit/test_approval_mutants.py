@@ -145,3 +145,17 @@ def test_every_target_set_is_searched() -> None:
     assert describe_change(approved(everything), "dev", REQUEST, TYPES) == (
         "target_resources [endpoint, hyperpod-cluster, training-job] -> [hyperpod-cluster]"
     )
+
+
+def test_the_search_stops_past_retry_20_and_shifts_whole_windows_400_days() -> None:
+    assert describe_change(approved(replace(REQUEST, retry=21)), "dev", REQUEST, TYPES) == (
+        "what is bought changed in more than one of instance type, count, duration, window "
+        "and targets"
+    )
+    shifted = replace(
+        REQUEST, start_after="2028-02-08T12:00:00+00:00", end_before="2028-04-03T12:00:00+00:00"
+    )  # the whole window, +400 days
+    assert describe_change(approved(shifted), "dev", REQUEST, TYPES) == (
+        "start_after 2028-02-08T12:00:00+00:00 -> 2027-01-04T12:00:00+00:00, "
+        "end_before 2028-04-03T12:00:00+00:00 -> 2027-02-28T12:00:00+00:00"
+    )

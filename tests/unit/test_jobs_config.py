@@ -711,3 +711,12 @@ def test_the_old_workloads_key_says_where_jobs_went() -> None:
             "instance_group (or plan) and data.train (see the README)",
         )
     ]
+
+
+def test_dependency_order_breaks_a_cycle_one_job_at_a_time() -> None:
+    # a and b wait for each other; c waits for b. One job of the cycle is taken, then
+    # b (now unblocked), and only then c: never two jobs at once out of order.
+    a = Job.model_validate({**SFT, "name": "a", "after": ["b"]})
+    c = Job.model_validate({**SFT, "name": "c", "after": ["b"]})
+    b = Job.model_validate({**SFT, "name": "b", "after": ["a"]})
+    assert [j.name for j in dependency_order([a, c, b])] == ["a", "b", "c"]

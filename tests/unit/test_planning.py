@@ -872,3 +872,34 @@ def test_json_of_a_standalone_plan_follows_the_schema() -> None:
     jsonschema.validate(document, CAPACITY_PLAN_JSON_SCHEMA)
     (standalone,) = [p for p in document["training_plans"] if p["name"] == "spare"]
     assert standalone["jobs"] == []
+
+
+def test_a_standalone_plan_keeps_its_settings_retry_and_no_waste() -> None:
+    spare = PlanSettings(
+        "spare", instance_type=P5, instance_count=2, duration_hours=4368, retry=2
+    )  # the longest plan sold: 182 days
+    (request,) = _plan(plans=(spare,)).training_plans
+    assert (request.duration_hours, request.retry) == (4368, 2)
+    assert (request.required_instance_hours, request.waste_instance_hours) == (0.0, 0.0)
+    assert request.reserved_instance_hours == 2 * 4368
+
+
+def test_a_standalone_plan_with_bad_targets_is_named() -> None:
+    spare = PlanSettings(
+        "spare", instance_type=P5, instance_count=2, duration_hours=24, target_resources=()
+    )
+    with pytest.raises(PlanningError) as error:
+        _plan(plans=(spare,))
+    assert str(error.value).startswith("training plan spare: target_resources [] is not a list")
+
+
+def test_distillation_may_run_on_more_than_one_instance() -> None:
+    # Only evaluations are pinned to one instance; other one-replica recipes are not.
+    (job,) = plan_jobs([Workload("d", "micro", "distillation", hours_per_run=1, instance_count=2)])
+    assert job.instance_count == 2
+
+
+def test_numbers_in_the_table_keep_two_decimals() -> None:
+    assert planning_module._num(1.125) == "1.12"
+    assert planning_module._num(2.0) == "2"
+    assert planning_module._num(1.5) == "1.5"
