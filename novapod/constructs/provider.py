@@ -14,6 +14,8 @@ parallel with whatever the custom resource itself waits for.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -28,6 +30,14 @@ from novapod.constructs.log_retention import log_group
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 MEMORY_MB = 256
+
+
+def handler_code(root: Path) -> lambda_.Code:
+    """A handler's Lambda asset: only the `handler/` package under `root` (the construct
+    beside it, caches and READMEs stay out), as every custom resource here ships it."""
+    return lambda_.Code.from_asset(
+        str(root), exclude=["*.py", "**/__pycache__", "**/*.pyc", "!handler/*.py"]
+    )
 
 
 class HandlerProvider(Construct):

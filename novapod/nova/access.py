@@ -45,12 +45,6 @@ def scientist_entry_id(principal: str) -> str:
     return f"Scientist{digest}"
 
 
-def output_prefix(config: NovapodConfig) -> str:
-    """The key prefix (in the artifacts bucket) below which every job writes its runs:
-    render.output_uri puts job `j` at `nova/<env>/j/`."""
-    return f"nova/{config.name}/"
-
-
 def _datasets(job: Job) -> Iterable[str]:
     if job.data is not None:
         yield job.data.train

@@ -74,10 +74,15 @@ def data_uri(location: str) -> str:
     return location if location.startswith("s3://") else f"s3://{DATA_BUCKET}/{location}"
 
 
+def output_prefix(config: NovapodConfig) -> str:
+    """The key prefix (in the artifacts bucket) below which every job writes its runs."""
+    return f"nova/{config.name}/"
+
+
 def output_uri(config: NovapodConfig, job: Job) -> str:
     """The job's own output prefix: the launcher adds the run's name (with a random
     suffix) below it, so one prefix per job keeps its runs apart from other jobs'."""
-    return f"s3://{ARTIFACTS_BUCKET}/nova/{config.name}/{job.name}/"
+    return f"s3://{ARTIFACTS_BUCKET}/{output_prefix(config)}{job.name}/"
 
 
 def instance_types(config: NovapodConfig) -> dict[str, str]:

@@ -43,7 +43,6 @@ from novapod.nova.access import (
     SCIENTISTS_GROUP,
     bundle_key,
     data_grants,
-    output_prefix,
     scientist_entry_id,
 )
 
@@ -119,7 +118,7 @@ class NovaStack(Stack):
         self.data_bucket = data_bucket
         self.artifacts_bucket = artifacts_bucket
         self.key = key
-        self.outputs_prefix = output_prefix(config)
+        self.outputs_prefix = render.output_prefix(config)
 
         self.mlflow_server: sagemaker.CfnMlflowTrackingServer | None = None
         self.mlflow_arn: str | None = None

@@ -24,7 +24,6 @@ from pathlib import Path
 from aws_cdk import Aws, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
@@ -35,8 +34,8 @@ from novapod.constructs.bedrock_model.handler.decisions import (
     DEFAULT_WAIT_TIMEOUT_SECONDS,
     SOURCE_DIGEST_TAG,
 )
-from novapod.constructs.provider import HandlerProvider, default_policy
-from novapod.nova.access import output_prefix
+from novapod.constructs.provider import HandlerProvider, default_policy, handler_code
+from novapod.nova.render import output_prefix
 
 HANDLER_ROOT = Path(__file__).resolve().parent
 RESOURCE_TYPE = "Custom::NovapodBedrockModel"
@@ -107,10 +106,7 @@ class BedrockModels(Construct):
         self.handlers = HandlerProvider(
             self,
             "Handlers",
-            code=lambda_.Code.from_asset(
-                str(HANDLER_ROOT),
-                exclude=["*.py", "**/__pycache__", "**/*.pyc", "!handler/*.py"],
-            ),
+            code=handler_code(HANDLER_ROOT),
             purpose="BedrockModel",
             on_event_timeout=ON_EVENT_TIMEOUT,
             is_complete_timeout=IS_COMPLETE_TIMEOUT,

@@ -25,7 +25,7 @@ from constructs import Construct
 from novapod.config import NovapodConfig
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.network import PrivatePlacement
-from novapod.constructs.provider import HandlerProvider, default_policy
+from novapod.constructs.provider import HandlerProvider, default_policy, handler_code
 from novapod.naming import training_plan_name
 
 HANDLER_ROOT = Path(__file__).resolve().parent
@@ -105,10 +105,7 @@ class NovaEnvironment(Construct):
         self.handlers = HandlerProvider(
             self,
             "Handlers",
-            code=lambda_.Code.from_asset(
-                str(HANDLER_ROOT),
-                exclude=["*.py", "**/__pycache__", "**/*.pyc", "!handler/*.py"],
-            ),
+            code=handler_code(HANDLER_ROOT),
             purpose="NovaEnvironment",
             on_event_timeout=ON_EVENT_TIMEOUT,
             is_complete_timeout=IS_COMPLETE_TIMEOUT,

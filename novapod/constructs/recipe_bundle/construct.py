@@ -26,7 +26,7 @@ from constructs import Construct
 
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.log_retention import log_group
-from novapod.constructs.provider import MEMORY_MB, RUNTIME, default_policy
+from novapod.constructs.provider import MEMORY_MB, RUNTIME, default_policy, handler_code
 from novapod.nova.access import BUNDLE_PREFIX, bundle_key, placeholders_in, sub_text
 
 HANDLER_ROOT = Path(__file__).resolve().parent
@@ -89,10 +89,7 @@ class RecipeBundle(Construct):
             "OnEvent",
             runtime=RUNTIME,
             architecture=lambda_.Architecture.ARM_64,
-            code=lambda_.Code.from_asset(
-                str(HANDLER_ROOT),
-                exclude=["*.py", "**/__pycache__", "**/*.pyc", "!handler/*.py"],
-            ),
+            code=handler_code(HANDLER_ROOT),
             handler="handler.index.on_event",
             timeout=Duration.minutes(1),
             memory_size=MEMORY_MB,

@@ -14,13 +14,12 @@ from pathlib import Path
 
 from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from novapod.config import TrainingPlanSpec
 from novapod.constructs.acknowledge import acknowledge, nag_resource
-from novapod.constructs.provider import HandlerProvider, default_policy
+from novapod.constructs.provider import HandlerProvider, default_policy, handler_code
 from novapod.naming import training_plan_name, training_plan_name_prefix
 from novapod.planning import PlanRequest
 
@@ -65,10 +64,7 @@ class TrainingPlanProvider(Construct):
         self.handlers = HandlerProvider(
             self,
             "Handlers",
-            code=lambda_.Code.from_asset(
-                str(HANDLER_ROOT),
-                exclude=["*.py", "**/__pycache__", "**/*.pyc", "!handler/*.py"],
-            ),
+            code=handler_code(HANDLER_ROOT),
             purpose="TrainingPlan",
             on_event_timeout=ON_EVENT_TIMEOUT,
             is_complete_timeout=IS_COMPLETE_TIMEOUT,
