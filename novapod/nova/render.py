@@ -28,7 +28,6 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -58,15 +57,6 @@ _HAS_VALIDATION_KEY = frozenset({("cpt", 2), ("sft-lora", 2), ("sft-full", 2)})
 
 def checkpoint_placeholder(job: str) -> str:
     return "{{checkpoint:" + job + "}}"
-
-
-@dataclass(frozen=True)
-class Rendered:
-    """One job's recipe and launch spec."""
-
-    job: str
-    recipe: dict[str, Any]
-    launch: dict[str, Any]
 
 
 def data_uri(location: str) -> str:
