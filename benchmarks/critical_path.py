@@ -26,6 +26,9 @@ DURATIONS: dict[str, float] = {
     "Custom::NovapodClusterBootstrap": 300,  # a CodeBuild build in the VPC: helm installs
     "Custom::NovapodTrainingPlan": 120,  # describe, search, buy or adopt, wait
     "AWS::SageMaker::Cluster": 900,
+    # An estimate: creation takes long, its CloudFormation handler allows 95 min (schema
+    # of AWS::SageMaker::MlflowTrackingServer, handlers.create.timeoutInMinutes).
+    "AWS::SageMaker::MlflowTrackingServer": 1500,
     "AWS::Lambda::Function": 10,
     "AWS::IAM::Role": 15,
     "AWS::IAM::Policy": 15,

@@ -24,6 +24,7 @@ from novapod.stacks.eks import EksStack
 from novapod.stacks.hyperpod import HyperPodStack
 from novapod.stacks.network import NetworkStack
 from novapod.stacks.nova import NovaStack
+from novapod.stacks.nova_base import NovaBaseStack
 from novapod.stacks.storage import StorageStack
 
 CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
@@ -39,6 +40,7 @@ class EnvironmentStacks:
     eks: EksStack | None
     hyperpod: HyperPodStack | None
     nova: NovaStack | None = None
+    nova_base: NovaBaseStack | None = None
 
 
 def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentStacks:
@@ -54,6 +56,8 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         # the eks stack, so the EKS cluster does not wait ~2 minutes for NAT gateways.
         # Without EKS the network stack keeps it: an open network always has egress.
         defer_egress=config.eks is not None,
+        # Endpoints too: the EKS cluster needs none, its bootstrap build waits for them.
+        defer_endpoints=config.eks is not None,
         env=env,
         description=f"novapod {config.name}: VPC, endpoints, HyperPod security group",
     )
@@ -96,6 +100,12 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             execution_role_kinds=execution_role_kinds(config.hyperpod),
             node_policies=storage.node_policies,
             egress=network.deferred_egress,
+            endpoints=network.deferred_endpoints,
+            lifecycle_bucket_name=(
+                Fn.get_stack_output(storage.stack_name, "LifecycleScriptsBucketName")
+                if storage.lifecycle_bucket is not None
+                else None
+            ),
             env=env,
             description=f"novapod {config.name}: EKS cluster with the HyperPod dependencies",
         )
@@ -111,14 +121,34 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             network=network.handle,
             security_group=network.security_group,
             execution_roles=eks.execution_roles,
-            lifecycle_scripts=storage.lifecycle_scripts,
+            lifecycle_scripts=eks.lifecycle_scripts,
             plans=capacity.plans if capacity else {},
             bootstrap=eks.bootstrap.resource,
             env=env,
             description=f"novapod {config.name}: SageMaker HyperPod cluster",
         )
-    nova = None
+    nova = nova_base = None
     if hyperpod is not None and config.has_nova_stack:
+        stored = {
+            name: Fn.get_stack_output(storage.stack_name, name)
+            for name in ("DataBucketName", "ArtifactsBucketName", "KeyArn")
+        }
+        # Everything of the Nova environment that needs no cluster, built while the
+        # clusters are (novapod/stacks/nova_base.py says why it is a stack of its own).
+        nova_base = NovaBaseStack(
+            scope,
+            f"{prefix}-nova-base",
+            config=config,
+            cluster_name=prefix,
+            placement=network.placement,
+            data_bucket_name=stored["DataBucketName"],
+            artifacts_bucket_name=stored["ArtifactsBucketName"],
+            key_arn=stored["KeyArn"],
+            env=env,
+            description=f"novapod {config.name}: the Nova environment's parts that need no "
+            "cluster (MLflow, recipe bundle, custom-resource functions)",
+        )
+        nova_base.add_stack_dependency(storage, "the buckets and the key")
         nova = NovaStack(
             scope,
             f"{prefix}-nova",
@@ -126,23 +156,30 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             cluster_name=prefix,
             hyperpod_cluster_arn=hyperpod.cluster.attr_cluster_arn,
             restricted_role_name=hyperpod.execution_role_names.get("restricted"),
-            placement=hyperpod.placement,
-            data_bucket_name=Fn.get_stack_output(storage.stack_name, "DataBucketName"),
-            artifacts_bucket_name=Fn.get_stack_output(storage.stack_name, "ArtifactsBucketName"),
-            key_arn=Fn.get_stack_output(storage.stack_name, "KeyArn"),
+            base=nova_base,
+            data_bucket_name=stored["DataBucketName"],
+            artifacts_bucket_name=stored["ArtifactsBucketName"],
+            key_arn=stored["KeyArn"],
             env=env,
             description=f"novapod {config.name}: where the Nova jobs run (access, data "
-            "grants, MLflow, recipe bundle)",
+            "grants, readiness check, Bedrock models)",
         )
         # Said outright: values read with Fn::GetStackOutput are not references to CDK.
         nova.add_stack_dependency(hyperpod, "the HyperPod cluster and its execution roles")
         nova.add_stack_dependency(storage, "the buckets and the key")
+        nova.add_stack_dependency(nova_base, "the custom resources' functions and MLflow")
     for key, value in config.resource_tags.items():
         Tags.of(scope).add(key, value)
     if eks is not None:
         _tag_kubectl_barrier(eks, config.resource_tags)
     return EnvironmentStacks(
-        network=network, storage=storage, capacity=capacity, eks=eks, hyperpod=hyperpod, nova=nova
+        network=network,
+        storage=storage,
+        capacity=capacity,
+        eks=eks,
+        hyperpod=hyperpod,
+        nova=nova,
+        nova_base=nova_base,
     )
 
 

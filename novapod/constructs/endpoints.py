@@ -26,15 +26,17 @@ class VpcEndpoints(Construct):
     ) -> None:
         super().__init__(scope, id_)
         self.interface_endpoints: dict[str, ec2.InterfaceVpcEndpoint] = {}
+        self.all: list[ec2.IVpcEndpoint] = []
         for name in names:
             if name == "s3":
-                ec2.GatewayVpcEndpoint(
+                gateway = ec2.GatewayVpcEndpoint(
                     self,
                     "S3",
                     vpc=network.vpc,
                     service=ec2.GatewayVpcEndpointAwsService.S3,
                     subnets=[network.subnet_selection],
                 )
+                self.all.append(gateway)
                 continue
             self.interface_endpoints[name] = ec2.InterfaceVpcEndpoint(
                 self,
@@ -47,3 +49,4 @@ class VpcEndpoints(Construct):
                 # The shared security group already admits HTTPS from the VPC CIDR.
                 open=False,
             )
+            self.all.append(self.interface_endpoints[name])

@@ -26,12 +26,15 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from novapod.config import Eks
 from novapod.constructs.acknowledge import acknowledge
 from novapod.constructs.cluster_bootstrap.construct import ClusterBootstrap
+from novapod.constructs.endpoints import VpcEndpoints
 from novapod.constructs.execution_role import ROLE_IDS, ExecutionRole, GroupKind
+from novapod.constructs.lifecycle_scripts import LifecycleScripts
 from novapod.constructs.log_retention import retention
 from novapod.constructs.network import Egress, EgressHandover, VpcHandle
 from novapod.facts import ADDON_NAMES, eks_facts
@@ -77,12 +80,41 @@ class EksStack(Stack):
         execution_role_kinds: Sequence[GroupKind] = (),
         node_policies: Sequence[iam.IManagedPolicy] = (),
         egress: EgressHandover | None = None,
+        endpoints: Sequence[str] = (),
+        lifecycle_bucket_name: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, **kwargs)
         self.cluster_name = cluster_name
         # The network stack is deployed before this one, its internet gateway attached.
         self.egress = Egress(self, "Egress", handover=egress) if egress else None
+        # The standard groups' lifecycle scripts, copied into their bucket (storage stack)
+        # here rather than there: HyperPod needs them, the EKS cluster does not.
+        self.lifecycle_scripts = (
+            LifecycleScripts(
+                self,
+                "LifecycleScriptsDeployment",
+                # By name from the storage stack's output, as NovaStack reads its buckets,
+                # so the cdk-nag acknowledgement names the prefix ARN exactly.
+                bucket=s3.Bucket.from_bucket_name(self, "LifecycleBucket", lifecycle_bucket_name),
+                key=key,
+                log_retention_days=spec.log_retention_days,
+            )
+            if lifecycle_bucket_name is not None
+            else None
+        )
+        # Built beside the cluster, which does not wait for them; the bootstrap does.
+        self.endpoints = (
+            VpcEndpoints(
+                self,
+                "Endpoints",
+                network=network,
+                names=tuple(endpoints),
+                security_group=security_group,
+            )
+            if endpoints
+            else None
+        )
         # EKS creates this log group itself, without retention, unless it exists first.
         control_plane_logs = logs.LogGroup(
             self,
@@ -189,6 +221,7 @@ class EksStack(Stack):
             after=[
                 *self.addons.values(),
                 *(self.egress.routes.values() if self.egress else ()),
+                *(self.endpoints.all if self.endpoints else ()),
             ],
         )
         self.execution_roles: dict[GroupKind, ExecutionRole] = {

@@ -26,7 +26,7 @@ from novapod.constructs.execution_role import (
     execution_role_kinds,
 )
 from novapod.constructs.lifecycle_scripts import LifecycleScripts
-from novapod.constructs.network import PrivatePlacement, VpcHandle
+from novapod.constructs.network import VpcHandle
 from novapod.constructs.training_plan.construct import TrainingPlan
 
 CLUSTER_LOGICAL_ID = "HyperPodCluster"
@@ -35,9 +35,7 @@ CLUSTER_LOGICAL_ID = "HyperPodCluster"
 class HyperPodStack(Stack):
     """Exposes `cluster` (CfnCluster), the execution roles it uses, by group kind, and
     `execution_role_names`: each role's name as this stack's output, for stacks that
-    deploy after this one and attach policies to the roles (NovaStack), and `placement`:
-    the VPC, private subnets and security group, re-published the same way (NovaStack's
-    NovaEnvironment check runs there)."""
+    deploy after this one and attach policies to the roles (NovaStack)."""
 
     def __init__(
         self,
@@ -131,26 +129,6 @@ class HyperPodStack(Stack):
             self.execution_role_names[kind] = Fn.get_stack_output(
                 self.stack_name, f"{ROLE_IDS[kind]}Name"
             )
-        self.placement = PrivatePlacement(
-            vpc_id=self._republish("VpcId", network.vpc.vpc_id, "ID of the cluster's VPC"),
-            subnet_ids=tuple(
-                self._republish(
-                    f"PrivateSubnet{i}Id", s.subnet_id, f"ID of private subnet {i} ({s.zone_id})"
-                )
-                for i, s in enumerate(network.private_subnets)
-            ),
-            security_group_id=self._republish(
-                "SecurityGroupId",
-                self.security_group_id,
-                "ID of the security group of the HyperPod nodes and the EKS control plane",
-            ),
-        )
-
-    def _republish(self, name: str, value: str, description: str) -> str:
-        """`value` as this stack's output `name`, read back as Fn::GetStackOutput."""
-        output = CfnOutput(self, name, value=value, description=description)
-        output.override_logical_id(name)
-        return Fn.get_stack_output(self.stack_name, name)
 
     def _plan_vpc(self, plan_name: str | None) -> tuple[str | None, Any]:
         if plan_name is None:

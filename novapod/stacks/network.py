@@ -1,7 +1,10 @@
 """NetworkStack: the VPC (created by zone ID or imported), endpoints, security group.
 
 NAT egress of a created, open VPC is built here unless `defer_egress` hands it to the
-stack whose resources first need the internet (`deferred_egress`).
+stack whose resources first need the internet (`deferred_egress`). The VPC endpoints
+likewise, with `defer_endpoints` (`deferred_endpoints`): an interface endpoint takes
+about 90 s to create, and every resource of a later stack waits for the whole of this
+one, the EKS cluster included, which needs none of them.
 """
 
 from __future__ import annotations
@@ -16,13 +19,21 @@ from constructs import Construct
 from novapod.config import Network
 from novapod.constructs.endpoints import VpcEndpoints
 from novapod.constructs.log_retention import retention
-from novapod.constructs.network import EgressHandover, VpcHandle, ZonalVpc, imported_vpc
+from novapod.constructs.network import (
+    EgressHandover,
+    PrivatePlacement,
+    VpcHandle,
+    ZonalVpc,
+    imported_vpc,
+)
 from novapod.constructs.security_group import HyperPodSecurityGroup
 
 
 class NetworkStack(Stack):
-    """Exposes `handle` (VPC, private subnets by zone ID), `security_group` and
-    `deferred_egress` (what a later stack builds NAT egress from, or None)."""
+    """Exposes `handle` (VPC, private subnets by zone ID), `security_group`,
+    `deferred_egress` (what a later stack builds NAT egress from, or None),
+    `deferred_endpoints` (the endpoint names a later stack builds, else empty) and
+    `placement` (where a function runs beside the cluster)."""
 
     def __init__(
         self,
@@ -32,6 +43,7 @@ class NetworkStack(Stack):
         network: Network,
         name: str,
         defer_egress: bool = False,
+        defer_endpoints: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, **kwargs)
@@ -58,13 +70,17 @@ class NetworkStack(Stack):
             vpc_cidr=self.handle.cidr,
             closed=network.closed,
         ).security_group
-        self.endpoints = VpcEndpoints(
-            self,
-            "Endpoints",
-            network=self.handle,
-            names=network.endpoint_names,
-            security_group=self.security_group,
-        )
+        self.deferred_endpoints: tuple[str, ...] = ()
+        if defer_endpoints:
+            self.deferred_endpoints = network.endpoint_names
+        else:
+            VpcEndpoints(
+                self,
+                "Endpoints",
+                network=self.handle,
+                names=network.endpoint_names,
+                security_group=self.security_group,
+            )
         if network.flow_logs.enabled:
             log_group = logs.LogGroup(
                 self,
@@ -79,3 +95,13 @@ class NetworkStack(Stack):
                 destination=ec2.FlowLogDestination.to_cloud_watch_logs(log_group),
                 traffic_type=ec2.FlowLogTrafficType.ALL,
             )
+
+    @property
+    def placement(self) -> PrivatePlacement:
+        """The VPC, the private subnets the cluster uses and the HyperPod security group,
+        as IDs (weak references in the stack that uses them)."""
+        return PrivatePlacement(
+            vpc_id=self.handle.vpc.vpc_id,
+            subnet_ids=tuple(s.subnet_id for s in self.handle.private_subnets),
+            security_group_id=self.security_group.security_group_id,
+        )

@@ -1,42 +1,37 @@
 """NovaStack: the environment where the config's Nova jobs run and are tracked.
 
-Deploys after the HyperPod and storage stacks and reads only their outputs (weak
-references, see the README): the buckets' names and the key's ARN from storage's own
-named outputs (so cdk-nag findings on ARNs built from them can be named exactly), the
-HyperPod cluster's ARN and the restricted execution role's name from hyperpod (which
-re-publishes it from the EKS stack). The EKS cluster is named at synth
-(`novapod-<env>`), so the access entries need no reference to the EKS stack either.
+Deploys after the HyperPod, storage and Nova base stacks and reads only their outputs
+(weak references, see the README): the buckets' names and the key's ARN from storage's
+own named outputs (so cdk-nag findings on ARNs built from them can be named exactly),
+the HyperPod cluster's ARN and the restricted execution role's name from hyperpod
+(which re-publishes it from the EKS stack), the handlers' service tokens and roles
+from NovaBaseStack (novapod/stacks/nova_base.py, which holds everything that need not
+wait for the clusters: MLflow, the recipe bundle, the custom resources' functions).
+The EKS cluster is named at synth (`novapod-<env>`), so the access entries need no
+reference to the EKS stack either.
 
 Contents: the scientists' EKS access entries (a Kubernetes group, no cluster-admin) and
-their customer-managed policy; the data grants of the restricted execution role; an
-optional SageMaker managed MLflow tracking server; the recipe bundle with deploy-time
-names substituted by CloudFormation; outputs that tell a scientist where things are.
-
-Still to come here (later work of issue 10): the namespace, Role and RoleBinding
-manifests that give the scientists' group its rights in the namespace; the
-NovaEnvironment custom resource (novapod/constructs/nova_environment/) that checks the
-cluster can take a Nova job; the Bedrock import role and custom models
-(novapod/constructs/bedrock_model/).
+their customer-managed policy; the data grants of the restricted execution role; the
+NovaEnvironment check (novapod/constructs/nova_environment/) that the cluster can take
+a Nova job; the Bedrock custom models (novapod/constructs/bedrock_model/); outputs
+that tell a scientist where things are.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Aws, CfnOutput, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnOutput, Stack
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from novapod.config import NovapodConfig
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.bedrock_model.construct import bedrock_models
-from novapod.constructs.network import PrivatePlacement
 from novapod.constructs.nova_environment.construct import nova_environment
-from novapod.constructs.recipe_bundle.construct import RecipeBundle
 from novapod.nova import render
 from novapod.nova.access import (
     BUNDLE_PREFIX,
@@ -45,6 +40,7 @@ from novapod.nova.access import (
     data_grants,
     scientist_entry_id,
 )
+from novapod.stacks.nova_base import NovaBaseStack, mlflow_server_arn
 
 # What a training run logs to MLflow, as the service authorization reference names the
 # actions (docs.aws.amazon.com/service-authorization/latest/reference/
@@ -75,7 +71,6 @@ MLFLOW_READ_ACTIONS = (
     "sagemaker-mlflow:SearchExperiments",
     "sagemaker-mlflow:SearchRuns",
 )
-MLFLOW_PREFIX = "mlflow/"
 # The stacks whose outputs `novapod launch` and `novapod results` read.
 READABLE_STACKS = ("storage", "hyperpod", "nova")
 
@@ -88,8 +83,9 @@ def connect_command(cluster_name: str, region: str, namespace: str) -> str:
 
 
 class NovaStack(Stack):
-    """Exposes `mlflow_server` (or None), `bundle`, `scientist_policy` and `data_grants`
-    (the restricted execution role's policy, or None without restricted groups)."""
+    """Exposes `scientist_policy`, `data_grants` (the restricted execution role's
+    policy, or None without restricted groups), `environment_check` and
+    `bedrock_models` (or None)."""
 
     def __init__(
         self,
@@ -100,7 +96,7 @@ class NovaStack(Stack):
         cluster_name: str,
         hyperpod_cluster_arn: str,
         restricted_role_name: str | None,
-        placement: PrivatePlacement,
+        base: NovaBaseStack,
         data_bucket_name: str,
         artifacts_bucket_name: str,
         key_arn: str,
@@ -120,14 +116,13 @@ class NovaStack(Stack):
         self.key = key
         self.outputs_prefix = render.output_prefix(config)
 
-        self.mlflow_server: sagemaker.CfnMlflowTrackingServer | None = None
         self.mlflow_arn: str | None = None
         if nova.mlflow.enabled:
-            self.mlflow_server = self._mlflow(size=nova.mlflow.size)
+            self.mlflow_arn = mlflow_server_arn(self, cluster_name)
 
         # Keyed by principal, not by list position (see scientist_entry_id). No access
-        # policy: the group gets its rights from the namespaced Role (to come), never
-        # cluster-admin as the Nova guides suggest.
+        # policy: the group gets its rights from the namespaced Role the cluster
+        # bootstrap applies, never cluster-admin as the Nova guides suggest.
         for principal in nova.scientists:
             eks.CfnAccessEntry(
                 self,
@@ -139,98 +134,19 @@ class NovaStack(Stack):
             )
         self.scientist_policy = self._scientist_policy(hyperpod_cluster_arn)
         self.data_grants = self._data_grants(restricted_role_name) if restricted_role_name else None
-
-        variables = {
-            "DataBucket": data_bucket.bucket_name,
-            "ArtifactsBucket": artifacts_bucket.bucket_name,
-            "ClusterName": cluster_name,
-        }
-        if self.mlflow_server is not None:
-            variables["MlflowTrackingServerArn"] = self.mlflow_server.attr_tracking_server_arn
-        self.bundle = RecipeBundle(
-            self,
-            "RecipeBundle",
-            files=render.bundle(config),
-            bucket=artifacts_bucket,
-            key=key,
-            variables=variables,
-            log_retention_days=config.eks.log_retention_days if config.eks else 365,
-        )
-        self._outputs(nova.namespace)
+        self._outputs(nova.namespace, base)
         # The deploy-time check that the cluster can take a Nova job (and its log's output).
         self.environment_check = nova_environment(
             self,
             config=config,
+            handlers=base.check_handlers,
             cluster_name=cluster_name,
             hyperpod_cluster_arn=hyperpod_cluster_arn,
-            placement=placement,
         )
-        self.bedrock_models = bedrock_models(
-            self, config=config, artifacts_bucket=artifacts_bucket, key=key
-        )
+        self.bedrock_models = bedrock_models(self, config=config, importer=base.bedrock)
 
     def _objects(self, prefix: str) -> str:
         return self.artifacts_bucket.arn_for_objects(f"{prefix}*")
-
-    def _mlflow(self, *, size: str) -> sagemaker.CfnMlflowTrackingServer:
-        """The tracking server, its artifacts under mlflow/ in the artifacts bucket.
-
-        The role is the server's own (docs.aws.amazon.com/sagemaker/latest/dg/
-        mlflow-create-tracking-server-iam.html asks for S3 access to the artifact store;
-        here only that prefix and the key that encrypts it).
-        """
-        role = iam.Role(
-            self,
-            "MlflowRole",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
-            description="novapod: the MLflow tracking server's access to its artifact store",
-        )
-        objects = self._objects(MLFLOW_PREFIX)
-        policy = iam.Policy(
-            self,
-            "MlflowPolicy",
-            roles=[role],
-            statements=[
-                iam.PolicyStatement(
-                    sid="ListArtifactStore",
-                    actions=["s3:ListBucket"],
-                    resources=[self.artifacts_bucket.bucket_arn],
-                    conditions={"StringLike": {"s3:prefix": [f"{MLFLOW_PREFIX}*"]}},
-                ),
-                iam.PolicyStatement(
-                    sid="ReadWriteArtifacts",
-                    actions=["s3:GetObject", "s3:PutObject"],
-                    resources=[objects],
-                ),
-                iam.PolicyStatement(
-                    sid="UseTheKey",
-                    actions=["kms:Decrypt", "kms:GenerateDataKey"],
-                    resources=[self.key.key_arn],
-                ),
-            ],
-        )
-        acknowledge(
-            policy,
-            f"AwsSolutions-IAM5[Resource::{nag_resource(self, objects)}]",
-            "MLflow writes each run's artifacts under keys of its own choosing below the "
-            "artifact store prefix mlflow/; the role may touch that prefix only.",
-        )
-        server = sagemaker.CfnMlflowTrackingServer(
-            self,
-            "MlflowTrackingServer",
-            tracking_server_name=self.cluster_name,
-            artifact_store_uri=f"s3://{self.artifacts_bucket.bucket_name}/{MLFLOW_PREFIX}",
-            role_arn=role.role_arn,
-            tracking_server_size=size,
-            automatic_model_registration=False,
-        )
-        # Experiments outlive the stack; the server's name is its ID (and in its ARN).
-        server.apply_removal_policy(RemovalPolicy.RETAIN)
-        server.node.add_dependency(policy)
-        self.mlflow_arn = self.format_arn(
-            service="sagemaker", resource="mlflow-tracking-server", resource_name=self.cluster_name
-        )
-        return server
 
     def _data_grants(self, role_name: str) -> iam.Policy:
         """What the restricted groups' nodes need for the config's jobs: read the datasets
@@ -384,7 +300,7 @@ class NovaStack(Stack):
             )
         return policy
 
-    def _outputs(self, namespace: str) -> None:
+    def _outputs(self, namespace: str, base: NovaBaseStack) -> None:
         artifacts = self.artifacts_bucket.bucket_name
         CfnOutput(
             self,
@@ -422,14 +338,14 @@ class NovaStack(Stack):
         CfnOutput(
             self,
             "RecipeBundleLogGroup",
-            value=self.bundle.log_group.log_group_name,
+            value=base.bundle.log_group.log_group_name,
             description="Log group of the function that writes the recipe bundle at deploy.",
         )
-        if self.mlflow_server is not None:
+        if self.mlflow_arn is not None:
             CfnOutput(
                 self,
                 "MlflowTrackingServerArn",
-                value=self.mlflow_server.attr_tracking_server_arn,
+                value=self.mlflow_arn,
                 description="MLflow tracking server of the jobs with mlflow: true (their "
                 "recipes' run.mlflow_tracking_uri).",
             )

@@ -18,7 +18,6 @@ from constructs import Construct
 from novapod.config import Storage
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.buckets import access_log_bucket, encrypted_bucket
-from novapod.constructs.lifecycle_scripts import LifecycleScripts
 from novapod.constructs.lustre import LinkedLustre
 from novapod.constructs.network import VpcHandle
 
@@ -105,8 +104,10 @@ class StorageStack(Stack):
         # HyperPod expects lifecycle scripts in a bucket whose name starts with
         # "sagemaker-" (what its cluster-instance managed policy can read): a bucket of
         # their own, named from the environment, account and region (at most 61 chars).
+        # The scripts themselves are copied in by the EKS stack (LifecycleScripts), beside
+        # the EKS cluster: a stack waits for the whole of this one, and the copy (a
+        # Lambda layer, function and custom resource, ~45 s) is needed by HyperPod only.
         self.lifecycle_bucket: s3.Bucket | None = None
-        self.lifecycle_scripts: LifecycleScripts | None = None
         if lifecycle_scripts:
             self.lifecycle_bucket = encrypted_bucket(
                 self,
@@ -117,8 +118,11 @@ class StorageStack(Stack):
                 bucket_name=f"sagemaker-np-{environment}-{Aws.ACCOUNT_ID}-{Aws.REGION}",
             )
             _pin(self.lifecycle_bucket, PINNED_IDS["lifecycle_scripts"])
-            self.lifecycle_scripts = LifecycleScripts(
-                self, "LifecycleScriptsDeployment", bucket=self.lifecycle_bucket, key=self.key
+            CfnOutput(
+                self,
+                "LifecycleScriptsBucketName",
+                value=self.lifecycle_bucket.bucket_name,
+                description="Bucket of the standard groups' lifecycle scripts",
             )
         self.node_policies = self._node_policies()
 

@@ -1,5 +1,6 @@
-"""BedrockModels in the nova stack: the import role, the handlers' permissions, the
-custom resource of the example's model, the Provider's timeouts and the outputs."""
+"""Bedrock import: the import role, the handlers' permissions and the Provider's timeouts
+in the nova-base stack; the custom resource of the example's model and the outputs in
+the nova stack."""
 
 from __future__ import annotations
 
@@ -23,6 +24,11 @@ KEY = "${EncryptionKey.Arn}"  # the storage stack's KeyArn output
 def nova(synth) -> tuple[Any, dict[str, Any]]:
     result = synth(EXAMPLE)
     return result, result.templates["nova"]
+
+
+def base(synth) -> tuple[Any, dict[str, Any]]:
+    result = synth(EXAMPLE)
+    return result, result.templates["nova-base"]
 
 
 def logical(template: dict[str, Any], type_: str, prefix: str) -> str:
@@ -49,7 +55,7 @@ def statements(result: Any, policy: dict[str, Any]) -> dict[str, dict[str, Any]]
 
 
 def test_the_import_role_trusts_bedrock_from_this_account_only(synth) -> None:
-    _, template = nova(synth)
+    _, template = base(synth)
     role = template["Resources"][logical(template, "AWS::IAM::Role", "BedrockModelsImportRole")]
     assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"] == [
         {
@@ -63,7 +69,7 @@ def test_the_import_role_trusts_bedrock_from_this_account_only(synth) -> None:
 
 
 def test_the_import_role_reads_the_checkpoint_the_job_outputs_and_the_key(synth) -> None:
-    result, template = nova(synth)
+    result, template = base(synth)
     policy = template["Resources"][
         logical(template, "AWS::IAM::Policy", "BedrockModelsImportPolicy")
     ]
@@ -98,7 +104,7 @@ def _handler_policy(template: dict[str, Any], function: str) -> dict[str, Any]:
 
 
 def test_on_event_may_import_read_tag_delete_and_pass_only_the_import_role(synth) -> None:
-    result, template = nova(synth)
+    result, template = base(synth)
     import_role = logical(template, "AWS::IAM::Role", "BedrockModelsImportRole")
     assert statements(result, _handler_policy(template, "OnEvent")) == {
         "ListJobOutputs": {
@@ -144,7 +150,7 @@ def test_on_event_may_import_read_tag_delete_and_pass_only_the_import_role(synth
 
 
 def test_is_complete_may_read_models_and_create_and_read_deployments(synth) -> None:
-    result, template = nova(synth)
+    result, template = base(synth)
     assert statements(result, _handler_policy(template, "IsComplete")) == {
         "ReadModelsAndDeploy": {
             "actions": ["bedrock:CreateCustomModelDeployment", "bedrock:GetCustomModel"],
@@ -161,12 +167,14 @@ def test_is_complete_may_read_models_and_create_and_read_deployments(synth) -> N
 
 def test_the_example_model_imports_lite_sft_with_an_on_demand_deployment(synth) -> None:
     result, template = nova(synth)
+    _, base_template = base(synth)
     (logical_id,) = resources(template, "Custom::NovapodBedrockModel")
     resource = template["Resources"][logical_id]
     props = dict(resource["Properties"])
-    assert joined(props.pop("ServiceToken")).startswith("${BedrockModelsHandlersProvider")
+    # The Provider and the import role are the nova-base stack's (read as its outputs).
+    assert joined(props.pop("ServiceToken"), result).startswith("${BedrockModelsHandlersProvider")
     output_prefix = joined(props.pop("OutputPrefix"), result)
-    role = joined(props.pop("RoleArn"))
+    role = joined(props.pop("RoleArn"), result)
     assert props == {
         "ModelName": "lite-sft-model",
         "Deployment": "on-demand",
@@ -182,14 +190,16 @@ def test_the_example_model_imports_lite_sft_with_an_on_demand_deployment(synth) 
     assert output_prefix.replace("${ArtifactsBucket}", render.ARTIFACTS_BUCKET) == (
         render.output_uri(config, job)
     )
-    assert role == "${" + logical(template, "AWS::IAM::Role", "BedrockModelsImportRole") + ".Arn}"
+    assert role == (
+        "${" + logical(base_template, "AWS::IAM::Role", "BedrockModelsImportRole") + ".Arn}"
+    )
     # retain (the default): CloudFormation never sends Delete, replaced or removed.
     assert resource["DeletionPolicy"] == "Retain"
     assert resource["UpdateReplacePolicy"] == "Retain"
 
 
 def test_timeouts_cover_the_handler_and_the_wait_within_the_hour(synth) -> None:
-    _, template = nova(synth)
+    _, template = base(synth)
     functions = resources(template, "AWS::Lambda::Function")
     timeout = {
         f["Properties"]["Handler"]: f["Properties"]["Timeout"]
@@ -213,19 +223,18 @@ def test_timeouts_cover_the_handler_and_the_wait_within_the_hour(synth) -> None:
 
 
 def test_outputs_name_the_model_its_deployment_and_the_log_groups(synth) -> None:
-    _, template = nova(synth)
+    result, template = nova(synth)
+    _, base_template = base(synth)
     outputs = {k: o for k, o in template["Outputs"].items() if k.startswith("BedrockModels")}
     model = logical(template, "Custom::NovapodBedrockModel", "BedrockModelsModel")
-    by_value = {json.dumps(o["Value"]): o["Description"] for o in outputs.values()}
+    by_value = {joined(o["Value"], result): o["Description"] for o in outputs.values()}
+    on_event = logical(base_template, "AWS::Logs::LogGroup", "BedrockModelsHandlersOnEventLogs")
+    waits = logical(base_template, "AWS::Logs::LogGroup", "BedrockModelsHandlersIsCompleteLogs")
     assert set(by_value) == {
-        json.dumps({"Fn::GetAtt": [model, "ModelArn"]}),
-        json.dumps({"Fn::GetAtt": [model, "DeploymentArn"]}),
-        json.dumps(
-            {"Ref": logical(template, "AWS::Logs::LogGroup", "BedrockModelsHandlersOnEventLogs")}
-        ),
-        json.dumps(
-            {"Ref": logical(template, "AWS::Logs::LogGroup", "BedrockModelsHandlersIsCompleteLogs")}
-        ),
+        f"${{{model}.ModelArn}}",
+        f"${{{model}.DeploymentArn}}",
+        f"${{{on_event}}}",
+        f"${{{waits}}}",
     }
-    assert "lite-sft-model" in by_value[json.dumps({"Fn::GetAtt": [model, "ModelArn"]})]
+    assert "lite-sft-model" in by_value[f"${{{model}.ModelArn}}"]
     assert all(len(d) > 30 for d in by_value.values())

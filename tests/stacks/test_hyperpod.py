@@ -106,9 +106,14 @@ def test_standard_groups_run_lifecycle_scripts_from_s3(synth) -> None:
     assert bucket["DeletionPolicy"] == "Retain"
     assert system["InstanceStorageConfigs"] == [{"EbsVolumeConfig": {"VolumeSizeInGB": 200}}]
     assert "TrainingPlanArn" not in system
-    (deployment,) = resources(result.templates["storage"], "Custom::CDKBucketDeployment").values()
+    # Copied in by the eks stack, beside the EKS cluster (the storage stack, which the
+    # EKS cluster waits for, holds only the bucket).
+    assert resources(result.templates["storage"], "Custom::CDKBucketDeployment") == {}
+    (deployment,) = resources(result.templates["eks"], "Custom::CDKBucketDeployment").values()
     prefix = joined(deployment["Properties"]["DestinationBucketKeyPrefix"])
     assert uri == f"s3://${{LifecycleScriptsBucket}}/{prefix}"
+    destination = joined(deployment["Properties"]["DestinationBucketName"], result)
+    assert destination == "${LifecycleScriptsBucket}"
 
 
 def test_a_standard_group_runs_on_its_plan_in_the_plans_zone(synth) -> None:

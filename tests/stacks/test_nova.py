@@ -1,4 +1,5 @@
-"""NovaStack: dependencies, scientists' access, data grants, MLflow, recipe bundle, outputs."""
+"""The Nova stacks: dependencies, scientists' access, data grants and outputs (nova);
+MLflow and the recipe bundle (nova-base)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from novapod.environment import cdk_json_context
 from novapod.nova import render
 from novapod.nova.access import scientist_entry_id
 from novapod.stacks.nova import NovaStack
+from novapod.stacks.nova_base import NovaBaseStack
 from tests.conftest import ALL_CONFIGS, DEFAULT_CONFIG, ROOT, joined, resources
 
 EXAMPLE = ROOT / "config" / "examples" / "nova-jobs.yaml"
@@ -39,6 +41,11 @@ def nova(synth) -> tuple[Any, dict[str, Any]]:
     return result, result.templates["nova"]
 
 
+def base(synth) -> tuple[Any, dict[str, Any]]:
+    result = synth(EXAMPLE)
+    return result, result.templates["nova-base"]
+
+
 def one(template: dict[str, Any], type_: str, prefix: str) -> dict[str, Any]:
     found = [r for k, r in resources(template, type_).items() if k.startswith(prefix)]
     assert len(found) == 1, (prefix, len(found))
@@ -59,16 +66,22 @@ def statements(result, policy: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def test_depends_on_the_hyperpod_and_storage_stacks_only(synth) -> None:
+def test_depends_on_the_hyperpod_storage_and_nova_base_stacks_only(synth) -> None:
     result = synth(EXAMPLE)
-    assert result.dependencies["nova"] == {"hyperpod", "storage"}
+    assert result.dependencies["nova"] == {"hyperpod", "storage", "nova-base"}
+    # What needs no cluster waits for none: MLflow, the bundle, the handlers.
+    assert result.dependencies["nova-base"] == {"network", "storage"}
     # The role name comes from the hyperpod stack's own output, never the EKS stack's.
-    template = json.dumps(result.templates["nova"])
-    assert "novapod-nova-jobs-eks" not in template
+    for kind in ("nova", "nova-base"):
+        template = json.dumps(result.templates[kind])
+        assert "novapod-nova-jobs-eks" not in template
+        assert "novapod-nova-jobs-hyperpod" not in template or kind == "nova"
 
 
-def test_no_nova_stack_without_jobs(synth) -> None:
-    assert "nova" not in synth(DEFAULT_CONFIG).templates
+def test_no_nova_stacks_without_jobs(synth) -> None:
+    templates = synth(DEFAULT_CONFIG).templates
+    assert "nova" not in templates
+    assert "nova-base" not in templates
 
 
 def test_scientists_get_an_access_entry_in_their_group_and_no_access_policy(synth) -> None:
@@ -96,6 +109,23 @@ def _standalone(scientists: list[str]) -> dict[str, Any]:
     data["nova"]["scientists"] = scientists
     config = parse_config(data)
     app = App(context=cdk_json_context())
+    env = Environment(account="111122223333", region="us-east-1")
+    stored = {
+        "data_bucket_name": "data",
+        "artifacts_bucket_name": "artifacts",
+        "key_arn": "arn:aws:kms:us-east-1:111122223333:key/k",
+    }
+    base = NovaBaseStack(
+        app,
+        "NovaBase",
+        config=config,
+        cluster_name=config.prefix,
+        placement=PrivatePlacement(
+            vpc_id="vpc-0a1b2c3d", subnet_ids=("subnet-0a1b2c3d",), security_group_id="sg-0a1b2c3d"
+        ),
+        env=env,
+        **stored,
+    )
     stack = NovaStack(
         app,
         "Nova",
@@ -103,13 +133,9 @@ def _standalone(scientists: list[str]) -> dict[str, Any]:
         cluster_name=config.prefix,
         hyperpod_cluster_arn="arn:aws:sagemaker:us-east-1:111122223333:cluster/abc",
         restricted_role_name="RestrictedRole",
-        placement=PrivatePlacement(
-            vpc_id="vpc-0a1b2c3d", subnet_ids=("subnet-0a1b2c3d",), security_group_id="sg-0a1b2c3d"
-        ),
-        data_bucket_name="data",
-        artifacts_bucket_name="artifacts",
-        key_arn="arn:aws:kms:us-east-1:111122223333:key/k",
-        env=Environment(account="111122223333", region="us-east-1"),
+        base=base,
+        env=env,
+        **stored,
     )
     return Template.from_stack(stack).find_resources(
         "AWS::EKS::AccessEntry", {"Properties": {"KubernetesGroups": ["novapod-nova-scientists"]}}
@@ -234,8 +260,8 @@ def test_the_scientist_policy_reads_and_describes_only(synth) -> None:
 
 
 def test_mlflow_tracking_server_stores_artifacts_under_mlflow_with_its_own_role(synth) -> None:
-    result, template = nova(synth)
-    ((server_id, server),) = resources(template, "AWS::SageMaker::MlflowTrackingServer").items()
+    result, template = base(synth)
+    ((_, server),) = resources(template, "AWS::SageMaker::MlflowTrackingServer").items()
     assert server["DeletionPolicy"] == "Retain"
     props = server["Properties"]
     assert props["TrackingServerName"] == "novapod-nova-jobs"
@@ -264,9 +290,10 @@ def test_mlflow_tracking_server_stores_artifacts_under_mlflow_with_its_own_role(
             "condition": None,
         },
     }
-    assert template["Outputs"]["MlflowTrackingServerArn"]["Value"] == {
-        "Fn::GetAtt": [server_id, "TrackingServerArn"]
-    }
+    # NovaStack's output (what `novapod launch` reads): the same ARN, formatted from
+    # the server's name, which the server keeps (TrackingServerName above).
+    outputs = result.templates["nova"]["Outputs"]
+    assert joined(outputs["MlflowTrackingServerArn"]["Value"], result) == MLFLOW_ARN
 
 
 def bundle_files(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -277,7 +304,7 @@ def bundle_files(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_every_bundle_file_is_written_under_recipes(synth) -> None:
-    result, template = nova(synth)
+    result, template = base(synth)
     files = bundle_files(template)
     expected = {"recipes/" + p for p in render.bundle(load_config(EXAMPLE))}
     assert set(files) == expected
@@ -287,7 +314,7 @@ def test_every_bundle_file_is_written_under_recipes(synth) -> None:
 
 
 def test_a_recipe_body_is_substituted_by_cloudformation_with_omegaconf_escaped(synth) -> None:
-    _, template = nova(synth)
+    _, template = base(synth)
     text = render.bundle(load_config(EXAMPLE))["recipes/nova2-rft.yaml"]
     # The recipe's own OmegaConf interpolations, which Fn::Sub must leave as they are.
     assert "${oc.select:run.reward_lambda_arn}" in text
@@ -312,11 +339,11 @@ def test_a_recipe_body_is_substituted_by_cloudformation_with_omegaconf_escaped(s
 
 
 def test_the_mlflow_recipe_gets_the_servers_arn(synth) -> None:
-    _, template = nova(synth)
-    (server_id,) = resources(template, "AWS::SageMaker::MlflowTrackingServer")
+    _, template = base(synth)
     body = bundle_files(template)["recipes/recipes/lite-sft.yaml"]["Body"]["Fn::Sub"]
     assert "mlflow_tracking_uri: ${MlflowTrackingServerArn}\n" in body[0]
-    assert body[1]["MlflowTrackingServerArn"] == {"Fn::GetAtt": [server_id, "TrackingServerArn"]}
+    # Formatted from the server's name, so the bundle does not wait for the server.
+    assert joined(body[1]["MlflowTrackingServerArn"]) == MLFLOW_ARN
     # Only the names a file uses (cfn-lint flags unused Fn::Sub variables).
     assert set(body[1]) == {"DataBucket", "ArtifactsBucket", "MlflowTrackingServerArn"}
     launch = bundle_files(template)["recipes/launch/lite-sft.json"]["Body"]["Fn::Sub"]
@@ -340,7 +367,7 @@ def test_templates_and_bundle_events_stay_within_limits(synth, path) -> None:
     result = synth(path)
     for kind, template in result.templates.items():
         assert len(json.dumps(template)) < TEMPLATE_LIMIT, kind
-    for props in bundle_files(result.templates.get("nova", {"Resources": {}})).values():
+    for props in bundle_files(result.templates.get("nova-base", {"Resources": {}})).values():
         assert len(json.dumps(props)) < EVENT_LIMIT // 4, props["Key"]
 
 
@@ -359,7 +386,7 @@ def test_outputs_say_where_things_are(synth) -> None:
     assert joined(outputs["OutputsPrefix"]["Value"], result) == (
         "s3://${ArtifactsBucket}/nova/nova-jobs/"
     )
-    assert outputs["RecipeBundleLogGroup"]["Value"]["Ref"].startswith("RecipeBundleLogs")
+    assert joined(outputs["RecipeBundleLogGroup"]["Value"], result).startswith("${RecipeBundleLogs")
 
 
 def test_launch_specs_use_the_configured_namespace() -> None:

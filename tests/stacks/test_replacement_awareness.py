@@ -98,7 +98,8 @@ def retention_days(result, kind: str) -> set[int]:
 def interface_endpoints(result) -> set[str]:
     return {
         joined(r["Properties"]["ServiceName"]).rsplit(".", 1)[-1]
-        for r in result.templates["network"]["Resources"].values()
+        for kind in ("network", "eks")
+        for r in result.templates.get(kind, {"Resources": {}})["Resources"].values()
         if r["Type"] == "AWS::EC2::VPCEndpoint"
     }
 

@@ -1,9 +1,11 @@
 """The BedrockModel custom resources: a trained job's checkpoint imported into Amazon Bedrock.
 
 CloudFormation has no resource for a custom-model import or deployment (reference §9).
-`BedrockModels` holds, for one environment, the import role Bedrock assumes to read
-the checkpoint, the two handler functions (code in `handler/`, beside this file)
-behind a CDK `Provider`, and one custom resource per `nova.bedrock_models` entry.
+`BedrockImport` (NovaBaseStack) holds, for one environment, the import role Bedrock
+assumes to read the checkpoint and the two handler functions (code in `handler/`,
+beside this file) behind a CDK `Provider`: all built from names known at synth, so
+they do not wait for the clusters. `BedrockModels` (NovaStack) holds one custom
+resource per `nova.bedrock_models` entry and the outputs.
 
 IAM, from the service authorization reference for Amazon Bedrock
 (docs.aws.amazon.com/service-authorization/latest/reference/list_amazonbedrock.html):
@@ -69,11 +71,11 @@ def escrow_bucket_pattern() -> str:
     return f"arn:{Aws.PARTITION}:s3:::{ESCROW_BUCKET_PREFIX}{Aws.ACCOUNT_ID}-*"
 
 
-class BedrockModels(Construct):
-    """The import role, the Provider and one custom resource per model.
+class BedrockImport(Construct):
+    """The import role and the Provider of the models' custom resources.
 
-    `models` maps a model's name to its custom resource; `job_prefixes` are the key
-    prefixes (in the artifacts bucket) of the jobs whose checkpoints are imported.
+    `job_prefixes` are the key prefixes (in the artifacts bucket) of the jobs whose
+    checkpoints are imported; `artifacts_bucket`, `import_role`, `handlers`.
     """
 
     def __init__(
@@ -86,13 +88,12 @@ class BedrockModels(Construct):
         outputs_prefix: str,
         artifacts_bucket: s3.IBucket,
         key: kms.IKey,
-        tags: Mapping[str, str],
         log_retention_days: int,
     ) -> None:
         super().__init__(scope, id_)
         stack = Stack.of(self)
-        self._stack = stack
         self._bucket = artifacts_bucket
+        self.artifacts_bucket = artifacts_bucket
         jobs = list(dict.fromkeys(m.job for m in models))
         self.job_prefixes = [f"{outputs_prefix}{job}/" for job in jobs]
         self._outputs = [artifacts_bucket.arn_for_objects(f"{p}*") for p in self.job_prefixes]
@@ -116,10 +117,6 @@ class BedrockModels(Construct):
         )
         self._grant_on_event(key)
         self._grant_is_complete()
-        self.models: dict[str, CustomResource] = {}
-        for model in models:
-            self.models[model.name] = self._model(model, outputs_prefix, tags)
-        self._log_outputs()
 
     # --- the import role --------------------------------------------------------------
 
@@ -305,17 +302,41 @@ class BedrockModels(Construct):
                 "handler finds them by name, this account and region only.",
             )
 
-    # --- one model ----------------------------------------------------------------------
+
+class BedrockModels(Construct):
+    """One custom resource per model, served by a `BedrockImport`'s Provider.
+
+    `models` maps a model's name to its custom resource.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        importer: BedrockImport,
+        models: Sequence[BedrockModel],
+        outputs_prefix: str,
+        tags: Mapping[str, str],
+    ) -> None:
+        super().__init__(scope, id_)
+        self._importer = importer
+        self.models: dict[str, CustomResource] = {}
+        for model in models:
+            self.models[model.name] = self._model(model, outputs_prefix, tags)
+        self._log_outputs()
 
     def _model(
         self, model: BedrockModel, outputs_prefix: str, tags: Mapping[str, str]
     ) -> CustomResource:
         # The same prefix render.output_uri gives the job's recipe (nova/<env>/<job>/).
-        output_prefix = f"s3://{self._bucket.bucket_name}/{outputs_prefix}{model.job}/"
+        output_prefix = (
+            f"s3://{self._importer.artifacts_bucket.bucket_name}/{outputs_prefix}{model.job}/"
+        )
         properties: dict[str, object] = {
             "ModelName": model.name,
             "OutputPrefix": output_prefix,
-            "RoleArn": self.import_role.role_arn,
+            "RoleArn": self._importer.import_role.role_arn,
             "Deployment": model.deployment or "none",
             "Tags": [{"Key": k, "Value": v} for k, v in sorted(tags.items())],
             "RetainOnDelete": "true" if model.retain else "false",
@@ -328,7 +349,7 @@ class BedrockModels(Construct):
         resource = CustomResource(
             self,
             f"Model-{model.name}",
-            service_token=self.handlers.service_token,
+            service_token=self._importer.handlers.service_token,
             resource_type=RESOURCE_TYPE,
             properties=properties,
             # retain: CloudFormation never sends Delete (stack deletion, removal from the
@@ -359,27 +380,27 @@ class BedrockModels(Construct):
         CfnOutput(
             self,
             "ImportLogGroup",
-            value=self.handlers.on_event_logs.log_group_name,
+            value=self._importer.handlers.on_event_logs.log_group_name,
             description="Log group of the Bedrock import: the manifest read, the checkpoint "
             "and the CreateCustomModel call (or the model adopted).",
         )
         CfnOutput(
             self,
             "WaitLogGroup",
-            value=self.handlers.is_complete_logs.log_group_name,
+            value=self._importer.handlers.is_complete_logs.log_group_name,
             description="Log group of the wait for the Bedrock models (and deployments) to "
             "become Active, one line per poll.",
         )
 
 
-def bedrock_models(
+def bedrock_import(
     scope: Construct, *, config: NovapodConfig, artifacts_bucket: s3.IBucket, key: kms.IKey
-) -> BedrockModels | None:
-    """The config's `nova.bedrock_models` in the Nova stack (None without any)."""
+) -> BedrockImport | None:
+    """The import role and handlers in NovaBaseStack (None without `nova.bedrock_models`)."""
     models = config.nova_settings.bedrock_models
     if not models:
         return None
-    return BedrockModels(
+    return BedrockImport(
         scope,
         "BedrockModels",
         environment=config.name,
@@ -387,6 +408,22 @@ def bedrock_models(
         outputs_prefix=output_prefix(config),
         artifacts_bucket=artifacts_bucket,
         key=key,
-        tags=config.resource_tags,
         log_retention_days=config.eks.log_retention_days if config.eks else 365,
+    )
+
+
+def bedrock_models(
+    scope: Construct, *, config: NovapodConfig, importer: BedrockImport | None
+) -> BedrockModels | None:
+    """The config's `nova.bedrock_models` in NovaStack (None without any)."""
+    models = config.nova_settings.bedrock_models
+    if importer is None or not models:
+        return None
+    return BedrockModels(
+        scope,
+        "BedrockModels",
+        importer=importer,
+        models=models,
+        outputs_prefix=output_prefix(config),
+        tags=config.resource_tags,
     )

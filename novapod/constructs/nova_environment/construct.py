@@ -1,11 +1,17 @@
 """The NovaEnvironment custom resource: checks at deploy that the cluster can take a Nova job.
 
-`NovaEnvironment` holds the handler (code in `handler/`, beside this file) behind a CDK
-`Provider` and one custom resource. is_complete waits for the HyperPod cluster, then
-reads the namespace and the training operator's CRD through the EKS cluster's private
-API endpoint, so it runs in the private subnets in a security group of its own, and
-its role has an EKS access entry. on_event only logs the request: it stays outside the
-VPC (no network interface to create for it).
+Two constructs in two stacks. `NovaEnvironmentHandlers` (NovaBaseStack) holds the
+handler (code in `handler/`, beside this file) behind a CDK `Provider`, its network
+placement and every permission known at synth: nothing in it waits for a cluster, so
+CloudFormation builds it while the clusters are created. `NovaEnvironment` (NovaStack,
+after the HyperPod cluster) holds the custom resource, the function role's EKS access
+entry and its permission on the HyperPod cluster's ARN (which ends in an ID known only
+once the cluster exists).
+
+is_complete waits for the HyperPod cluster, then reads the namespace and the training
+operator's CRD through the EKS cluster's private API endpoint, so it runs in the
+private subnets in a security group of its own. on_event only logs the request: it
+stays outside the VPC (no network interface to create for it).
 """
 
 from __future__ import annotations
@@ -79,12 +85,12 @@ def restricted_group_plans(scope: Construct, config: NovapodConfig) -> list[Grou
     return out
 
 
-class NovaEnvironment(Construct):
-    """The check, its handlers, its network placement and its cluster access.
+class NovaEnvironmentHandlers(Construct):
+    """The check's functions, network placement and synth-known permissions.
 
-    Attributes: `resource` (the custom resource), `handlers` (HandlerProvider),
-    `log_group` (is_complete's: the progress of every poll and the verdict),
-    `security_group`, `access_entry`.
+    Attributes: `handlers` (HandlerProvider), `role` (is_complete's role, which the
+    checks run as), `log_group` (is_complete's: the progress of every poll and the
+    verdict), `security_group`, `ingress`.
     """
 
     def __init__(
@@ -92,10 +98,7 @@ class NovaEnvironment(Construct):
         scope: Construct,
         id_: str,
         *,
-        cluster_name: str,
         eks_cluster_name: str,
-        hyperpod_cluster_arn: str,
-        namespace: str,
         groups: Sequence[GroupPlan],
         placement: PrivatePlacement,
         log_retention_days: int,
@@ -115,6 +118,7 @@ class NovaEnvironment(Construct):
         )
         check = self.handlers.is_complete
         assert check.role is not None
+        self.role: iam.IRole = check.role
         self.log_group: logs.ILogGroup = self.handlers.is_complete_logs
 
         # A group of its own: HTTPS out only (the SageMaker, EKS and STS APIs through the
@@ -139,7 +143,7 @@ class NovaEnvironment(Construct):
         # (securityGroupIds, docs.aws.amazon.com/eks/latest/APIReference/
         # API_VpcConfigRequest.html): the EKS stack gives the HyperPod group. Admit the
         # check there on HTTPS, as the cluster bootstrap's build is admitted.
-        ingress = ec2.CfnSecurityGroupIngress(
+        self.ingress = ec2.CfnSecurityGroupIngress(
             self,
             "EksApiIngress",
             group_id=placement.security_group_id,
@@ -184,13 +188,6 @@ class NovaEnvironment(Construct):
                 resources=["*"],
             )
         )
-        check.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="DescribeHyperPodCluster",
-                actions=["sagemaker:DescribeCluster"],
-                resources=[hyperpod_cluster_arn],
-            )
-        )
         eks_cluster_arn = stack.format_arn(
             service="eks", resource="cluster", resource_name=eks_cluster_name
         )
@@ -223,11 +220,50 @@ class NovaEnvironment(Construct):
             "unknown in advance; limited to this account and Region as the Lambda docs show.",
         )
 
+    @property
+    def service_token(self) -> str:
+        return self.handlers.service_token
+
+
+class NovaEnvironment(Construct):
+    """The check itself, after the HyperPod cluster: the custom resource, the check
+    role's EKS access entry and its permission to describe the HyperPod cluster.
+
+    Attributes: `resource` (the custom resource), `access_entry`, `policy`.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        handlers: NovaEnvironmentHandlers,
+        cluster_name: str,
+        eks_cluster_name: str,
+        hyperpod_cluster_arn: str,
+        namespace: str,
+        groups: Sequence[GroupPlan],
+    ) -> None:
+        super().__init__(scope, id_)
+        role_arn = handlers.role.role_arn
+        self.policy = iam.Policy(
+            self,
+            "DescribeHyperPodCluster",
+            roles=[iam.Role.from_role_name(self, "CheckRole", handlers.role.role_name)],
+            statements=[
+                iam.PolicyStatement(
+                    sid="DescribeHyperPodCluster",
+                    actions=["sagemaker:DescribeCluster"],
+                    resources=[hyperpod_cluster_arn],
+                )
+            ],
+        )
+
         self.access_entry = eks.CfnAccessEntry(
             self,
             "AccessEntry",
             cluster_name=eks_cluster_name,
-            principal_arn=check.role.role_arn,
+            principal_arn=role_arn,
             type="STANDARD",
             access_policies=[
                 eks.CfnAccessEntry.AccessPolicyProperty(
@@ -244,54 +280,68 @@ class NovaEnvironment(Construct):
             "RestrictedGroups": [{"Name": g.name, "TrainingPlanArn": g.plan_arn} for g in groups],
             "RequiredCrds": list(REQUIRED_CRDS),
             "TimeoutSeconds": str(CHECK_TIMEOUT_SECONDS),
-            "RoleArn": check.role.role_arn,
+            "RoleArn": role_arn,
         }
         self.resource = CustomResource(
             self,
             "Resource",
-            service_token=self.handlers.service_token,
+            service_token=handlers.service_token,
             resource_type=RESOURCE_TYPE,
             properties=properties,
             # The check creates nothing: deleting it deletes nothing.
             removal_policy=RemovalPolicy.DESTROY,
         )
-        # The check needs its cluster access, its network path and its permissions
-        # before the first poll (and they stay until it is deleted).
-        self.resource.node.add_dependency(self.access_entry, ingress, check.role)
+        # The check needs its cluster access and its permissions before the first poll
+        # (and they stay until it is deleted); its network path and the rest of its
+        # permissions are in NovaBaseStack, which NovaStack deploys after.
+        self.resource.node.add_dependency(self.access_entry, self.policy)
 
-    def output(self, scope: Construct) -> CfnOutput:
+    def output(self, scope: Construct, handlers: NovaEnvironmentHandlers) -> CfnOutput:
         return CfnOutput(
             scope,
             "NovaEnvironmentLogGroup",
-            value=self.log_group.log_group_name,
+            value=handlers.log_group.log_group_name,
             description="Log group of the deploy-time check that the cluster can take a Nova "
             "job (cluster InService, namespace and PyTorchJob CRD present, each restricted "
             "group's nodes or plan start); one JSON line per step.",
         )
 
 
+def nova_environment_handlers(
+    scope: Construct, *, config: NovapodConfig, cluster_name: str, placement: PrivatePlacement
+) -> NovaEnvironmentHandlers:
+    """The check's functions and placement in `scope` (NovaBaseStack).
+
+    The HyperPod and EKS clusters share the name `novapod-<env>` (environment.py).
+    """
+    return NovaEnvironmentHandlers(
+        scope,
+        "NovaEnvironment",
+        eks_cluster_name=cluster_name,
+        groups=restricted_group_plans(scope, config),
+        placement=placement,
+        log_retention_days=config.eks.log_retention_days if config.eks else 365,
+    )
+
+
 def nova_environment(
     scope: Construct,
     *,
     config: NovapodConfig,
+    handlers: NovaEnvironmentHandlers,
     cluster_name: str,
     hyperpod_cluster_arn: str,
-    placement: PrivatePlacement,
 ) -> NovaEnvironment:
-    """The environment's check in `scope` (NovaStack), with its log group's output.
-
-    The HyperPod and EKS clusters share the name `novapod-<env>` (environment.py).
-    """
+    """The environment's check in `scope` (NovaStack), with its log group's output."""
     check = NovaEnvironment(
         scope,
         "NovaEnvironment",
+        handlers=handlers,
         cluster_name=cluster_name,
         eks_cluster_name=cluster_name,
         hyperpod_cluster_arn=hyperpod_cluster_arn,
         namespace=config.nova_settings.namespace,
         groups=restricted_group_plans(scope, config),
-        placement=placement,
-        log_retention_days=config.eks.log_retention_days if config.eks else 365,
     )
-    check.output(scope)
+    check.output(scope, handlers)
     return check
