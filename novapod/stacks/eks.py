@@ -35,6 +35,7 @@ from novapod.constructs.execution_role import ROLE_IDS, ExecutionRole, GroupKind
 from novapod.constructs.log_retention import retention
 from novapod.constructs.network import Egress, EgressHandover, VpcHandle
 from novapod.facts import ADDON_NAMES, eks_facts
+from novapod.nova.kubernetes import NovaAccess
 
 ALL_LOG_TYPES = (
     eks.ClusterLoggingTypes.API,
@@ -61,7 +62,8 @@ def kubeconfig_command(cluster_name: str, region: str) -> str:
 class EksStack(Stack):
     """Exposes `cluster` (eks_v2.Cluster), `cluster_name`, `execution_roles` (by kind) and
     `egress` (NAT gateways and private default routes when the network stack handed
-    them over as the `egress` argument, else None)."""
+    them over as the `egress` argument, else None). `nova_access`: the Nova jobs'
+    namespace and RBAC objects the bootstrap keeps in the cluster, when there are jobs."""
 
     def __init__(
         self,
@@ -77,6 +79,7 @@ class EksStack(Stack):
         execution_role_kinds: Sequence[GroupKind] = (),
         node_policies: Sequence[iam.IManagedPolicy] = (),
         egress: EgressHandover | None = None,
+        nova_access: NovaAccess | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, **kwargs)
@@ -190,6 +193,8 @@ class EksStack(Stack):
                 *self.addons.values(),
                 *(self.egress.routes.values() if self.egress else ()),
             ],
+            # The Nova jobs' namespace and RBAC, applied by the same build (see its README).
+            nova_access=nova_access,
         )
         self.execution_roles: dict[GroupKind, ExecutionRole] = {
             kind: ExecutionRole(
