@@ -19,6 +19,7 @@ from constructs import Construct
 
 from novapod.config import NovapodConfig
 from novapod.constructs.execution_role import execution_role_kinds
+from novapod.nova.kubernetes import nova_access
 from novapod.stacks.capacity import CapacityStack
 from novapod.stacks.eks import EksStack
 from novapod.stacks.hyperpod import HyperPodStack
@@ -106,6 +107,10 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
                 if storage.lifecycle_bucket is not None
                 else None
             ),
+            # Only with jobs: the namespace and RBAC exist before HyperPod and NovaStack.
+            nova_access=nova_access(config.nova_settings.namespace)
+            if config.has_nova_stack
+            else None,
             env=env,
             description=f"novapod {config.name}: EKS cluster with the HyperPod dependencies",
         )

@@ -38,6 +38,7 @@ from novapod.constructs.lifecycle_scripts import LifecycleScripts
 from novapod.constructs.log_retention import retention
 from novapod.constructs.network import Egress, EgressHandover, VpcHandle
 from novapod.facts import ADDON_NAMES, eks_facts
+from novapod.nova.kubernetes import NovaAccess
 
 ALL_LOG_TYPES = (
     eks.ClusterLoggingTypes.API,
@@ -64,7 +65,8 @@ def kubeconfig_command(cluster_name: str, region: str) -> str:
 class EksStack(Stack):
     """Exposes `cluster` (eks_v2.Cluster), `cluster_name`, `execution_roles` (by kind) and
     `egress` (NAT gateways and private default routes when the network stack handed
-    them over as the `egress` argument, else None)."""
+    them over as the `egress` argument, else None). `nova_access`: the Nova jobs'
+    namespace and RBAC objects the bootstrap keeps in the cluster, when there are jobs."""
 
     def __init__(
         self,
@@ -82,6 +84,7 @@ class EksStack(Stack):
         egress: EgressHandover | None = None,
         endpoints: Sequence[str] = (),
         lifecycle_bucket_name: str | None = None,
+        nova_access: NovaAccess | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, **kwargs)
@@ -223,6 +226,8 @@ class EksStack(Stack):
                 *(self.egress.routes.values() if self.egress else ()),
                 *(self.endpoints.all if self.endpoints else ()),
             ],
+            # The Nova jobs' namespace and RBAC, applied by the same build (see its README).
+            nova_access=nova_access,
         )
         self.execution_roles: dict[GroupKind, ExecutionRole] = {
             kind: ExecutionRole(

@@ -9,6 +9,7 @@ kubectl and yq are themselves fakes: once installed they are what the script run
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shlex
 import shutil
@@ -17,11 +18,13 @@ import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from novapod.constructs.cluster_bootstrap.buildspec import pin_variables
+from novapod.constructs.cluster_bootstrap.buildspec import access_variables, pin_variables
 from novapod.constructs.cluster_bootstrap.pins import HyperPodDependencies, default_pins
+from novapod.nova.kubernetes import nova_access
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "novapod" / "constructs" / "cluster_bootstrap" / "codebuild"
@@ -112,6 +115,35 @@ class Sandbox:
         (self.state / "configmap").mkdir(parents=True, exist_ok=True)
         for key, value in data.items():
             (self.state / "configmap" / key).write_text(value)
+
+    def namespaces(self) -> dict[str, str]:
+        """Namespace -> its app.kubernetes.io/managed-by label ("" when unlabelled)."""
+        folder = self.state / "namespaces"
+        if not folder.is_dir():
+            return {}
+        return {p.name: p.read_text() for p in folder.iterdir()}
+
+    def set_namespace(self, name: str, managed_by: str = "") -> None:
+        (self.state / "namespaces").mkdir(parents=True, exist_ok=True)
+        (self.state / "namespaces" / name).write_text(managed_by)
+
+    def set_jobs(self, namespace: str, *names: str) -> None:
+        (self.state / "pytorchjobs").mkdir(parents=True, exist_ok=True)
+        lines = "".join(f"pytorchjob.kubeflow.org/{n}\n" for n in names)
+        (self.state / "pytorchjobs" / namespace).write_text(lines)
+
+    def applied(self) -> list[Any]:
+        """The documents given to `kubectl apply --server-side`, in order, parsed."""
+        folder = self.state / "applied"
+        if not folder.is_dir():
+            return []
+        files = sorted(folder.glob("*.json"), key=lambda p: int(p.stem))
+        return [json.loads(p.read_text()) for p in files]
+
+
+def nova_env(namespace: str) -> dict[str, str]:
+    """The build variables of a config whose Nova jobs run in `namespace`."""
+    return access_variables(nova_access(namespace))
 
 
 def _executable(source: Path, target: Path) -> None:

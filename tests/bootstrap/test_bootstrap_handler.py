@@ -12,10 +12,11 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
-from novapod.constructs.cluster_bootstrap.buildspec import pin_variables
+from novapod.constructs.cluster_bootstrap.buildspec import access_variables, pin_variables
 from novapod.constructs.cluster_bootstrap.handler import decisions, index
 from novapod.constructs.cluster_bootstrap.handler.decisions import BootstrapError
 from novapod.constructs.cluster_bootstrap.pins import default_pins
+from novapod.nova.kubernetes import nova_access
 
 PROJECT = "NovapodBootstrapProject"
 CLUSTER = "novapod-dev-eks"
@@ -154,6 +155,56 @@ def test_update_to_another_cluster_installs_there_under_a_new_id(codebuild: Stub
         None,
     )
     assert result["PhysicalResourceId"] == "novapod-new-eks-hyperpod-dependencies"
+
+
+def with_nova(namespace: str) -> dict[str, Any]:
+    """PROPS of a config whose Nova jobs run in `namespace`, as the construct renders them."""
+    variables = access_variables(nova_access(namespace))
+    return {
+        **PROPS,
+        "KubernetesSha256": variables["NOVA_ACCESS_SHA256"],
+        "BuildEnvironment": {**PROPS["BuildEnvironment"], **variables},
+    }
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (with_nova("team-a"), with_nova("team-b")),  # the manifests changed
+        (PROPS, with_nova("kubeflow")),  # jobs added (or a resource from before them)
+        (with_nova("kubeflow"), PROPS),  # jobs removed: the build deletes the objects
+    ],
+    ids=["namespace-changed", "jobs-added", "jobs-removed"],
+)
+def test_update_that_changes_the_kubernetes_manifests_starts_a_build_with_the_new_ones(
+    codebuild: Stubber, old: dict[str, Any], new: dict[str, Any]
+) -> None:
+    expect_start(codebuild, "install", environment=new["BuildEnvironment"])
+    result = index.on_event(
+        event("Update", new, PhysicalResourceId=PHYSICAL_ID, OldResourceProperties=old), None
+    )
+    assert result["BuildId"] == BUILD_ID
+    assert result["Action"] == "install"
+
+
+def test_only_a_change_of_the_kubernetes_manifests_starts_a_build() -> None:
+    team_a = decisions.parse_properties(with_nova("team-a"))
+    again = decisions.parse_properties({**with_nova("team-a"), "ServiceToken": "other"})
+    team_b = decisions.parse_properties(with_nova("team-b"))
+    assert team_a.kubernetes_sha256 == with_nova("team-a")["KubernetesSha256"]
+    assert decisions.decide("Update", again, team_a) == "none"
+    assert decisions.decide("Update", team_b, team_a) == "install"
+    # A resource from before the manifests (or without jobs) has none.
+    assert decisions.parse_properties(PROPS).kubernetes_sha256 == ""
+
+
+def test_manifests_that_do_not_match_their_digest_are_refused(codebuild: Stubber) -> None:
+    props = with_nova("kubeflow")
+    stale = {**props, "KubernetesSha256": "e" * 64}
+    with pytest.raises(decisions.PropertyError, match="does not carry KubernetesSha256"):
+        index.on_event(event("Create", stale), None)
+    with pytest.raises(decisions.PropertyError, match="KubernetesSha256 must be a string"):
+        index.on_event(event("Create", {**props, "KubernetesSha256": 1}), None)
 
 
 def test_delete_starts_an_uninstall_build(codebuild: Stubber) -> None:

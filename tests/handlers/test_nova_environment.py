@@ -294,8 +294,9 @@ def test_a_missing_namespace_fails_naming_it(env: Env) -> None:
     env.kube.namespaces.discard("kubeflow")
     outcome = env.create()
     assert outcome.reason == (
-        f"namespace kubeflow does not exist in EKS cluster {EKS}; Nova jobs run there, so "
-        "create it (kubectl create namespace kubeflow) and deploy again"
+        f"namespace kubeflow does not exist in EKS cluster {EKS}; the eks stack's bootstrap "
+        f"build creates it (cdk deploy {EKS}-eks, build log in its BootstrapBuildLogGroup "
+        "output), then deploy again"
     )
     assert env.kube.paths() == [NAMESPACE_PATH]
 
@@ -336,8 +337,9 @@ def test_forbidden_by_kubernetes_names_the_access_entry_the_role_needs(env: Env)
     outcome = env.create()
     assert outcome.reason == (
         f"the Kubernetes API of EKS cluster {EKS} forbids role {ROLE} to read namespace "
-        f"kubeflow (HTTP 403: {denial}); the role's EKS access entry needs a Kubernetes group "
-        "or access policy that allows get on namespaces and customresourcedefinitions"
+        f"kubeflow (HTTP 403: {denial}); the role's EKS access entry puts it in group "
+        "novapod-nova-environment-check, which the eks stack's bootstrap build binds to a "
+        "ClusterRole allowing get on namespaces and customresourcedefinitions"
     )
 
 

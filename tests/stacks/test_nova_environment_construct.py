@@ -5,11 +5,13 @@ output in the nova stack."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from novapod.constructs.nova_environment.handler import decisions, index
+from novapod.nova.kubernetes import ENVIRONMENT_CHECK_GROUP
 from tests.conftest import ROOT, joined, producer_value, resources
 
 EXAMPLE = ROOT / "config" / "examples" / "nova-jobs.yaml"
@@ -111,7 +113,7 @@ def check_log_group_ref(template: dict[str, Any]) -> dict[str, Any]:
     return function["Properties"]["LoggingConfig"]["LogGroup"]
 
 
-def test_the_check_role_has_a_cluster_wide_read_only_access_entry(nova) -> None:
+def test_the_check_role_reads_the_cluster_through_its_group_not_an_access_policy(nova) -> None:
     result, template = nova
     _, entry = only(template, "AWS::EKS::AccessEntry")
     props = entry["Properties"]
@@ -120,22 +122,16 @@ def test_the_check_role_has_a_cluster_wide_read_only_access_entry(nova) -> None:
         "Fn::GetAtt": [check_role(result, template), "Arn"]
     }
     assert props["Type"] == "STANDARD"
-    assert "KubernetesGroups" not in props
-    assert props["AccessPolicies"] == [
-        {
-            "AccessScope": {"Type": "cluster"},
-            "PolicyArn": {
-                "Fn::Join": [
-                    "",
-                    [
-                        "arn:",
-                        {"Ref": "AWS::Partition"},
-                        ":eks::aws:cluster-access-policy/AmazonEKSAdminViewPolicy",
-                    ],
-                ]
-            },
-        }
-    ]
+    # The group the bootstrap build binds to get on namespaces and CRDs, nothing more:
+    # no EKS access policy (AdminView would read every Secret in the cluster).
+    assert props["KubernetesGroups"] == ["novapod-nova-environment-check"]
+    assert "AccessPolicies" not in props
+    eks_template = result.templates["eks"]
+    (bootstrap,) = resources(eks_template, "Custom::NovapodClusterBootstrap").values()
+    variables = json.dumps(bootstrap["Properties"])
+    assert "novapod-nova-environment-check" in variables
+    # The handler's copy of the group name (its Lambda asset holds only its own folder).
+    assert decisions.CHECK_GROUP == ENVIRONMENT_CHECK_GROUP
 
 
 def test_is_complete_runs_in_the_private_subnets_with_https_only(nova, base) -> None:

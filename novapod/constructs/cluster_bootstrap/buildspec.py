@@ -5,12 +5,16 @@ The buildspec carries every pinned value as an environment variable and runs
 nothing in the job can wait for an answer. A null pin becomes `UNPINNED`, which the
 script refuses. The custom-resource handler passes the same variables, taken from the
 event's own properties, as overrides with `BOOTSTRAP_MODE` and `CLUSTER_NAME`; CDK
-supplies the asset location.
+supplies the asset location. With Nova jobs, `access_variables` adds the namespace and
+access objects (novapod/nova/kubernetes.py) to those overrides only, not to the
+buildspec: a new namespace changes the resource, not the project.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
+
+from novapod.nova.kubernetes import NovaAccess, compact_json
 
 from .pins import HyperPodDependencies
 
@@ -22,6 +26,12 @@ MARKER_CONFIGMAP = "novapod-hyperpod-dependencies"
 # has no source; the asset is fetched by the first command).
 SCRIPTS_DIR = "/tmp/novapod-bootstrap"  # noqa: S108 - fixed path inside the build container
 SCRIPTS_ZIP = "/tmp/novapod-bootstrap.zip"  # noqa: S108
+# StartBuild refuses an override longer than this ("InvalidInputException:
+# EnvironmentVariable should be at most 4096 characters", seen in
+# wolfeidau/buildkite-serverless-agent#35); the quotas page
+# (docs.aws.amazon.com/codebuild/latest/userguide/limits.html) does not list it, so the
+# observed limit is enforced at synth, name and value together to be safe.
+MAX_VARIABLE_CHARS = 4096
 
 
 def build_spec(pins: HyperPodDependencies, mode: Mode, rig: bool, region: str) -> dict[str, Any]:
@@ -87,3 +97,27 @@ def pin_variables(
         "YQ_URL": pins.yq.url,
         "YQ_SHA256": value(pins.yq.sha256),
     }
+
+
+def access_variables(access: NovaAccess) -> dict[str, str]:
+    """Environment of bootstrap.sh for the Nova namespace and its access objects.
+
+    NOVA_NAMESPACE_MANIFEST is created only where the namespace does not exist yet;
+    NOVA_ACCESS_MANIFEST (a kubectl List) is applied; NOVA_ACCESS_OBJECTS names those
+    objects (`<namespace>/<type>/<name>`, space-separated) so the build can delete the
+    ones a later config drops; NOVA_ACCESS_SHA256 is the change trigger.
+    """
+    variables = {
+        "NOVA_NAMESPACE": access.namespace,
+        "NOVA_NAMESPACE_MANIFEST": compact_json(access.namespace_object),
+        "NOVA_ACCESS_MANIFEST": access.manifest(),
+        "NOVA_ACCESS_OBJECTS": " ".join(access.refs()),
+        "NOVA_ACCESS_SHA256": access.digest(),
+    }
+    for name, value in variables.items():
+        if len(name) + len(value) > MAX_VARIABLE_CHARS:
+            raise ValueError(
+                f"the bootstrap build variable {name} would be {len(name) + len(value)} "
+                f"characters; CodeBuild takes at most {MAX_VARIABLE_CHARS} per variable"
+            )
+    return variables

@@ -13,6 +13,16 @@ machine are built from values known at synth (the cluster's name, ARNs formatted
 it), so CloudFormation creates them while the EKS cluster is being created. Only the
 custom resource itself (the build start) waits for the cluster, its access entry and
 the caller's `after` (the add-ons).
+
+With `nova_access` (a config with Nova jobs), the same build also keeps the jobs'
+namespace and its RBAC objects in the cluster. One in-cluster mechanism on purpose,
+rather than aws_eks_v2 manifests: those need a kubectl provider (a Lambda with a
+kubectl/helm layer, placed in the private subnets for a private endpoint, with its own
+cluster-admin access entry and Provider; docs.aws.amazon.com/cdk/api/v2/python/
+aws_cdk.aws_eks_v2/KubectlProviderOptions.html), i.e. a second kubectl outside the
+checksum pins, a second admin principal and a second deploy wait, while this build
+already runs the pinned, sha256-verified kubectl inside the VPC as a cluster admin,
+records what it applied in its marker ConfigMap and reports what a delete left.
 """
 
 from __future__ import annotations
@@ -44,8 +54,9 @@ from novapod.config import LOG_RETENTION_DAYS
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.log_retention import log_group
 from novapod.constructs.provider import HandlerProvider, default_policy
+from novapod.nova.kubernetes import NovaAccess
 
-from .buildspec import build_spec, pin_variables
+from .buildspec import access_variables, build_spec, pin_variables
 from .pins import HyperPodDependencies, default_pins
 
 HERE = Path(__file__).resolve().parent
@@ -70,12 +81,15 @@ class ClusterBootstrap(Construct):
     Attributes: `resource` (the custom resource HyperPod must depend on), `project`
     (the CodeBuild project), `role` (its role, a cluster admin through an EKS access
     entry), `access_entry`, `log_group` (build logs), `handlers` (whose `on_event_logs`
-    and `is_complete_logs` show which build started and its status per poll) and `pins`.
+    and `is_complete_logs` show which build started and its status per poll), `pins` and
+    `nova_access`.
 
     `cluster_name` is the cluster's name as a plain string (the cluster must be created
     with that name): everything but the custom resource is built from it, not from the
     cluster's attributes, so none of it waits for the cluster. `after` are further
-    resources the build needs first (e.g. the cluster's add-ons).
+    resources the build needs first (e.g. the cluster's add-ons). `nova_access`: the Nova
+    jobs' namespace and RBAC objects to keep in the cluster (novapod/nova/kubernetes.py),
+    or None to keep none (and remove those an earlier deploy applied).
     """
 
     def __init__(
@@ -92,6 +106,7 @@ class ClusterBootstrap(Construct):
         log_retention_days: int = 365,
         encryption_key: kms.IKey | None = None,
         after: Sequence[IDependable] = (),
+        nova_access: NovaAccess | None = None,
     ) -> None:
         super().__init__(scope, id_)
         if Token.is_unresolved(cluster_name) or not cluster_name:
@@ -111,6 +126,7 @@ class ClusterBootstrap(Construct):
                 f"{log_retention_days} days"
             )
         self.pins: HyperPodDependencies = default_pins()
+        self.nova_access = nova_access
         self.cluster_name = cluster_name
         self._days = log_retention_days
         self._key = encryption_key
@@ -227,13 +243,19 @@ class ClusterBootstrap(Construct):
                 "PinsSha256": self.pins.digest(),
                 "ScriptSha256": scripts.asset_hash,
                 "InstallRigDependencies": "true" if install_rig_dependencies else "false",
-                # Every build runs with the pins of its own event (see handler/decisions.py).
-                "BuildEnvironment": pin_variables(
-                    self.pins, mode="install", rig=install_rig_dependencies, region=region
-                ),
+                # Every build runs with the pins of its own event (see handler/decisions.py),
+                # and with the Nova access objects it declares (the manifests, readable here).
+                "BuildEnvironment": {
+                    **pin_variables(
+                        self.pins, mode="install", rig=install_rig_dependencies, region=region
+                    ),
+                    **(access_variables(nova_access) if nova_access else {}),
+                },
                 # For reviewers of the template; PinsSha256 already covers them.
                 "ChartRevision": self.pins.chart.revision,
                 "RigRevision": self.pins.rig.revision if install_rig_dependencies else "",
+                # Absent without Nova jobs, so such templates are unchanged.
+                **({"KubernetesSha256": nova_access.digest()} if nova_access else {}),
             },
             # Delete runs a best-effort uninstall build (see handler/index.py).
             removal_policy=RemovalPolicy.DESTROY,

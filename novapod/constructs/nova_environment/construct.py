@@ -33,6 +33,7 @@ from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.network import PrivatePlacement
 from novapod.constructs.provider import HandlerProvider, default_policy, handler_code
 from novapod.naming import training_plan_name
+from novapod.nova.kubernetes import ENVIRONMENT_CHECK_GROUP
 
 HANDLER_ROOT = Path(__file__).resolve().parent
 RESOURCE_TYPE = "Custom::NovapodNovaEnvironment"
@@ -49,14 +50,6 @@ ON_EVENT_TIMEOUT = Duration.minutes(1)
 # AWS and Kubernetes call retried to its limit (tests check the bound).
 IS_COMPLETE_TIMEOUT = Duration.minutes(11)
 HTTPS = 443
-# AmazonEKSViewPolicy reads namespaces but no apiextensions.k8s.io resources;
-# AmazonEKSAdminViewPolicy is get/list/watch on every API group and resource, so it
-# covers customresourcedefinitions (docs.aws.amazon.com/eks/latest/userguide/
-# access-policy-permissions.html). CRDs and namespaces are cluster-scoped objects, which
-# a namespace-scoped association does not authorize: the association is cluster-wide.
-# It is read-only but includes Secrets; a ClusterRole of get on exactly these two kinds
-# needs a manifest in the cluster, which this release does not apply.
-ACCESS_POLICY = "AmazonEKSAdminViewPolicy"
 
 
 @dataclass(frozen=True)
@@ -259,18 +252,19 @@ class NovaEnvironment(Construct):
             ],
         )
 
+        # A Kubernetes group and no access policy: the eks stack's bootstrap build binds
+        # the group to a ClusterRole of get on namespaces and customresourcedefinitions
+        # (novapod/nova/kubernetes.py), which is all the check reads. No EKS access policy
+        # is that narrow: AmazonEKSViewPolicy cannot read CRDs, AmazonEKSAdminViewPolicy
+        # reads every resource, Secrets included (docs.aws.amazon.com/eks/latest/
+        # userguide/access-policy-permissions.html).
         self.access_entry = eks.CfnAccessEntry(
             self,
             "AccessEntry",
             cluster_name=eks_cluster_name,
             principal_arn=role_arn,
             type="STANDARD",
-            access_policies=[
-                eks.CfnAccessEntry.AccessPolicyProperty(
-                    policy_arn=f"arn:{Aws.PARTITION}:eks::aws:cluster-access-policy/{ACCESS_POLICY}",
-                    access_scope=eks.CfnAccessEntry.AccessScopeProperty(type="cluster"),
-                )
-            ],
+            kubernetes_groups=[ENVIRONMENT_CHECK_GROUP],
         )
 
         properties: dict[str, object] = {

@@ -18,6 +18,8 @@ PHYSICAL_ID_SUFFIX = "-hyperpod-dependencies"
 RUNNING = frozenset({"IN_PROGRESS"})
 SUCCEEDED = "SUCCEEDED"
 FAILED = frozenset({"FAILED", "FAULT", "STOPPED", "TIMED_OUT"})
+# The build variable that carries the Nova access objects' digest (buildspec.py).
+KUBERNETES_DIGEST_VARIABLE = "NOVA_ACCESS_SHA256"
 
 
 class BootstrapError(Exception):
@@ -35,6 +37,8 @@ class BootstrapProperties:
     `environment` holds every pin as the build's environment (the buildspec's values):
     each build gets the pins of the event's own properties, so an update, a rollback
     and the delete of an old resource each install or remove exactly what they declare.
+    With Nova jobs it also holds the namespace and RBAC manifests, whose digest is
+    `kubernetes_sha256` ("" without jobs: nothing to keep in the cluster).
     """
 
     project_name: str
@@ -43,14 +47,21 @@ class BootstrapProperties:
     script_sha256: str
     install_rig: bool
     environment: Mapping[str, str]
+    kubernetes_sha256: str = ""
 
     @property
     def physical_id(self) -> str:
         return physical_id(self.cluster_name)
 
-    def revision(self) -> tuple[str, str, str, bool]:
+    def revision(self) -> tuple[str, str, str, bool, str]:
         """What an installed cluster depends on; a change of it needs a build."""
-        return (self.cluster_name, self.pins_sha256, self.script_sha256, self.install_rig)
+        return (
+            self.cluster_name,
+            self.pins_sha256,
+            self.script_sha256,
+            self.install_rig,
+            self.kubernetes_sha256,
+        )
 
 
 def physical_id(cluster_name: str) -> str:
@@ -80,6 +91,15 @@ def parse_properties(raw: Mapping[str, Any]) -> BootstrapProperties:
     pins_sha256 = text("PinsSha256")
     if environment.get("PINS_SHA256") != pins_sha256:
         raise PropertyError("resource property BuildEnvironment does not carry PinsSha256")
+    # Optional: resources rendered before the Nova access objects, or without jobs.
+    kubernetes_sha256 = raw.get("KubernetesSha256", "")
+    if not isinstance(kubernetes_sha256, str):
+        raise PropertyError("resource property KubernetesSha256 must be a string")
+    if environment.get(KUBERNETES_DIGEST_VARIABLE, "") != kubernetes_sha256:
+        raise PropertyError(
+            "resource property BuildEnvironment does not carry KubernetesSha256 "
+            f"as {KUBERNETES_DIGEST_VARIABLE}"
+        )
     return BootstrapProperties(
         project_name=text("ProjectName"),
         cluster_name=text("ClusterName"),
@@ -87,6 +107,7 @@ def parse_properties(raw: Mapping[str, Any]) -> BootstrapProperties:
         script_sha256=text("ScriptSha256"),
         install_rig=rig == "true",
         environment=dict(environment),
+        kubernetes_sha256=kubernetes_sha256,
     )
 
 

@@ -45,6 +45,10 @@ MAX_CRDS = 8
 # CloudFormation refuses a custom resource response over 4096 bytes; Data stays well under.
 MAX_DATA_BYTES = 3000
 PHYSICAL_ID_SUFFIX = "-nova-environment"
+# The Kubernetes group of the check's access entry (novapod/nova/kubernetes.py,
+# ENVIRONMENT_CHECK_GROUP: the Lambda asset holds this folder only, so it is repeated,
+# and a test keeps the two equal).
+CHECK_GROUP = "novapod-nova-environment-check"
 
 # Statuses from botocore's SageMaker model (ClusterStatus): these pass with time.
 WAITING_STATUSES = frozenset({"Creating", "Updating", "SystemUpdating"})
@@ -370,8 +374,9 @@ def kubernetes_verdict(status: int) -> KubernetesVerdict:
 
 def namespace_missing_message(namespace: str, eks_cluster: str) -> str:
     return (
-        f"namespace {namespace} does not exist in EKS cluster {eks_cluster}; Nova jobs run "
-        f"there, so create it (kubectl create namespace {namespace}) and deploy again"
+        f"namespace {namespace} does not exist in EKS cluster {eks_cluster}; the eks "
+        f"stack's bootstrap build creates it (cdk deploy {eks_cluster}-eks, build log in "
+        "its BootstrapBuildLogGroup output), then deploy again"
     )
 
 
@@ -407,8 +412,9 @@ def access_message(
         )
     return (
         f"the Kubernetes API of EKS cluster {eks_cluster} forbids {who} to read {what} "
-        f"(HTTP 403{said}); the role's EKS access entry needs a Kubernetes group or access "
-        "policy that allows get on namespaces and customresourcedefinitions"
+        f"(HTTP 403{said}); the role's EKS access entry puts it in group "
+        f"{CHECK_GROUP}, which the eks stack's bootstrap build binds to a ClusterRole "
+        "allowing get on namespaces and customresourcedefinitions"
     )
 
 

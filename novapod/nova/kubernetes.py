@@ -1,0 +1,184 @@
+"""The Nova environment's Kubernetes objects, as plain data: pure functions, no CDK.
+
+`nova_access(namespace)` renders what the jobs' namespace needs in the EKS cluster:
+the Namespace, a Role with exactly the kinds the Nova job charts create and the verbs
+the HyperPod CLI uses, its RoleBinding to the scientists' group (`SCIENTISTS_GROUP`, the
+group of their EKS access entries), and a ClusterRole/ClusterRoleBinding that lets the
+NovaEnvironment check read namespaces and CRDs (`ENVIRONMENT_CHECK_GROUP`). The
+ClusterBootstrap build applies them (novapod/constructs/cluster_bootstrap/README.md).
+
+Where the kinds and verbs come from (aws/sagemaker-hyperpod-recipes at 0700d223, the
+submodule the HyperPod CLI's release_v2 head abcdc77b pins; the same kinds on its main
+branch in 2026-06):
+- `hyperpod start-job --recipe` runs the recipes launcher, which writes a chart and runs
+  `helm install --namespace <ns> <job> <chart>` without --wait
+  (launcher/nova/launchers.py and launcher/evaluation/launchers.py, _create_helm_script).
+  The charts' kinds: PyTorchJob and ConfigMap (launcher/nova/k8s_templates/SFT/,
+  PPO/training.yaml, launcher/evaluation/k8s_templates/EVAL/); PPO adds a Service and a
+  StatefulSet (PPO/training-ag.yaml); RFT adds Services, Deployments (RFT/templates/
+  hub.yaml, redis.yaml), StatefulSets (vllm-generation.yaml, nats-server.yaml), batch
+  Jobs (hub.yaml, prompt-rbs.yaml) and a Secret (nats-server.yaml). No hooks.
+- Helm gets every object before creating it (helm/helm pkg/action/validate.go,
+  existingResourceConflict) and keeps each release as Secrets in the release's
+  namespace, listed by label, created, updated and deleted (helm.sh/community/hips/
+  archives/helm/helm-v3/003-state; pkg/storage/driver/secrets.go).
+- aws/sagemaker-hyperpod-cli release_v2 (src/hyperpod_cli/): `list-jobs -n` reads the
+  namespace then lists PyTorchJobs (service/list_training_jobs.py,
+  clients/kubernetes_client.py check_if_namespace_exists, list_training_jobs);
+  `get-job` gets one; `list-pods` and `get-log` list the job's pods, read one pod and its
+  log (service/list_pods.py, service/get_logs.py); `cancel-job` deletes the PyTorchJob,
+  then `helm uninstall`s the release (service/cancel_training_job.py).
+Pods are created by the operators, never by the scientist; no watch, exec, patch or
+escalation verbs are needed by those commands, so none are granted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from novapod.nova.access import SCIENTISTS_GROUP
+
+# The Kubernetes group the NovaEnvironment check's EKS access entry maps its role to
+# (kubernetes_groups of AWS::EKS::AccessEntry): bound to ENVIRONMENT_CHECK_ROLE below,
+# so the check needs no AWS-managed access policy.
+ENVIRONMENT_CHECK_GROUP = "novapod-nova-environment-check"
+SCIENTIST_ROLE = "novapod-nova-scientists"
+ENVIRONMENT_CHECK_ROLE = "novapod-nova-environment-check"
+# The recommended label for the tool that manages an object
+# (kubernetes.io/docs/concepts/overview/working-with-objects/common-labels/); the
+# bootstrap build deletes only namespaces that carry it (it created them).
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "novapod"
+RBAC_API = "rbac.authorization.k8s.io"
+
+# (apiGroups, resources, verbs) of the scientists' Role; sources in the module docstring.
+SCIENTIST_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
+    # helm install (create, get), list-jobs (list), get-job (get), cancel-job and helm
+    # uninstall (delete).
+    (("kubeflow.org",), ("pytorchjobs",), ("create", "delete", "get", "list")),
+    # The charts' other objects: helm install (get, create) and helm uninstall (delete).
+    (("",), ("configmaps", "services"), ("create", "delete", "get")),
+    (("apps",), ("deployments", "statefulsets"), ("create", "delete", "get")),
+    (("batch",), ("jobs",), ("create", "delete", "get")),
+    # RFT's NATS Secret and Helm's release records (list by label, create, update on
+    # install and uninstall, get and delete on uninstall).
+    (("",), ("secrets",), ("create", "delete", "get", "list", "update")),
+    # list-pods and get-log list the job's pods; get-log reads one pod and its log.
+    (("",), ("pods",), ("get", "list")),
+    (("",), ("pods/log",), ("get",)),
+    # list-jobs -n reads the namespace. Bound in the namespace, this allows reading that
+    # namespace only: the API server gives GET /api/v1/namespaces/<ns> the namespace <ns>
+    # (k8s.io/apiserver pkg/endpoints/request/requestinfo.go), as the HyperPod chart's own
+    # team Role relies on (helm_chart/HyperPodHelmChart/charts/team-role-and-bindings/
+    # templates/team-level-namespaced-role.yaml).
+    (("",), ("namespaces",), ("get",)),
+)
+# What the NovaEnvironment check reads: GET the namespace and each required CRD
+# (novapod/constructs/nova_environment/handler/decisions.py namespace_path, crd_path).
+# Both are cluster-scoped, so a ClusterRole; get only, no list or watch.
+ENVIRONMENT_CHECK_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
+    (("",), ("namespaces",), ("get",)),
+    (("apiextensions.k8s.io",), ("customresourcedefinitions",), ("get",)),
+)
+
+
+def _labels() -> dict[str, str]:
+    return {MANAGED_BY_LABEL: MANAGED_BY}
+
+
+def _rules(
+    rules: Sequence[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]],
+) -> list[dict[str, list[str]]]:
+    return [
+        {"apiGroups": list(groups), "resources": list(kinds), "verbs": list(verbs)}
+        for groups, kinds, verbs in rules
+    ]
+
+
+def _binding(kind: str, name: str, role_kind: str, group: str) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{RBAC_API}/v1",
+        "kind": kind,
+        "metadata": {"name": name, "labels": _labels()},
+        "roleRef": {"apiGroup": RBAC_API, "kind": role_kind, "name": name},
+        "subjects": [{"apiGroup": RBAC_API, "kind": "Group", "name": group}],
+    }
+
+
+def namespace_object(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": namespace, "labels": _labels()},
+    }
+
+
+def access_objects(namespace: str) -> list[dict[str, Any]]:
+    """Role and RoleBinding in the namespace, then the check's ClusterRole and binding."""
+    role = {
+        "apiVersion": f"{RBAC_API}/v1",
+        "kind": "Role",
+        "metadata": {"name": SCIENTIST_ROLE, "namespace": namespace, "labels": _labels()},
+        "rules": _rules(SCIENTIST_RULES),
+    }
+    role_binding = _binding("RoleBinding", SCIENTIST_ROLE, "Role", SCIENTISTS_GROUP)
+    role_binding["metadata"]["namespace"] = namespace
+    cluster_role = {
+        "apiVersion": f"{RBAC_API}/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": ENVIRONMENT_CHECK_ROLE, "labels": _labels()},
+        "rules": _rules(ENVIRONMENT_CHECK_RULES),
+    }
+    cluster_binding = _binding(
+        "ClusterRoleBinding", ENVIRONMENT_CHECK_ROLE, "ClusterRole", ENVIRONMENT_CHECK_GROUP
+    )
+    return [role, role_binding, cluster_role, cluster_binding]
+
+
+def object_ref(obj: Mapping[str, Any]) -> str:
+    """`<namespace>/<type>/<name>` as kubectl names it (`role.rbac.authorization.k8s.io`);
+    the namespace is empty for cluster-scoped objects."""
+    group = str(obj["apiVersion"]).rpartition("/")[0]
+    kind = str(obj["kind"]).lower()
+    type_ = f"{kind}.{group}" if group else kind
+    metadata = obj["metadata"]
+    return f"{metadata.get('namespace', '')}/{type_}/{metadata['name']}"
+
+
+def compact_json(value: Any) -> str:
+    """Canonical JSON (sorted keys, no spaces): stable bytes, and valid YAML for kubectl."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class NovaAccess:
+    """The namespace and the access objects novapod keeps in the EKS cluster."""
+
+    namespace: str
+    namespace_object: dict[str, Any]
+    objects: tuple[dict[str, Any], ...]
+
+    def refs(self) -> tuple[str, ...]:
+        return tuple(object_ref(o) for o in self.objects)
+
+    def manifest(self) -> str:
+        """The access objects as one kubectl `List` (JSON)."""
+        return compact_json({"apiVersion": "v1", "kind": "List", "items": list(self.objects)})
+
+    def digest(self) -> str:
+        """sha256 of every object, the namespace included: the bootstrap's change trigger."""
+        canonical = compact_json([self.namespace_object, *self.objects])
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def nova_access(namespace: str) -> NovaAccess:
+    """What the jobs' namespace needs in the cluster (nova.namespace of the config)."""
+    return NovaAccess(
+        namespace=namespace,
+        namespace_object=namespace_object(namespace),
+        objects=tuple(access_objects(namespace)),
+    )
