@@ -162,9 +162,6 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             hyperpod_cluster_arn=hyperpod.cluster.attr_cluster_arn,
             restricted_role_name=hyperpod.execution_role_names.get("restricted"),
             base=nova_base,
-            data_bucket_name=stored["DataBucketName"],
-            artifacts_bucket_name=stored["ArtifactsBucketName"],
-            key_arn=stored["KeyArn"],
             env=env,
             description=f"novapod {config.name}: where the Nova jobs run (access, data "
             "grants, readiness check, Bedrock models)",

@@ -97,17 +97,15 @@ class NovaStack(Stack):
         hyperpod_cluster_arn: str,
         restricted_role_name: str | None,
         base: NovaBaseStack,
-        data_bucket_name: str,
-        artifacts_bucket_name: str,
-        key_arn: str,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, **kwargs)
-        data_bucket = s3.Bucket.from_bucket_name(self, "DataBucket", data_bucket_name)
+        # The storage stack's outputs, as nova-base reads them.
+        data_bucket = s3.Bucket.from_bucket_name(self, "DataBucket", base.data_bucket_name)
         artifacts_bucket = s3.Bucket.from_bucket_name(
-            self, "ArtifactsBucket", artifacts_bucket_name
+            self, "ArtifactsBucket", base.artifacts_bucket_name
         )
-        key = kms.Key.from_key_arn(self, "Key", key_arn)
+        key = kms.Key.from_key_arn(self, "Key", base.key_arn)
         nova = config.nova_settings
         self.config = config
         self.cluster_name = cluster_name

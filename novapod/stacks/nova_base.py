@@ -56,7 +56,9 @@ def mlflow_server_arn(stack: Stack, name: str) -> str:
 
 class NovaBaseStack(Stack):
     """Exposes `mlflow_server` (or None), `mlflow_arn` (or None), `bundle`,
-    `check_handlers` (NovaEnvironmentHandlers) and `bedrock` (BedrockImport or None)."""
+    `check_handlers` (NovaEnvironmentHandlers), `bedrock` (BedrockImport or None) and
+    the storage names it was given (`data_bucket_name`, `artifacts_bucket_name`,
+    `key_arn`)."""
 
     def __init__(
         self,
@@ -74,6 +76,11 @@ class NovaBaseStack(Stack):
         super().__init__(scope, id_, **kwargs)
         self.config = config
         self.cluster_name = cluster_name
+        # As given (storage's outputs, read with Fn::GetStackOutput): NovaStack reads the
+        # same outputs through these.
+        self.data_bucket_name = data_bucket_name
+        self.artifacts_bucket_name = artifacts_bucket_name
+        self.key_arn = key_arn
         self.artifacts_bucket = s3.Bucket.from_bucket_name(
             self, "ArtifactsBucket", artifacts_bucket_name
         )

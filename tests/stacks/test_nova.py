@@ -135,7 +135,6 @@ def _standalone(scientists: list[str]) -> dict[str, Any]:
         restricted_role_name="RestrictedRole",
         base=base,
         env=env,
-        **stored,
     )
     return Template.from_stack(stack).find_resources(
         "AWS::EKS::AccessEntry", {"Properties": {"KubernetesGroups": ["novapod-nova-scientists"]}}
