@@ -260,7 +260,9 @@ def test_the_scientist_policy_reads_and_describes_only(synth) -> None:
 
 def test_mlflow_tracking_server_stores_artifacts_under_mlflow_with_its_own_role(synth) -> None:
     result, template = base(synth)
-    ((_, server),) = resources(template, "AWS::SageMaker::MlflowTrackingServer").items()
+    ((server_id, server),) = resources(template, "AWS::SageMaker::MlflowTrackingServer").items()
+    # Stateful (the experiments): retained, and its logical ID pinned in nova-base.
+    assert server_id == "MlflowTrackingServer"
     assert server["DeletionPolicy"] == "Retain"
     props = server["Properties"]
     assert props["TrackingServerName"] == "novapod-nova-jobs"
