@@ -1,5 +1,6 @@
 """The `novapod` command: validate a config, print its JSON Schema, plan capacity, write
-the Nova recipes of its jobs, launch them and read their evaluations.
+the Nova recipes of its jobs, launch them, read their evaluations, and review what a
+change to the synthesized stacks does.
 
 Only `offerings`, `launch` and `results` talk to AWS. The other commands never read AWS
 settings (profile, config and credentials files), so a broken or missing profile
@@ -21,7 +22,7 @@ from typing import Any
 import boto3  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from novapod import planning
+from novapod import planning, review
 from novapod.config import ConfigError, NovapodConfig, json_schema, load_config
 from novapod.constructs.training_plan.handler import decisions, offerings
 from novapod.naming import training_plan_name
@@ -31,6 +32,7 @@ from novapod.nova.catalog import CatalogError
 EXIT_OK = 0
 EXIT_INVALID = 2
 EXIT_AWS = 1
+EXIT_GATE = 3  # `review --fail-on`: a named gate tripped (1 stays a crash or an AWS error)
 CONFIG_VARIABLE = "NOVAPOD_CONFIG"
 
 
@@ -310,6 +312,25 @@ def _results(args: argparse.Namespace) -> int:
     return EXIT_OK if found.tables else EXIT_AWS
 
 
+def _review(args: argparse.Namespace) -> int:
+    gates = [g.strip() for g in (args.fail_on or "").split(",") if g.strip()]
+    unknown = [g for g in gates if g not in review.GATES]
+    if unknown:
+        raise review.ReviewError(
+            f"--fail-on: unknown gate {unknown[0]}; choose from {', '.join(review.GATES)}"
+        )
+    report = review.build(Path(args.base), Path(args.head))
+    if args.format == "json":
+        print(json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False))
+    else:
+        sys.stdout.write(review.render(report))
+    tripped = [g for g in gates if report["gates"][g]]
+    if tripped:
+        print(f"novapod review: tripped --fail-on {','.join(tripped)}", file=sys.stderr)
+        return EXIT_GATE
+    return EXIT_OK
+
+
 def _our_zones(config: NovapodConfig) -> dict[str, tuple[str, ...]]:
     """Zone ID -> subnet IDs; subnets of a VPC novapod creates do not exist yet."""
     existing = config.network.existing_vpc
@@ -405,6 +426,37 @@ def _parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="machine-readable output (sorted keys)"
     )
     results_cmd.set_defaults(run=_results)
+    review_cmd = commands.add_parser(
+        "review",
+        help="what a change to the synthesized stacks does (two cdk.out directories, offline)",
+        description=(
+            "Compare two cloud assemblies (the cdk.out of the base and of the head) stack by "
+            "stack with CDK's diff engine and report, in this order: training plans bought or "
+            "removed and Bedrock imports, stateful resources replaced or removed, IAM "
+            "broadening, security-group openings and endpoint changes, then everything else. "
+            "Needs Node.js and `make setup`; no AWS credentials."
+        ),
+        epilog=(
+            "Exit 0 with the report; 3 when a gate named in --fail-on trips (the report is "
+            "still printed); 2 for a directory that is not a cloud assembly, an unknown gate, "
+            f"or a missing engine. Gates: {', '.join(review.GATES)}."
+        ),
+    )
+    review_cmd.add_argument("--base", required=True, metavar="DIR", help="cdk.out of the base")
+    review_cmd.add_argument("--head", required=True, metavar="DIR", help="cdk.out of the head")
+    review_cmd.add_argument(
+        "--format",
+        choices=("markdown", "json"),
+        default="markdown",
+        help="markdown (a pull-request comment, rendered from the JSON) or json (the contract)",
+    )
+    review_cmd.add_argument(
+        "--fail-on",
+        metavar="GATES",
+        help="comma-separated gates that make the exit status 3, e.g. "
+        "purchase,stateful-replacement,iam-broadening",
+    )
+    review_cmd.set_defaults(run=_review)
     schema = commands.add_parser("schema", help="print the config's JSON Schema (for editors)")
     schema.set_defaults(run=_schema)
     return parser
@@ -428,7 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as error:
         print(error.render(), file=sys.stderr)
         return EXIT_INVALID
-    except launch.LaunchError as error:
+    except (launch.LaunchError, review.ReviewError) as error:
         print(f"novapod {args.command}: {error}", file=sys.stderr)
         return EXIT_INVALID
     except _AwsError as error:

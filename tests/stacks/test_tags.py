@@ -1,8 +1,8 @@
 """Every taggable resource of every shipped config carries the config's tags.
 
 Which types are taggable, and whether their tags are a Key/Value list or a map, comes
-from the CloudFormation resource schemas that ship with cfn-lint (the same source as
-novapod/replacement.py), never from a hand-kept list.
+from the CloudFormation resource schemas that ship with cfn-lint, never from a hand-kept
+list.
 """
 
 from __future__ import annotations

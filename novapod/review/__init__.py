@@ -1,0 +1,24 @@
+"""`novapod review`: what a change to the synthesized stacks does, for a pull request.
+
+Compares two cloud assemblies (`cdk.out` of the base branch and of the head) stack by
+stack with CDK's own diff engine (`engine.py`, `diff.js`), then adds what only novapod
+knows (`semantics.py`): purchases, stateful replacements, security. `report.build` gives
+the JSON document (the contract); `markdown.render` renders it for a PR comment. No AWS
+credentials are needed.
+"""
+
+from __future__ import annotations
+
+from novapod.review.errors import ReviewError
+from novapod.review.markdown import COMMENT_LIMIT, render
+from novapod.review.report import FORMAT, GATES, build, tripped
+
+__all__ = [
+    "COMMENT_LIMIT",
+    "FORMAT",
+    "GATES",
+    "ReviewError",
+    "build",
+    "render",
+    "tripped",
+]

@@ -1,0 +1,369 @@
+"""The review's JSON rendered as Markdown for a pull-request comment.
+
+Rendered only from the JSON document (report.build), in the issue's order: purchases,
+stateful resources, security, then everything else per stack, collapsed. It stays under
+GitHub's comment limit (65,536 characters): items are added in that order until the
+budget is spent, and the comment says how many of what it left out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from novapod.review.report import GATES
+
+COMMENT_LIMIT = 65_536
+# Room kept for what is always written last: the left-out note, closing tags, the footer.
+_RESERVE = 2_000
+_MAX_LIST = 8  # values shown per list (actions, resources); the JSON has them all
+_MAX_LINE = 1_500
+
+_PURCHASE_VERB = {
+    "buy": "Buys",
+    "adopt": "Adopts",
+    "update": "Updates",
+    "remove": "Removes",
+    "import": "Imports",
+}
+# The engine's per-property impact, in words; NO_CHANGE is what it says of a property it
+# has no spec for (a custom resource's): the value changed, CloudFormation sends Update.
+_IMPACT = {
+    "WILL_UPDATE": "update",
+    "WILL_REPLACE": "replaces",
+    "MAY_REPLACE": "may replace",
+    "NO_CHANGE": "changed",
+}
+_CATEGORY_TITLE = {
+    "will-replace": "Will be replaced",
+    "may-replace": "May be replaced",
+    "destroy": "Destroyed",
+    "orphan": "Orphaned (retained: leaves the stack, keeps its data)",
+}
+
+
+def code(text: object) -> str:
+    return "`" + str(text).replace("`", "'").replace("\n", " ") + "`"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _html(text: object) -> str:
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _listing(values: Sequence[str]) -> str:
+    shown = ", ".join(code(v) for v in values[:_MAX_LIST])
+    more = len(values) - _MAX_LIST
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 1] + "…"
+
+
+class _Page:
+    """Lines within a character budget; items past it are counted, not written."""
+
+    def __init__(self, limit: int) -> None:
+        self.lines: list[str] = []
+        self.size = 0
+        self.budget = limit - _RESERVE
+        self.full = False
+        self.left_out: Counter[str] = Counter()
+
+    def line(self, text: str = "") -> None:
+        self.lines.append(text)
+        self.size += len(text) + 1
+
+    def item(self, text: str, what: str) -> bool:
+        text = _clip(text)
+        if self.full or self.size + len(text) + 1 > self.budget:
+            self.full = True
+            self.left_out[what] += 1
+            return False
+        self.line(text)
+        return True
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def render(report: Mapping[str, Any], limit: int = COMMENT_LIMIT) -> str:
+    """The comment: at most `limit` characters, the same bytes for the same report."""
+    page = _Page(limit)
+    page.line("## novapod review")
+    page.line()
+    summary = report["summary"]
+    if not summary["changed"]:
+        count = len(summary["stacks"]["unchanged"])
+        page.line(f"No changes: all {count} stacks synthesize the same templates.")
+        _footer(page, report)
+        return page.text()
+    _overview(page, report)
+    _purchases(page, report["purchases"])
+    _stateful(page, report["stateful"])
+    _security(page, report["security"])
+    shown = {(e["stack"], e["logical_id"]) for e in report["purchases"]}
+    shown |= {(e["stack"], e["logical_id"]) for e in report["stateful"]}
+    shown |= {(e["stack"], e["logical_id"]) for e in report["security"]["endpoints"]}
+    _other(page, report["stacks"], shown)
+    _footer(page, report)
+    return page.text()
+
+
+def _overview(page: _Page, report: Mapping[str, Any]) -> None:
+    stacks = report["summary"]["stacks"]
+    parts = [
+        f"{len(stacks[s])} {s} ({', '.join(code(n) for n in stacks[s])})"
+        for s in ("added", "changed", "removed")
+        if stacks[s]
+    ]
+    parts.append(f"{len(stacks['unchanged'])} unchanged")
+    page.line("Stacks: " + "; ".join(parts) + ".")
+    if stacks["removed"]:
+        page.line()
+        page.line(
+            "A removed stack stays deployed: `cdk deploy` never deletes a stack that left the "
+            "app, so what is listed for it happens when it is deleted (`cdk destroy`)."
+        )
+    gates = [g for g in GATES if report["gates"].get(g)]  # GATES' order, whatever the JSON's
+    if gates:
+        page.line()
+        page.line(
+            "Trips "
+            + ", ".join(f"{code(g)} ({GATES[g]})" for g in gates)
+            + ": `novapod review --fail-on` with these gates exits 3."
+        )
+    page.line()
+
+
+def _purchases(page: _Page, purchases: Sequence[Mapping[str, Any]]) -> None:
+    page.line("### 1. Purchases")
+    page.line()
+    if not purchases:
+        page.line("No training plan is bought, changed or removed; no Bedrock import changes.")
+    for entry in purchases:
+        page.item(_purchase_line(entry), "purchases")
+    page.line()
+
+
+def _purchase_line(entry: Mapping[str, Any]) -> str:
+    verb = _PURCHASE_VERB.get(str(entry["action"]), str(entry["action"]))
+    where = f"({code(entry['stack'])} {code(entry['logical_id'])})"
+    if entry["kind"] == "bedrock-model":
+        deployment = entry["deployment"]
+        return (
+            f"- **{verb}** Bedrock model {code(entry['model_name'])} {where} from "
+            f"{code(entry['output_prefix'])}, deployment {deployment}"
+            + (f"; changed {', '.join(entry['changed'])}" if entry["changed"] else "")
+            + f": {entry['note']}."
+        )
+    size = f"{entry['instance_count']} x {entry['instance_type']}"
+    details = [size]
+    if entry["duration_hours"] is not None:
+        details.append(f"for {entry['duration_hours']} h")
+    if entry["start_after"] or entry["end_before"]:
+        details.append(
+            f"between {entry['start_after'] or 'now'} and {entry['end_before'] or 'any time'}"
+        )
+    if entry["max_upfront_fee"] is not None:
+        details.append(f"fee cap {entry['max_upfront_fee']} {entry['currency']}")
+    if entry["existing_arn"]:
+        details.append(f"existing {code(entry['existing_arn'])}")
+    changed = f"; changed {', '.join(entry['changed'])}" if entry["changed"] else ""
+    return (
+        f"- **{verb}** training plan {code(entry['plan_name'])} {where}: "
+        f"{', '.join(details)}{changed}. {entry['note'][0].upper()}{entry['note'][1:]}."
+    )
+
+
+def _stateful(page: _Page, entries: Sequence[Mapping[str, Any]]) -> None:
+    page.line("### 2. Stateful resources")
+    page.line()
+    if not entries:
+        page.line("No bucket, key, file system or cluster is replaced or removed.")
+        page.line()
+        return
+    for category, title in _CATEGORY_TITLE.items():
+        chosen = [e for e in entries if e["category"] == category]
+        if not chosen:
+            continue
+        page.line(f"**{title}**")
+        page.line()
+        for entry in chosen:
+            page.item(_stateful_line(entry), "stateful resources")
+        page.line()
+
+
+def _stateful_line(entry: Mapping[str, Any]) -> str:
+    cause = ", ".join(entry["cause"])
+    if entry["category"] in ("will-replace", "may-replace"):
+        cause = f"{cause} {'changes' if len(entry['cause']) == 1 else 'change'}"
+    text = f"- {entry['what']} {code(entry['logical_id'])} ({code(entry['stack'])}): {cause}."
+    if entry["deletes"]:
+        deletes = entry["deletes"]
+        joined = ", ".join(deletes[:-1]) + " and " + deletes[-1] if len(deletes) > 1 else deletes[0]
+        text += f" Deletes {joined}."
+    if entry["note"]:
+        text += f" {entry['note'][0].upper()}{entry['note'][1:]}."
+    return text
+
+
+def _security(page: _Page, security: Mapping[str, Any]) -> None:
+    page.line("### 3. Security")
+    page.line()
+    if not any(security.values()):
+        page.line("No IAM broadening, security-group opening or endpoint change.")
+        page.line()
+        return
+    if security["iam"]:
+        page.line("**IAM broadening**")
+        page.line()
+        for entry in security["iam"]:
+            page.item(_iam_line(entry), "IAM broadenings")
+        page.line()
+    if security["security_groups"]:
+        page.line("**Security-group openings**")
+        page.line()
+        for rule in security["security_groups"]:
+            page.item(
+                f"- {code(rule['stack'])}: {rule['direction']} on {code(rule['group'])}, "
+                f"{rule['protocol']} ports {rule['ports']}, "
+                f"{'from' if rule['direction'] == 'ingress' else 'to'} {rule['peer']}",
+                "security-group openings",
+            )
+        page.line()
+    if security["endpoints"]:
+        page.line("**Endpoints**")
+        page.line()
+        for endpoint in security["endpoints"]:
+            touched = f": {', '.join(endpoint['properties'])}" if endpoint["properties"] else ""
+            page.item(
+                f"- {code(endpoint['stack'])} {code(endpoint['logical_id'])} "
+                f"({endpoint['kind']}, {endpoint['change']}) {code(endpoint['service'])}{touched}",
+                "endpoint changes",
+            )
+        page.line()
+
+
+def _iam_line(entry: Mapping[str, Any]) -> str:
+    stack = code(entry["stack"])
+    if entry["kind"] == "managed-policy-attached":
+        return (
+            f"- {stack}: managed policy {code(entry['policy'])} attached to "
+            f"{_listing(entry['principals'])}"
+        )
+    sid = f" {code(entry['sid'])}" if entry.get("sid") else ""
+    negated = f" (Not{'/Not'.join(k.capitalize() for k in entry['not'])})" if entry["not"] else ""
+    who = _listing(entry["principals"]) or "(resource policy)"
+    if entry["kind"] == "deny-removed":
+        return (
+            f"- {stack}: Deny statement{sid} removed for {who}: actions "
+            f"{_listing(entry['actions'])} on {_listing(entry['resources'])}"
+            + (" with a condition" if entry["condition"] else "")
+        )
+    if entry["kind"] == "statement-added":
+        return (
+            f"- {stack}: new statement{sid}{negated} for {who}: actions "
+            f"{_listing(entry['actions'])} on {_listing(entry['resources'])}"
+            + (" with a condition" if entry["condition"] else "")
+        )
+    grants = [
+        f"{label} {_listing(entry[key])}"
+        for key, label in (
+            ("added_actions", "actions"),
+            ("added_resources", "resources"),
+            ("added_principals", "principals"),
+        )
+        if entry[key]
+    ]
+    text = f"- {stack}: statement{sid}{negated} for {who} widened"
+    if grants:
+        text += f": adds {'; '.join(grants)}"
+    if entry["condition_widened"]:
+        text += f"{';' if grants else ':'} its condition allows more"
+    return text
+
+
+def _other(page: _Page, stacks: Iterable[Mapping[str, Any]], shown: set[tuple[str, str]]) -> None:
+    page.line("### 4. Other changes, per stack")
+    page.line()
+    assets: list[str] = []
+    wrote = False
+    for stack in stacks:
+        if stack["status"] == "unchanged":
+            continue
+        name = stack["stack"]
+        assets += [
+            f"{code(name)} {code(r['logical_id'])}" for r in stack["resources"] if r["asset_only"]
+        ]
+        rows = [
+            r
+            for r in stack["resources"]
+            if not r["asset_only"] and (name, r["logical_id"]) not in shown
+        ]
+        extras = [
+            f"{label}: {', '.join(code(v) for v in stack[key])}"
+            for key, label in (
+                ("outputs", "outputs"),
+                ("parameters", "parameters"),
+                ("other", "template"),
+            )
+            if stack[key]
+        ]
+        if not rows and not extras:
+            continue
+        wrote = True
+        if page.full:
+            page.left_out["resource changes"] += len(rows)
+            continue
+        counts = Counter(str(r["change"]) for r in rows)
+        tally = ", ".join(f"{n} {c}" for c, n in sorted(counts.items())) or "outputs only"
+        page.line(
+            f"<details><summary><code>{_html(name)}</code> ({stack['status']}): {tally}</summary>"
+        )
+        page.line()
+        if rows:
+            page.line("| resource | type | change | properties (engine's impact) |")
+            page.line("|---|---|---|---|")
+            for r in rows:
+                properties = ", ".join(
+                    f"{p} ({_IMPACT.get(impact, impact)})" for p, impact in r["properties"].items()
+                )
+                if r["other"]:
+                    properties = ", ".join(filter(None, [properties, *r["other"]]))
+                cells = (code(r["logical_id"]), str(r["type"]), str(r["change"]), properties)
+                page.item("| " + " | ".join(_cell(c) for c in cells) + " |", "resource changes")
+        for extra in extras:
+            page.line()
+            page.line(extra)
+        page.line()
+        page.line("</details>")
+        page.line()
+    if assets:
+        page.item(
+            f"Only asset hashes move (rebuilt code or files) for {len(assets)} resources: "
+            + ", ".join(assets[:20])
+            + (f" and {len(assets) - 20} more" if len(assets) > 20 else "")
+            + ".",
+            "asset-only lines",
+        )
+        page.line()
+    elif not wrote:
+        page.line("Nothing else.")
+        page.line()
+
+
+def _footer(page: _Page, report: Mapping[str, Any]) -> None:
+    if page.left_out:
+        left = ", ".join(f"{n} {what}" for what, n in sorted(page.left_out.items()))
+        page.line(
+            f"**Left out** to stay under GitHub's comment limit: {left}. "
+            "`novapod review --format json` lists everything."
+        )
+        page.line()
+    page.line(f"<sub>Replacement and IAM analysis: {report['engine']} (CDK's diff engine).</sub>")

@@ -1,0 +1,171 @@
+"""The review of two cloud assemblies as one JSON document (the contract).
+
+Top-level keys, each list sorted so that the same inputs give the same bytes:
+  format     "novapod-review/1"
+  engine     the diff engine and its version
+  summary    changed (bool), stacks by status, counts per section
+  gates      gate name -> whether the change trips it (see GATES)
+  purchases  training plans bought / adopted / updated / removed, Bedrock imports
+  stateful   replacement or removal of stateful resources, by category
+  security   iam (broadenings), security_groups (openings), endpoints
+  stacks     every stack: status and every resource change the engine found
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from novapod.review import semantics
+from novapod.review.assembly import StackArtifact, read_stacks
+from novapod.review.engine import PACKAGE, diff_templates
+
+FORMAT = "novapod-review/1"
+# Gate -> what trips it. "may-replace" is not in the issue's default set: the engine says
+# "maybe" when it cannot know (a value resolved at deploy), so it is opt-in.
+GATES = {
+    "purchase": "a training plan is bought",
+    "stateful-replacement": "a stateful resource will be replaced or destroyed",
+    "may-replace": "a stateful resource may be replaced",
+    "iam-broadening": "an IAM statement or policy grants more",
+    "security-group-opening": "a security-group rule is added",
+}
+
+
+def _stack_status(base: StackArtifact | None, head: StackArtifact | None, diff: Any) -> str:
+    if base is None:
+        return "added"
+    if head is None:
+        return "removed"
+    changed = diff["resources"] or diff["outputs"] or diff["parameters"] or diff["other"]
+    return "changed" if changed else "unchanged"
+
+
+def build(base_dir: Path, head_dir: Path) -> dict[str, Any]:
+    """The review of head against base (two cdk.out directories); no AWS calls."""
+    base_stacks = read_stacks(base_dir, "--base")
+    head_stacks = read_stacks(head_dir, "--head")
+    names = sorted(set(base_stacks) | set(head_stacks))
+    pairs = [
+        (
+            base_stacks[n].template_path if n in base_stacks else None,
+            head_stacks[n].template_path if n in head_stacks else None,
+        )
+        for n in names
+    ]
+    result = diff_templates(pairs)
+    report: dict[str, Any] = {
+        "format": FORMAT,
+        "engine": f"{PACKAGE} {result.version}",
+        "purchases": [],
+        "stateful": [],
+        "security": {"iam": [], "security_groups": [], "endpoints": []},
+        "stacks": [],
+    }
+    for name, diff in zip(names, result.diffs, strict=True):
+        _add_stack(report, name, base_stacks.get(name), head_stacks.get(name), diff)
+    _sort(report)
+    report["summary"] = _summary(report)
+    report["gates"] = tripped(report)
+    return {key: report[key] for key in sorted(report)}
+
+
+def _add_stack(
+    report: dict[str, Any],
+    name: str,
+    base: StackArtifact | None,
+    head: StackArtifact | None,
+    diff: Mapping[str, Any],
+) -> None:
+    status = _stack_status(base, head, diff)
+    removed = status == "removed"
+    old = base.template().get("Resources", {}) if base else {}
+    new = head.template().get("Resources", {}) if head else {}
+    hashes = (base.asset_hashes if base else frozenset()) | (
+        head.asset_hashes if head else frozenset()
+    )
+    resources = []
+    for change in diff["resources"]:
+        logical_id = change["logical_id"]
+        before, after = old.get(logical_id), new.get(logical_id)
+        entry = semantics.resource_entry(change, before, after, hashes)
+        resources.append(entry)
+        type_ = entry["type"]
+        purchase = None
+        if type_ == semantics.TRAINING_PLAN:
+            purchase = semantics.training_plan(
+                name, logical_id, before, after, stack_removed=removed
+            )
+        elif type_ == semantics.BEDROCK_MODEL:
+            purchase = semantics.bedrock_model(
+                name, logical_id, before, after, stack_removed=removed
+            )
+        if purchase is not None:
+            report["purchases"].append(purchase)
+        report["stateful"] += semantics.stateful(name, entry, before, after, stack_removed=removed)
+        endpoint = semantics.endpoint_change(name, entry, before, after)
+        if endpoint is not None:
+            report["security"]["endpoints"].append(endpoint)
+    report["security"]["iam"] += semantics.iam_broadenings(name, diff["iam"])
+    report["security"]["security_groups"] += semantics.security_group_openings(
+        name, diff["security_groups"]
+    )
+    report["stacks"].append(
+        {
+            "stack": name,
+            "status": status,
+            "resources": resources,
+            "outputs": list(diff["outputs"]),
+            "parameters": list(diff["parameters"]),
+            "other": list(diff["other"]),
+        }
+    )
+
+
+def _key(entry: Mapping[str, Any]) -> str:
+    return json.dumps(entry, sort_keys=True)
+
+
+def _sort(report: dict[str, Any]) -> None:
+    report["purchases"].sort(key=lambda e: (e["stack"], e["logical_id"]))
+    order = {c: i for i, c in enumerate(semantics.CATEGORIES)}
+    report["stateful"].sort(
+        key=lambda e: (order[e["category"]], e["stack"], e["logical_id"], e["what"])
+    )
+    for section in report["security"].values():
+        section.sort(key=lambda e: (e["stack"], _key(e)))
+    report["stacks"].sort(key=lambda s: s["stack"])
+
+
+def _summary(report: Mapping[str, Any]) -> dict[str, Any]:
+    stacks: dict[str, list[str]] = {"added": [], "changed": [], "removed": [], "unchanged": []}
+    for stack in report["stacks"]:
+        stacks[stack["status"]].append(stack["stack"])
+    security = report["security"]
+    return {
+        "changed": any(stacks[s] for s in ("added", "changed", "removed")),
+        "stacks": stacks,
+        "purchases": len(report["purchases"]),
+        "stateful": {
+            c: sum(1 for e in report["stateful"] if e["category"] == c)
+            for c in semantics.CATEGORIES
+        },
+        "iam_broadenings": len(security["iam"]),
+        "security_group_openings": len(security["security_groups"]),
+        "endpoint_changes": len(security["endpoints"]),
+        "resource_changes": sum(len(s["resources"]) for s in report["stacks"]),
+    }
+
+
+def tripped(report: Mapping[str, Any]) -> dict[str, bool]:
+    """Gate -> whether this review trips it."""
+    categories = {e["category"] for e in report["stateful"]}
+    return {
+        "purchase": any(e["purchase"] for e in report["purchases"]),
+        "stateful-replacement": bool(categories & {"will-replace", "destroy"}),
+        "may-replace": "may-replace" in categories,
+        "iam-broadening": bool(report["security"]["iam"]),
+        "security-group-opening": bool(report["security"]["security_groups"]),
+    }

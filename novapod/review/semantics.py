@@ -1,0 +1,557 @@
+"""What only novapod knows about a change: purchases, stateful resources, security.
+
+Pure functions over one stack's base and head templates and what CDK's diff engine said
+about them (novapod/review/diff.js). The engine decides whether a change replaces a
+resource; these functions decide what that means here: a new training-plan name is a new
+non-refundable purchase, replacing the HyperPod cluster deletes each restricted group's
+FSx for Lustre, an added IAM statement is a broadening only where it grants something the
+removed one did not.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from novapod.review.values import integer, readable, render
+
+TRAINING_PLAN = "Custom::NovapodTrainingPlan"  # novapod/constructs/training_plan/construct.py
+BEDROCK_MODEL = "Custom::NovapodBedrockModel"  # novapod/constructs/bedrock_model/construct.py
+HYPERPOD_CLUSTER = "AWS::SageMaker::Cluster"
+EKS_CLUSTER = "AWS::EKS::Cluster"
+VPC_ENDPOINT = "AWS::EC2::VPCEndpoint"
+
+# What holds data, or everything that runs on it, and what a reviewer calls it.
+STATEFUL = {
+    "AWS::S3::Bucket": "S3 bucket",
+    "AWS::KMS::Key": "KMS key",
+    "AWS::FSx::FileSystem": "FSx for Lustre file system",
+    EKS_CLUSTER: "EKS cluster",
+    HYPERPOD_CLUSTER: "HyperPod cluster",
+}
+# The property through which novapod gives these resources a custom name. CloudFormation
+# cannot replace a custom-named resource whose name stays the same: the update fails
+# (docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-name.html).
+CUSTOM_NAME = {
+    HYPERPOD_CLUSTER: "ClusterName",
+    EKS_CLUSTER: "Name",
+    "AWS::S3::Bucket": "BucketName",
+}
+
+# The engine's ResourceImpact -> what the report calls the change, and replacement.
+CHANGE = {
+    "WILL_CREATE": "add",
+    "WILL_UPDATE": "update",
+    "NO_CHANGE": "update",  # a type the service spec does not know (custom resources)
+    "WILL_REPLACE": "replace",
+    "MAY_REPLACE": "may-replace",
+    "WILL_DESTROY": "destroy",
+    "WILL_ORPHAN": "orphan",
+    "WILL_IMPORT": "import",
+}
+REPLACEMENT = {"WILL_REPLACE": "yes", "MAY_REPLACE": "maybe"}
+STATEFUL_CATEGORY = {
+    "replace": "will-replace",
+    "may-replace": "may-replace",
+    "destroy": "destroy",
+    "orphan": "orphan",
+}
+CATEGORIES = ("will-replace", "may-replace", "destroy", "orphan")
+
+# A stack that left the app is not deleted by `cdk deploy` (aws/aws-cdk-cli#787; for
+# pipelines aws/aws-cdk#10759): what the review lists for it happens at `cdk destroy`.
+STACK_REMOVED = "its stack left the app (deleted only by cdk destroy)"
+
+# Endpoint properties that change who or what can reach a service, not just where the
+# endpoint's interfaces sit (SubnetIds, RouteTableIds are placement).
+ENDPOINT_ACCESS = (
+    "PolicyDocument",
+    "PrivateDnsEnabled",
+    "SecurityGroupIds",
+    "ServiceName",
+    "VpcEndpointType",
+)
+EKS_ENDPOINT_ACCESS = ("EndpointPrivateAccess", "EndpointPublicAccess", "PublicAccessCidrs")
+
+
+def _properties(resource: Mapping[str, Any] | None) -> dict[str, Any]:
+    return dict((resource or {}).get("Properties") or {})
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+# --- every resource -------------------------------------------------------------------
+
+
+def asset_only(
+    base: Mapping[str, Any] | None, head: Mapping[str, Any] | None, hashes: Iterable[str]
+) -> bool:
+    """Whether the two resources differ only in asset hashes (code, templates, files)."""
+    if base is None or head is None:
+        return False
+    old, new = _canonical(base), _canonical(head)
+    if old == new:
+        return False
+    for asset_hash in sorted(hashes, key=len, reverse=True):
+        old, new = old.replace(asset_hash, "<asset>"), new.replace(asset_hash, "<asset>")
+    return old == new
+
+
+def resource_entry(
+    change: Mapping[str, Any],
+    base: Mapping[str, Any] | None,
+    head: Mapping[str, Any] | None,
+    hashes: Iterable[str],
+) -> dict[str, Any]:
+    """One resource's change: the engine's impact, per-property impacts, asset-only."""
+    impact = str(change["impact"])
+    kind = CHANGE.get(impact, "update")
+    return {
+        "logical_id": change["logical_id"],
+        "type": change["new_type"] or change["old_type"],
+        "change": kind,
+        "replacement": REPLACEMENT.get(impact, "no"),
+        "impact": impact,
+        "properties": dict(sorted(change["properties"].items())),
+        "other": sorted(change["other"]),
+        "asset_only": kind == "update" and asset_only(base, head, hashes),
+    }
+
+
+# --- 1. purchases ---------------------------------------------------------------------
+
+
+def _plan_fields(properties: Mapping[str, Any]) -> dict[str, Any]:
+    def text(key: str) -> str | None:
+        return render(properties[key]) if key in properties else None
+
+    return {
+        "plan_name": text("PlanName"),
+        "mode": text("Mode"),
+        "instance_type": text("InstanceType"),
+        "instance_count": integer(properties.get("InstanceCount")),
+        "duration_hours": integer(properties.get("DurationHours")),
+        "start_after": text("StartTimeAfter"),
+        "end_before": text("EndTimeBefore"),
+        "max_upfront_fee": text("MaxUpfrontFee"),
+        "currency": text("Currency"),
+        "existing_arn": text("ExistingArn"),
+    }
+
+
+def _changed_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+
+
+def training_plan(
+    stack: str,
+    logical_id: str,
+    base: Mapping[str, Any] | None,
+    head: Mapping[str, Any] | None,
+    *,
+    stack_removed: bool = False,
+) -> dict[str, Any] | None:
+    """A training plan bought, adopted, updated or removed; None when it did not change."""
+    old, new = _properties(base), _properties(head)
+    if base is not None and head is not None and _canonical(base) == _canonical(head):
+        return None
+    fields = _plan_fields(new if head is not None else old)
+    entry: dict[str, Any] = {
+        "stack": stack,
+        "logical_id": logical_id,
+        "kind": "training-plan",
+        **fields,
+        "previous_plan_name": None,
+        "changed": [],
+        "purchase": False,
+    }
+    name, previous = fields["plan_name"], render(old.get("PlanName", "")) or None
+    if head is None:
+        entry["action"] = "remove"
+        entry["note"] = (
+            f"not refunded: plan {name} stays paid for and runs to its end (plans cannot be "
+            "cancelled; the resource is retained)"
+            if fields["mode"] != "adopt"
+            else f"the adopted plan {name} is kept; nothing is deleted or refunded"
+        )
+        if stack_removed:
+            entry["note"] += f"; {STACK_REMOVED}"
+        return entry
+    buying = fields["mode"] != "adopt"
+    if base is None or previous != name:
+        entry["previous_plan_name"] = previous if base is not None else None
+        entry["changed"] = _changed_keys(old, new) if base is not None else []
+        entry["action"] = "buy" if buying else "adopt"
+        entry["purchase"] = buying
+        cap = f"up to {fields['max_upfront_fee']} {fields['currency']}"
+        if buying:
+            entry["note"] = f"a new non-refundable purchase of {cap}" + (
+                f"; plan {previous}, if it was bought, is not refunded and stays paid for"
+                if entry["previous_plan_name"]
+                else ""
+            )
+        else:
+            entry["note"] = f"adopts plan {name}; nothing is bought"
+        return entry
+    entry["action"] = "update"
+    entry["changed"] = _changed_keys(old, new)
+    entry["note"] = (
+        f"same plan name {name}, so nothing new is bought: the handler finds the plan by its "
+        "name first"
+    )
+    return entry
+
+
+def bedrock_model(
+    stack: str,
+    logical_id: str,
+    base: Mapping[str, Any] | None,
+    head: Mapping[str, Any] | None,
+    *,
+    stack_removed: bool = False,
+) -> dict[str, Any] | None:
+    """A Bedrock custom-model import added, changed or removed."""
+    if base is not None and head is not None and _canonical(base) == _canonical(head):
+        return None
+    resource = head if head is not None else base
+    assert resource is not None
+    properties = _properties(resource)
+    retained = (
+        resource.get("DeletionPolicy") == "Retain"
+        or render(properties.get("RetainOnDelete", "false")) == "true"
+    )
+    entry: dict[str, Any] = {
+        "stack": stack,
+        "logical_id": logical_id,
+        "kind": "bedrock-model",
+        "model_name": render(properties.get("ModelName", "")),
+        "output_prefix": render(properties.get("OutputPrefix", "")),
+        "deployment": render(properties.get("Deployment", "none")),
+        "retained": retained,
+        "changed": [],
+        "purchase": False,
+    }
+    if base is None:
+        entry["action"] = "import"
+        entry["note"] = "imports the job's newest checkpoint into Bedrock at deploy" + (
+            ", then creates an on-demand deployment" if entry["deployment"] == "on-demand" else ""
+        )
+    elif head is None:
+        entry["action"] = "remove"
+        entry["note"] = (
+            "the model and its deployment are kept (retain)"
+            if retained
+            else "the model and its deployment are deleted"
+        ) + (f"; {STACK_REMOVED}" if stack_removed else "")
+    else:
+        entry["action"] = "update"
+        entry["changed"] = _changed_keys(_properties(base), properties)
+        entry["note"] = "re-run at deploy: a newer checkpoint of the job imports a new model"
+    return entry
+
+
+# --- 2. stateful ----------------------------------------------------------------------
+
+
+def _restricted_groups(resource: Mapping[str, Any] | None) -> list[str]:
+    groups = _properties(resource).get("RestrictedInstanceGroups") or []
+    return sorted(render(g.get("InstanceGroupName", "?")) for g in groups if isinstance(g, Mapping))
+
+
+def stateful(
+    stack: str,
+    entry: Mapping[str, Any],
+    base: Mapping[str, Any] | None,
+    head: Mapping[str, Any] | None,
+    *,
+    stack_removed: bool = False,
+) -> list[dict[str, Any]]:
+    """Replacement or removal of a resource that holds data (or runs on it)."""
+    type_ = str(entry["type"])
+    if type_ not in STATEFUL:
+        return []
+    category = STATEFUL_CATEGORY.get(str(entry["change"]))
+    if category is None:
+        return _removed_groups(stack, entry, base, head)
+    notes: list[str] = []
+    if category in ("will-replace", "may-replace"):
+        cause = sorted(
+            name for name, impact in entry["properties"].items() if impact in REPLACEMENT
+        ) or ["Type"]
+    else:
+        cause = ["stack removed" if stack_removed else "removed from the template"]
+    deletes: list[str] = []
+    if type_ == HYPERPOD_CLUSTER and category != "orphan":
+        # Each restricted group's FSx for Lustre is service-managed: it goes with the
+        # cluster (or the group) - shared reference nova-hyperpod.md section 3.
+        deletes = ["its nodes"] + [
+            f"the FSx for Lustre of restricted group {g}" for g in _restricted_groups(base)
+        ]
+    blocked_by_name = None
+    name_property = CUSTOM_NAME.get(type_)
+    if category in ("will-replace", "may-replace") and name_property:
+        old_name = _properties(base).get(name_property)
+        if old_name is not None and old_name == _properties(head).get(name_property):
+            blocked_by_name = name_property
+            remedy = (
+                "remove the hyperpod section from the config, deploy, then add it back"
+                if type_ == HYPERPOD_CLUSTER
+                else "change the name, or remove the resource, deploy, then add it back"
+            )
+            notes.append(
+                f"CloudFormation cannot replace it while its custom name ({name_property}) "
+                f"stays the same, so this deploy fails: {remedy}"
+            )
+    if category == "will-replace" and (base or {}).get("UpdateReplacePolicy") == "Retain":
+        notes.append("the old one is retained (UpdateReplacePolicy: Retain)")
+    if category == "orphan":
+        notes.append("retained by its DeletionPolicy: it leaves the stack and keeps its data")
+    return [
+        {
+            "stack": stack,
+            "logical_id": entry["logical_id"],
+            "type": type_,
+            "what": STATEFUL[type_],
+            "category": category,
+            "cause": cause,
+            "deletes": deletes,
+            "blocked_by_name": blocked_by_name,
+            "note": "; ".join(notes),
+        }
+    ]
+
+
+def _removed_groups(
+    stack: str,
+    entry: Mapping[str, Any],
+    base: Mapping[str, Any] | None,
+    head: Mapping[str, Any] | None,
+) -> list[dict[str, Any]]:
+    """An in-place cluster update that drops a restricted group deletes that group's FSx."""
+    if entry["type"] != HYPERPOD_CLUSTER or base is None or head is None:
+        return []
+    gone = sorted(set(_restricted_groups(base)) - set(_restricted_groups(head)))
+    return [
+        {
+            "stack": stack,
+            "logical_id": entry["logical_id"],
+            "type": HYPERPOD_CLUSTER,
+            "what": f"FSx for Lustre of restricted group {group}",
+            "category": "destroy",
+            "cause": [f"restricted group {group} removed"],
+            "deletes": [],
+            "blocked_by_name": None,
+            "note": "removing a restricted group deletes its service-managed FSx for Lustre; "
+            "scaling it to 0 would keep it",
+        }
+        for group in gone
+    ]
+
+
+# --- 3. security ----------------------------------------------------------------------
+
+
+def _values(targets: Mapping[str, Any]) -> list[str]:
+    return sorted(readable(str(v)) for v in targets.get("values", []))
+
+
+def _statement_view(statement: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "sid": statement.get("sid"),
+        "effect": statement.get("effect"),
+        "actions": _values(statement["actions"]),
+        "resources": _values(statement["resources"]),
+        "principals": _values(statement["principals"]),
+        "not": sorted(
+            key for key in ("actions", "resources", "principals") if statement[key].get("not")
+        ),
+        "condition": statement.get("condition"),
+    }
+
+
+def _overlap(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
+    return sum(len(set(a[key]) & set(b[key])) for key in ("actions", "resources", "principals"))
+
+
+def _condition_pairs(condition: Any) -> dict[tuple[str, str], set[str]] | None:
+    if condition is None:
+        return {}
+    if not isinstance(condition, Mapping):
+        return None
+    out: dict[tuple[str, str], set[str]] = {}
+    for operator, tests in condition.items():
+        if not isinstance(tests, Mapping):
+            return None
+        for key, value in tests.items():
+            values = value if isinstance(value, list) else [value]
+            out[str(operator), str(key)] = {_canonical(v) for v in values}
+    return out
+
+
+def condition_widens(old: Any, new: Any) -> bool:
+    """Whether a statement's new condition may allow a request the old one refused.
+
+    Conditions are ANDed: the new one is no wider when it keeps every old test and each
+    kept test allows no more values (fewer for a positive operator such as StringEquals,
+    more for a negated one such as StringNotEquals; others must stay equal). Tests it adds
+    only restrict. Anything else counts as widening.
+    """
+    before, after = _condition_pairs(old), _condition_pairs(new)
+    if before is None or after is None:
+        return _canonical(old) != _canonical(new)
+    for (operator, key), values in before.items():
+        kept = after.get((operator, key))
+        if kept is None:
+            return True
+        if "Not" in operator:
+            if not kept >= values:
+                return True
+        elif operator.startswith(("Null", "Bool")):
+            if kept != values:
+                return True
+        elif not kept <= values:
+            return True
+    return False
+
+
+def _match(added: Mapping[str, Any], removed: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The removed statement this added one most likely replaces (same sid, or most overlap)."""
+    candidates = [r for r in removed if r["effect"] == added["effect"] and r["not"] == added["not"]]
+    if added["sid"]:
+        same_sid = [r for r in candidates if r["sid"] == added["sid"]]
+        if same_sid:
+            return same_sid[0]
+    scored = sorted(
+        (
+            (_overlap(added, r), _canonical(r), r)
+            for r in candidates
+            if r["principals"] == added["principals"]
+        ),
+        key=lambda item: (-item[0], item[1]),
+    )
+    return scored[0][2] if scored and scored[0][0] > 0 else None
+
+
+def iam_broadenings(stack: str, iam: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Added Allow statements (what each grants beyond the one it replaces), Deny removals
+    and managed-policy attachments, from the engine's IAM statement changes."""
+    added = [_statement_view(s) for s in iam.get("statement_additions", [])]
+    removed = [_statement_view(s) for s in iam.get("statement_removals", [])]
+    out: list[dict[str, Any]] = []
+    for statement in added:
+        if statement["effect"] != "Allow":
+            continue  # an added Deny narrows
+        match = _match(statement, removed)
+        new = {
+            key: sorted(set(statement[key]) - set(match[key] if match else ()))
+            for key in ("actions", "resources", "principals")
+        }
+        condition_widened = match is not None and condition_widens(
+            match["condition"], statement["condition"]
+        )
+        if match is not None and not any(new.values()) and not condition_widened:
+            continue  # regrouped or narrowed: nothing granted that was not granted before
+        out.append(
+            {
+                "stack": stack,
+                "kind": "statement-widened" if match else "statement-added",
+                **statement,
+                "added_actions": new["actions"],
+                "added_resources": new["resources"],
+                "added_principals": new["principals"],
+                "condition_widened": condition_widened,
+            }
+        )
+    for statement in removed:
+        if statement["effect"] == "Deny":
+            out.append({"stack": stack, "kind": "deny-removed", **statement})
+    for attachment in iam.get("managed_policy_additions", []):
+        out.append(
+            {
+                "stack": stack,
+                "kind": "managed-policy-attached",
+                "principals": [readable(str(attachment.get("identity")))],
+                "policy": readable(str(attachment.get("policy"))),
+            }
+        )
+    return out
+
+
+def _peer(rule: Mapping[str, Any]) -> str:
+    peer = rule.get("peer") or {}
+    kind = peer.get("kind")
+    if kind == "cidr-ip":
+        return f"cidr {peer.get('ip')}"
+    if kind == "security-group":
+        return f"security group {readable(str(peer.get('securityGroupId')))}"
+    if kind == "prefix-list":
+        return f"prefix list {readable(str(peer.get('prefixListId')))}"
+    return "any"
+
+
+def _ports(rule: Mapping[str, Any]) -> str:
+    low, high = rule.get("fromPort"), rule.get("toPort")
+    if (low is None and high is None) or rule.get("ipProtocol") == "-1":
+        return "all"
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def security_group_openings(stack: str, groups: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Rules the head adds, ingress or egress (removals only close)."""
+    out = []
+    for direction in ("ingress", "egress"):
+        for rule in groups.get(f"{direction}_additions", []):
+            protocol = str(rule.get("ipProtocol"))
+            out.append(
+                {
+                    "stack": stack,
+                    "direction": direction,
+                    "group": readable(str(rule.get("groupId"))),
+                    "protocol": "all" if protocol == "-1" else protocol,
+                    "ports": _ports(rule),
+                    "peer": _peer(rule),
+                }
+            )
+    return out
+
+
+def endpoint_change(
+    stack: str,
+    entry: Mapping[str, Any],
+    base: Mapping[str, Any] | None,
+    head: Mapping[str, Any] | None,
+) -> dict[str, Any] | None:
+    """A VPC endpoint added, removed or re-scoped; the EKS API endpoint's access changed."""
+    if entry["type"] == VPC_ENDPOINT:
+        touched = sorted(p for p in entry["properties"] if p in ENDPOINT_ACCESS)
+        if entry["change"] in ("update", "import") and not touched:
+            return None  # moved between subnets or route tables only
+        service = render(_properties(head if head is not None else base).get("ServiceName", "?"))
+        return {
+            "stack": stack,
+            "logical_id": entry["logical_id"],
+            "kind": "vpc-endpoint",
+            "change": entry["change"],
+            "service": service,
+            "properties": touched,
+        }
+    if entry["type"] == EKS_CLUSTER and base is not None and head is not None:
+        old = _properties(base).get("ResourcesVpcConfig") or {}
+        new = _properties(head).get("ResourcesVpcConfig") or {}
+        touched = sorted(k for k in EKS_ENDPOINT_ACCESS if old.get(k) != new.get(k))
+        if not touched:
+            return None
+        return {
+            "stack": stack,
+            "logical_id": entry["logical_id"],
+            "kind": "eks-api-endpoint",
+            "change": entry["change"],
+            "service": " ".join(
+                f"{k}: {render(old.get(k))} -> {render(new.get(k))}" for k in touched
+            ),
+            "properties": touched,
+        }
+    return None
