@@ -96,6 +96,13 @@ def review_location(bucket_name: str, stage: str) -> str:
     return f"s3://{bucket_name}/{REVIEW_PREFIX}/{EXECUTION_ID}/{stage}.md"
 
 
+def review_url(bucket_name: str, region: str, stage: str) -> str:
+    """The S3 console's page of that review (the approval's link), in the form AWS samples
+    link objects: s3.console.aws.amazon.com/s3/object/<bucket>/<key>?region=<region>."""
+    key = f"{REVIEW_PREFIX}/{EXECUTION_ID}/{stage}.md"
+    return f"https://s3.console.aws.amazon.com/s3/object/{bucket_name}/{key}?region={region}"
+
+
 class EnvironmentStage(Stage):
     """One environment's stacks, built as app.py builds them.
 
@@ -231,6 +238,7 @@ class PipelineStack(Stack):
     def _add_stage(self, stage: EnvironmentStage, gates: Gates) -> None:
         name = stage.config.name
         review = review_location(self.artifact_bucket.bucket_name, name)
+        link = review_url(self.artifact_bucket.bucket_name, self.region, name)
         pre: list[pipelines.Step] = []
         if gates.stage_approval:
             pre.append(
@@ -239,6 +247,7 @@ class PipelineStack(Stack):
                     comment=f"Deploy the production environment {name}? Its novapod review "
                     f"(what changes, what is bought, what is replaced) is {review}, also "
                     "printed in the Synth step's log.",
+                    review_url=link,
                 )
             )
         stack_steps: list[pipelines.StackSteps] = []
@@ -255,6 +264,7 @@ class PipelineStack(Stack):
                             f"front). Read the purchases section of the novapod review, "
                             f"{review} (also in the Synth step's log), and the change set "
                             "in the CloudFormation console before approving.",
+                            review_url=link,
                         )
                     ],
                 )

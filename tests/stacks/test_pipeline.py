@@ -68,6 +68,13 @@ def test_the_stages_are_the_environments_own_templates(synthesized) -> None:
     assert names == set(mixed.purchase_names().values())
 
 
+def review_link(stage: str) -> str:
+    return (
+        "https://s3.console.aws.amazon.com/s3/object/${Artifacts82DD59A1}"
+        f"{REVIEW}{stage}.md?region=us-east-1"
+    )
+
+
 def test_a_manual_approval_before_production_stages_only(synthesized) -> None:
     for stage, production in ENVIRONMENTS.items():
         actions = by_name(synthesized.actions(stage))
@@ -86,6 +93,7 @@ def test_a_manual_approval_before_production_stages_only(synthesized) -> None:
         assert promote["RunOrder"] < min(others)  # before anything of the stage
         comment = joined(promote["Configuration"]["CustomData"])
         assert f"${{Artifacts82DD59A1}}{REVIEW}{stage}.md" in comment
+        assert joined(promote["Configuration"]["ExternalEntityLink"]) == review_link(stage)
 
 
 def test_a_change_set_approval_before_each_capacity_stack_and_no_other(synthesized) -> None:
@@ -109,6 +117,7 @@ def test_a_change_set_approval_before_each_capacity_stack_and_no_other(synthesiz
         comment = joined(approvals[0]["Configuration"]["CustomData"])
         assert "BUY training plans" in comment
         assert f"${{Artifacts82DD59A1}}{REVIEW}{stage}.md" in comment
+        assert joined(approvals[0]["Configuration"]["ExternalEntityLink"]) == review_link(stage)
 
 
 def test_gates_follow_the_config() -> None:
