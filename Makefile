@@ -16,13 +16,14 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 export NOVAPOD_CONFIG ?= $(CONFIG)
 
-.PHONY: help setup synth test lint typecheck unit bench mutation clean client
+.PHONY: help setup synth test lint typecheck unit bench mutation clean client pipeline-synth pipeline-review
 
 help:
 	@echo "make synth   synthesize $(CONFIG) with the pinned CDK CLI into cdk.out/"
 	@echo "make test    ruff, mypy and pytest"
 	@echo "make bench   synthesis benchmarks (not part of the tests)"
 	@echo "make mutation  mutation score of the purchase path (not part of make test)"
+	@echo "make pipeline-synth PIPELINE=FILE  synthesize the CDK Pipelines app (pipeline_app.py) into cdk.out/"
 	@echo "make client  the HyperPod CLI for \`novapod launch --run\` in $(CLIENT_VENV)/ (needs GitHub and helm)"
 
 $(BIN)/python:
@@ -43,6 +44,42 @@ synth: setup
 	rm -rf cdk.out  # only this config's templates, none left from an earlier synth
 	PATH="$(CURDIR)/$(BIN):$$PATH" npx --no-install cdk synth --quiet -c config=$(NOVAPOD_CONFIG)
 	@echo "templates written to cdk.out/"
+
+# The CDK Pipelines app (pipeline_app.py): the pipeline stack and a stage per environment
+# file of PIPELINE, as the pipeline's own synth step builds it (novapod/stacks/pipeline.py).
+PIPELINE ?= config/pipeline.example.yaml
+CDK_PIPELINE := PATH="$(CURDIR)/$(BIN):$$PATH" npx --no-install cdk synth --quiet --no-lookups \
+	-a "python3 pipeline_app.py" -c pipeline=$(PIPELINE)
+
+pipeline-synth: setup
+	rm -rf cdk.out
+	$(CDK_PIPELINE)
+	@echo "templates written to cdk.out/ (each stage's in cdk.out/assembly-*)"
+
+# In the pipeline's synth step, after pipeline-synth: `novapod review` of each stage, this
+# commit (cdk.out) against its parent (synthesized from a git worktree of HEAD~1 into
+# review-base/), one review/<stage>.md each, also printed to the log. Without a parent,
+# or when the parent does not synthesize (e.g. it predates the pipeline), the base is
+# empty and the review reports everything as added. The approvals point at these files.
+pipeline-review: setup
+	rm -rf review review-base && mkdir -p review review-base/cdk.out
+	if git rev-parse --quiet --verify HEAD~1 > /dev/null \
+	  && git worktree add --detach review-base/src HEAD~1 > /dev/null \
+	  && ln -s "$(CURDIR)/node_modules" review-base/src/node_modules \
+	  && (cd review-base/src && $(CDK_PIPELINE) -o "$(CURDIR)/review-base/cdk.out"); then \
+	  echo "review base: $$(git rev-parse HEAD~1)"; \
+	else \
+	  echo "review base: none (no parent commit, or it does not synthesize)"; \
+	  rm -rf review-base/cdk.out && mkdir -p review-base/cdk.out; \
+	fi
+	for head in cdk.out/assembly-*/; do \
+	  assembly=$$(basename "$$head"); stage=$${assembly##*-pipeline-}; \
+	  mkdir -p "review-base/cdk.out/$$assembly"; \
+	  $(BIN)/novapod review --base "review-base/cdk.out/$$assembly" --head "$$head" \
+	    --format markdown > "review/$$stage.md"; \
+	  cat "review/$$stage.md"; \
+	done
+	-git worktree remove --force review-base/src
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
@@ -100,4 +137,4 @@ $(CLIENT_VENV)/.installed-$(HYPERPOD_CLI_COMMIT):
 	touch $@
 
 clean:
-	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache mutants
+	rm -rf cdk.out review review-base .pytest_cache .mypy_cache .ruff_cache mutants

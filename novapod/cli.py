@@ -2,9 +2,9 @@
 the Nova recipes of its jobs, launch them, read their evaluations, and review what a
 change to the synthesized stacks does.
 
-Only `offerings`, `launch` and `results` talk to AWS. The other commands never read AWS
-settings (profile, config and credentials files), so a broken or missing profile
-cannot stop them.
+Only `offerings`, `launch`, `results` and `pipeline-check` talk to AWS. The other commands
+never read AWS settings (profile, config and credentials files), so a broken or missing
+profile cannot stop them.
 """
 
 from __future__ import annotations
@@ -22,8 +22,15 @@ from typing import Any
 import boto3  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from novapod import planning, review
-from novapod.config import ConfigError, NovapodConfig, json_schema, load_config
+from novapod import pipeline_check, planning, review
+from novapod.config import (
+    ConfigError,
+    NovapodConfig,
+    is_pipeline_file,
+    json_schema,
+    load_config,
+    load_pipeline,
+)
 from novapod.constructs.training_plan.handler import decisions, offerings
 from novapod.naming import training_plan_name
 from novapod.nova import launch, render, results
@@ -60,6 +67,14 @@ def _load(args: argparse.Namespace) -> NovapodConfig:
 
 def _validate(args: argparse.Namespace) -> int:
     path, origin = _config_path(args)
+    if is_pipeline_file(path):
+        pipeline = load_pipeline(path)
+        for deployment in pipeline.deployments:
+            for warning in deployment.config.warnings():
+                print(f"{deployment.path}: warning: {warning}", file=sys.stderr)
+        names = ", ".join(d.config.name for d in pipeline.deployments)
+        print(f"{path}{origin}: valid (pipeline {pipeline.spec.name}, environments {names})")
+        return EXIT_OK
     config = load_config(path)
     for warning in config.warnings():
         print(f"{path}: warning: {warning}", file=sys.stderr)
@@ -350,7 +365,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     config_help = f"path to the environment's YAML file (default: ${CONFIG_VARIABLE})"
-    validate = commands.add_parser("validate", help="check a config; exit 2 on errors")
+    validate = commands.add_parser(
+        "validate", help="check a config (or a pipeline file); exit 2 on errors"
+    )
     validate.add_argument("config", nargs="?", help=config_help)
     validate.set_defaults(run=_validate)
     plan = commands.add_parser(
@@ -457,6 +474,12 @@ def _parser() -> argparse.ArgumentParser:
         "purchase,stateful-replacement,iam-broadening",
     )
     review_cmd.set_defaults(run=_review)
+    check = commands.add_parser(
+        "pipeline-check",
+        help="after a pipeline stage: the HyperPod cluster is InService, the Nova check passed",
+    )
+    pipeline_check.add_arguments(check)
+    check.set_defaults(run=pipeline_check.main)
     schema = commands.add_parser("schema", help="print the config's JSON Schema (for editors)")
     schema.set_defaults(run=_schema)
     return parser

@@ -7,7 +7,8 @@ and `app.py` can print the lines and exit with status 2 before any stack exists.
 
 One module per section (network, storage, capacity, eks, hyperpod, jobs, nova), the root model in
 `root`, the rules that read more than one section in `checks`, and the loader, the
-error messages and the JSON Schema in `loading`, `messages` and `schema`.
+error messages and the JSON Schema in `loading`, `messages` and `schema`. A pipeline file
+(CDK Pipelines, `load_pipeline`) has its models in `pipeline`.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ from novapod.config.loading import (
     DEFAULT_CONFIG,
     VALIDATE_AS_OF_ENV,
     decode_config_text,
+    is_pipeline_file,
     load_config,
+    load_pipeline,
     parse_config,
 )
 from novapod.config.network import (
@@ -62,12 +65,21 @@ from novapod.config.network import (
     Network,
 )
 from novapod.config.nova import ROLE_ARN, BedrockModel, Mlflow, Nova
+from novapod.config.pipeline import (
+    CONNECTION_ARN,
+    Deployment,
+    Pipeline,
+    PipelineConfig,
+    PipelineEnvironment,
+    PipelineSource,
+)
 from novapod.config.root import NAME_PATTERN, TAG_TEXT, Name, NovapodConfig
 from novapod.config.schema import JSON_SCHEMA_DIALECT, json_schema
 from novapod.config.storage import Lustre, Storage
 
 __all__ = [
     "ALL_ENDPOINTS",
+    "CONNECTION_ARN",
     "DEFAULT_CONFIG",
     "FSX_THROUGHPUTS",
     "GATEWAY_ENDPOINTS",
@@ -92,6 +104,7 @@ __all__ = [
     "ConfigError",
     "CreateVpc",
     "DeepHealthCheck",
+    "Deployment",
     "Eks",
     "EndpointName",
     "Evaluation",
@@ -109,6 +122,10 @@ __all__ = [
     "Network",
     "Nova",
     "NovapodConfig",
+    "Pipeline",
+    "PipelineConfig",
+    "PipelineEnvironment",
+    "PipelineSource",
     "PlanName",
     "Purchase",
     "RestrictedGroup",
@@ -119,7 +136,9 @@ __all__ = [
     "ZoneId",
     "decode_config_text",
     "dependency_order",
+    "is_pipeline_file",
     "json_schema",
     "load_config",
+    "load_pipeline",
     "parse_config",
 ]

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from novapod import planning
 from novapod.config.base import ConfigError
 from novapod.config.messages import _issues
+from novapod.config.pipeline import Deployment, PipelineConfig, PipelineFile, placement_problem
 from novapod.config.root import NovapodConfig
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "default.yaml"
@@ -40,6 +41,60 @@ def parse_config(
 def load_config(path: str | os.PathLike[str], *, now: datetime | None = None) -> NovapodConfig:
     """Read, decode, parse and validate one config file; every failure is a ConfigError."""
     path = Path(path)
+    return parse_config(_read_yaml(path), str(path), now=now)
+
+
+def is_pipeline_file(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` holds a pipeline config: a YAML mapping with `pipeline` at the top.
+
+    A file that cannot be read or parsed is not; `load_config` then says why.
+    """
+    try:
+        data = _read_yaml(Path(path))
+    except ConfigError:
+        return False
+    return isinstance(data, Mapping) and "pipeline" in data
+
+
+def load_pipeline(path: str | os.PathLike[str], *, now: datetime | None = None) -> PipelineConfig:
+    """Read and validate a pipeline file, then load every environment file it lists
+    (paths relative to the pipeline file's folder), as of `now`."""
+    path = Path(path)
+    source = str(path)
+    data = _read_yaml(path)
+    if not isinstance(data, Mapping) or "pipeline" not in data:
+        raise ConfigError(
+            [("", "a pipeline file is a YAML mapping with a pipeline section at the top")], source
+        )
+    try:
+        spec = PipelineFile.model_validate(dict(data)).pipeline
+    except ValidationError as exc:
+        raise ConfigError(_issues(exc), source) from None
+    deployments: list[Deployment] = []
+    for index, entry in enumerate(spec.environments):
+        where = f"pipeline.environments[{index}].config"
+        file = path.parent / entry.config
+        if not file.is_file():
+            raise ConfigError(
+                [
+                    (
+                        where,
+                        f"no environment file {file} (paths are relative to the pipeline "
+                        f"file's folder, {path.parent}); fix the path",
+                    )
+                ],
+                source,
+            )
+        config = load_config(file, now=now)  # its errors name its own file
+        problem = placement_problem(spec, config, deployments)
+        if problem:
+            raise ConfigError([(where, problem)], source)
+        deployments.append(Deployment(index, entry, file, config))
+    return PipelineConfig(spec, path, tuple(deployments))
+
+
+def _read_yaml(path: Path) -> Any:
+    """The file's YAML, parsed; unreadable, undecodable or invalid YAML is a ConfigError."""
     source = str(path)
     try:
         raw = path.read_bytes()
@@ -47,7 +102,7 @@ def load_config(path: str | os.PathLike[str], *, now: datetime | None = None) ->
         raise ConfigError([("", f"cannot read the file: {exc.strerror}")], source) from None
     text = decode_config_text(raw, source)
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -58,7 +113,6 @@ def load_config(path: str | os.PathLike[str], *, now: datetime | None = None) ->
         # One line per mistake: PyYAML's own text adds an 'in "<unicode string>"' line.
         problem = (getattr(exc, "problem", None) or str(exc)).splitlines()[0]
         raise ConfigError([("", f"invalid YAML{where}: {problem}")], source) from None
-    return parse_config(data, source, now=now)
 
 
 # Byte-order marks, longest first: the UTF-32 LE mark begins with the UTF-16 LE one.

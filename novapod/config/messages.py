@@ -15,6 +15,7 @@ from novapod.config.eks import PRINCIPAL_ARN
 from novapod.config.fields import INSTANCE_TYPE_PATTERN, ZONE_ID_PATTERN, ZONE_NAME
 from novapod.config.jobs import FROM_PATTERN, JOB_NAME_PATTERN, LAMBDA_ARN, S3_LOCATION
 from novapod.config.nova import MODEL_NAME_PATTERN, ROLE_ARN
+from novapod.config.pipeline import BRANCH, CONNECTION_ARN, PIPELINE_NAME, REPOSITORY
 from novapod.config.root import NAME_PATTERN, TAG_TEXT
 from novapod.facts import eks_facts
 
@@ -104,6 +105,16 @@ _PATTERN_WORDS = {
     S3_LOCATION: "a key in the data bucket (such as sft/train.jsonl) or an s3:// URI",
     LAMBDA_ARN: (
         "a Lambda function ARN such as arn:aws:lambda:us-east-1:111122223333:function:reward"
+    ),
+    CONNECTION_ARN: (
+        "a connection ARN such as arn:aws:codeconnections:us-east-1:111122223333:connection/"
+        "0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d"
+    ),
+    REPOSITORY: "a repository as owner/name, such as my-org/novapod-envs",
+    BRANCH: "a branch name of letters, digits and . _ / -",
+    PIPELINE_NAME: (
+        "a pipeline name: lowercase letters, digits and '-', starting with a letter, "
+        "at most 32 characters"
     ),
 }
 

@@ -39,6 +39,10 @@ def read_stacks(directory: Path, option: str) -> dict[str, StackArtifact]:
             "synthesis (npx cdk synth -o DIR)"
         )
     manifest = directory / "manifest.json"
+    if option == "--base" and not any(directory.iterdir()):
+        # No base: the head is a first deploy (a pipeline's first commit, a new Stage),
+        # and every stack in it is added.
+        return {}
     if not manifest.is_file():
         raise ReviewError(
             f"{option} {directory} has no manifest.json, so it is not a cloud assembly; "

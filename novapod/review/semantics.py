@@ -21,6 +21,7 @@ BEDROCK_MODEL = "Custom::NovapodBedrockModel"  # novapod/constructs/bedrock_mode
 HYPERPOD_CLUSTER = "AWS::SageMaker::Cluster"
 EKS_CLUSTER = "AWS::EKS::Cluster"
 VPC_ENDPOINT = "AWS::EC2::VPCEndpoint"
+MLFLOW_SERVER = "AWS::SageMaker::MlflowTrackingServer"
 
 # What holds data, or everything that runs on it, and what a reviewer calls it.
 STATEFUL = {
@@ -29,6 +30,8 @@ STATEFUL = {
     "AWS::FSx::FileSystem": "FSx for Lustre file system",
     EKS_CLUSTER: "EKS cluster",
     HYPERPOD_CLUSTER: "HyperPod cluster",
+    # The experiments' runs, metrics and parameters live in the server (nova-base stack).
+    MLFLOW_SERVER: "MLflow tracking server",
 }
 # The property through which novapod gives these resources a custom name. CloudFormation
 # cannot replace a custom-named resource whose name stays the same: the update fails
@@ -37,6 +40,7 @@ CUSTOM_NAME = {
     HYPERPOD_CLUSTER: "ClusterName",
     EKS_CLUSTER: "Name",
     "AWS::S3::Bucket": "BucketName",
+    MLFLOW_SERVER: "TrackingServerName",
 }
 
 # The engine's ResourceImpact -> what the report calls the change, and replacement.

@@ -5,7 +5,7 @@ request serialization, botocore's retries and timeouts, and error parsing are th
 real ones. It speaks SageMaker's JSON 1.1 protocol (`X-Amz-Target: SageMaker.<Op>`)
 for the training-plan operations, EC2's query protocol (form body, XML answer) for
 DescribeAvailabilityZones and DescribeSubnets, CloudFormation's query protocol for
-DescribeStacks, and S3's REST-XML protocol for GetObject, HeadObject and ListObjectsV2
+DescribeStacks and DescribeStackResource, and S3's REST-XML protocol for GetObject, HeadObject and ListObjectsV2
 (path-style addressing: `/bucket/key`). The service is the one the request is signed
 for (`Credential=<key>/<date>/<region>/<service>/aws4_request`).
 SageMaker DescribeCluster and EKS DescribeCluster (REST-JSON) are served by
@@ -129,6 +129,17 @@ class S3Object:
         return f'"{hashlib.md5(self.body, usedforsecurity=False).hexdigest()}"'
 
 
+@dataclass(frozen=True)
+class StackResource:
+    """One resource of a scripted stack, as DescribeStackResource shows it."""
+
+    resource_type: str
+    status: str = "CREATE_COMPLETE"
+    reason: str = ""
+    physical_id: str = ""
+    updated: datetime = datetime(2030, 1, 1, tzinfo=UTC)
+
+
 class _ApiError(Exception):
     def __init__(
         self,
@@ -192,6 +203,7 @@ class FakeControlPlane:
             self.account = ACCOUNT
             self.principal: iam.Principal | None = None
             self.stacks: list[dict[str, Any]] = []  # in creation order
+            self.stack_resources: dict[str, dict[str, StackResource]] = {}  # by StackId
             self.stack_page_size = 100
             self.buckets: dict[str, dict[str, S3Object]] = {}
             self._scripts: dict[str, deque[tuple[str, str]]] = {}
@@ -327,9 +339,11 @@ class FakeControlPlane:
         descriptions: Mapping[str, str] | None = None,
         exports: Mapping[str, str] | None = None,
         created: datetime | None = None,
+        resources: Mapping[str, StackResource] | None = None,
     ) -> str:
         """A deployed stack with these outputs (key -> value; `descriptions` and
-        `exports` by output key); returns its StackId. A stack in DELETE_COMPLETE is
+        `exports` by output key) and resources (logical ID -> StackResource, for
+        DescribeStackResource); returns its StackId. A stack in DELETE_COMPLETE is
         found by its StackId only, as CloudFormation finds deleted stacks."""
         stack_id = f"arn:aws:cloudformation:{REGION}:{self.account}:stack/{name}/{uuid.uuid4()}"
         descriptions, exports = descriptions or {}, exports or {}
@@ -356,6 +370,7 @@ class FakeControlPlane:
             ]
         with self._lock:
             self.stacks.append(stack)
+            self.stack_resources[stack_id] = dict(resources or {})
         return stack_id
 
     def add_bucket(self, name: str) -> None:
@@ -599,6 +614,10 @@ class FakeControlPlane:
         action = f"{service}:{operation}"
         if service == "cloudformation":
             return self._cloudformation_authorizations(action, params)
+        if service == "sagemaker" and operation == "DescribeCluster":
+            # On the cluster (resource type cluster, list_amazonsagemaker.html), whose ARN
+            # ends in the ID SageMaker gave it, also when the call names it by name.
+            return [iam.Request(action, self.hyperpod.cluster_arn(str(params["ClusterName"])))]
         if operation not in ("DescribeTrainingPlan", "CreateTrainingPlan"):
             return [iam.Request(action, "*")]
         name = str(params.get("TrainingPlanName", ""))
@@ -882,6 +901,31 @@ class FakeControlPlane:
             answer["NextToken"] = str(start + self.stack_page_size)
         return answer
 
+    def _describe_stack_resource(self, params: dict[str, Any]) -> dict[str, Any]:
+        """One resource of a stack by logical ID (docs.aws.amazon.com/AWSCloudFormation/
+        latest/APIReference/API_DescribeStackResource.html)."""
+        stack = self._stack(str(params["StackName"]))
+        logical_id = str(params["LogicalResourceId"])
+        resource = self.stack_resources.get(stack["StackId"], {}).get(logical_id)
+        if resource is None:
+            # The service's words (ValidationError, HTTP 400), as in aws/aws-cli#2532.
+            raise _ApiError(
+                "ValidationError",
+                f"Resource {logical_id} does not exist for stack {stack['StackName']}",
+            )
+        detail: dict[str, Any] = {
+            "StackName": stack["StackName"],
+            "StackId": stack["StackId"],
+            "LogicalResourceId": logical_id,
+            "PhysicalResourceId": resource.physical_id or f"{logical_id}-physical",
+            "ResourceType": resource.resource_type,
+            "LastUpdatedTimestamp": resource.updated,
+            "ResourceStatus": resource.status,
+        }
+        if resource.reason:
+            detail["ResourceStatusReason"] = resource.reason
+        return {"StackResourceDetail": detail}
+
     def _stack(self, name_or_id: str) -> dict[str, Any]:
         # The newest stack of that name, unless deleted; a deleted one by its StackId only.
         stack: dict[str, Any]
@@ -1057,7 +1101,10 @@ _EC2_OPERATIONS = {
     "DescribeAvailabilityZones": FakeControlPlane._describe_availability_zones,
     "DescribeSubnets": FakeControlPlane._describe_subnets,
 }
-_CLOUDFORMATION_OPERATIONS = {"DescribeStacks": FakeControlPlane._describe_stacks}
+_CLOUDFORMATION_OPERATIONS = {
+    "DescribeStacks": FakeControlPlane._describe_stacks,
+    "DescribeStackResource": FakeControlPlane._describe_stack_resource,
+}
 _S3_OPERATIONS = {
     "GetObject": FakeControlPlane._get_object,
     "HeadObject": FakeControlPlane._head_object,

@@ -123,6 +123,15 @@ class HyperPodFake:
             "platformVersion": "eks.1",
         }
 
+    def cluster_arn(self, name_or_arn: str) -> str:
+        """The ARN of a cluster named or ARN'd so; for an unknown name, the ARN it would
+        have (IAM decides before the service looks the cluster up)."""
+        cluster = self.clusters.get(name_or_arn)
+        if cluster is not None or name_or_arn.startswith("arn:"):
+            return str(cluster["ClusterArn"]) if cluster else name_or_arn
+        cluster_id = hashlib.sha256(name_or_arn.encode()).hexdigest()[:12]
+        return f"arn:aws:sagemaker:{REGION}:{self.account}:cluster/{cluster_id}"
+
     # --- SageMaker ----------------------------------------------------------------------
 
     def describe_cluster(self, params: dict[str, Any]) -> dict[str, Any]:

@@ -91,6 +91,7 @@ EDITS: dict[str, Callable[[dict[str, Any]], None]] = {
     "plan-count": lambda data: _plan(data).update(instance_count=8, duration_hours=144),
     "extra-purchases": _extra_purchases,
     "rename-environment": lambda data: data.update(name="renamed"),
+    "mlflow": lambda data: data.update(nova={"mlflow": {"enabled": True}}),
 }
 
 

@@ -108,6 +108,17 @@ def test_changing_a_restricted_groups_count_is_an_in_place_update(review_of) -> 
     ) in section(markdown, 4)
 
 
+def test_turning_mlflow_off_orphans_the_retained_tracking_server(review_of) -> None:
+    report = review_of("mlflow", "base")
+    (entry,) = report["stateful"]
+    assert (entry["stack"], entry["logical_id"], entry["category"]) == (
+        "novapod-nova-lite-nova-base",
+        "MlflowTrackingServer",
+        "orphan",
+    )
+    assert review_of("base", "mlflow")["stateful"] == []
+
+
 def test_removing_a_restricted_group_destroys_its_fsx(review_of) -> None:
     report = review_of("extra-purchases", "base")
     cluster = resource(report, "hyperpod", CLUSTER_LOGICAL_ID)
@@ -332,9 +343,14 @@ def test_gates_decide_the_exit_status(variant, capsys) -> None:
 
 def test_bad_input_is_one_sentence_and_exit_2(variant, capsys, tmp_path, monkeypatch) -> None:
     base = str(variant("base").outdir)
+    (tmp_path / "notes.txt").write_text("not a cloud assembly\n")
+    empty_head = tmp_path / "empty-head"
+    empty_head.mkdir()
     cases = {
         ("--base", str(tmp_path / "missing"), "--head", base): "is not a directory",
         ("--base", str(tmp_path), "--head", base): "has no manifest.json",
+        # Only a base may be empty (a first deploy); an empty head is a mistake.
+        ("--base", base, "--head", str(empty_head)): "has no manifest.json",
         ("--base", base, "--head", base, "--fail-on", "purchases"): "unknown gate purchases",
     }
     for args, message in cases.items():
@@ -351,3 +367,20 @@ def test_bad_input_is_one_sentence_and_exit_2(variant, capsys, tmp_path, monkeyp
         "novapod review: Node.js (20, 22 or 24) is needed on PATH to run CDK's diff engine; "
         "install it, then run make setup\n"
     )
+
+
+def test_an_empty_base_is_a_first_deploy_where_every_stack_is_added(
+    variant, review_of, capsys, tmp_path
+) -> None:
+    from novapod import review
+
+    nothing = tmp_path / "first"
+    nothing.mkdir()
+    report = review.build(nothing, variant("base").outdir)
+    # The same purchase the base itself makes, reported as new: nothing was bought before.
+    bought = [(p["kind"], p["action"]) for p in report["purchases"]]
+    assert bought == [("training-plan", "buy")]
+    stacks = {s["stack"] for s in report["stacks"]}
+    assert {"novapod-nova-lite-network", "novapod-nova-lite-hyperpod"} <= stacks
+    status, out, _ = cli(capsys, "--base", str(nothing), "--head", str(variant("base").outdir))
+    assert status == 0 and out.startswith("## novapod review")

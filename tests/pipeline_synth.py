@@ -1,0 +1,73 @@
+"""The example pipeline (config/pipeline.example.yaml) synthesized once per test session,
+shared by the stack tests and the post-deploy check's tests."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.conftest import ROOT
+
+PIPELINE_EXAMPLE = ROOT / "config" / "pipeline.example.yaml"
+PIPELINE_FILE = "config/pipeline.example.yaml"
+
+
+@dataclass(frozen=True)
+class SynthesizedPipeline:
+    template: dict[str, Any]  # the pipeline stack's
+    stages: dict[str, dict[str, dict[str, Any]]]  # stage -> stack name -> template
+    outdir: Path
+
+    @property
+    def pipeline(self) -> dict[str, Any]:
+        (resource,) = [
+            r for r in self.template["Resources"].values()
+            if r["Type"] == "AWS::CodePipeline::Pipeline"
+        ]  # fmt: skip
+        return resource["Properties"]
+
+    def actions(self, stage: str) -> list[dict[str, Any]]:
+        (found,) = [s for s in self.pipeline["Stages"] if s["Name"] == stage]
+        return list(found["Actions"])
+
+    def project(self, action: dict[str, Any]) -> dict[str, Any]:
+        """The CodeBuild project a CodeBuild action runs."""
+        return self.template["Resources"][action["Configuration"]["ProjectName"]["Ref"]]
+
+    def buildspec(self, action: dict[str, Any]) -> dict[str, Any]:
+        spec = self.project(action)["Properties"]["Source"]["BuildSpec"]
+        assert isinstance(spec, str), spec  # no tokens in these build specs
+        if spec.endswith(".yaml"):  # large ones are files beside the template (an asset)
+            loaded: dict[str, Any] = yaml.safe_load((self.outdir / spec).read_text())
+            return loaded
+        loaded = json.loads(spec)
+        return loaded
+
+    def role_of(self, action: dict[str, Any]) -> str:
+        """Logical ID of the project's service role."""
+        role: str = self.project(action)["Properties"]["ServiceRole"]["Fn::GetAtt"][0]
+        return role
+
+
+@cache
+def synthesize_pipeline() -> SynthesizedPipeline:
+    from novapod.config import load_pipeline
+    from novapod.stacks.pipeline import create_pipeline_app
+
+    outdir = Path(tempfile.mkdtemp(prefix="novapod-pipeline-"))
+    app, stack = create_pipeline_app(
+        load_pipeline(PIPELINE_EXAMPLE), pipeline_file=PIPELINE_FILE, outdir=outdir
+    )
+    assembly = app.synth()
+    stages: dict[str, dict[str, dict[str, Any]]] = {}
+    for name, stage in stack.stages.items():
+        nested = assembly.get_nested_assembly(stage.artifact_id)
+        stages[name] = {s.stack_name: s.template for s in nested.stacks}
+    template = assembly.get_stack_by_name(stack.stack_name).template
+    return SynthesizedPipeline(template, stages, outdir)
