@@ -67,9 +67,8 @@ def listed_configs(tree: Path) -> list[str]:
 
 
 def configs_to_review(base: Sequence[str], head: Sequence[str]) -> list[str]:
-    """Every config listed on either side, the default first, then in path order."""
-    union = set(base) | set(head)
-    return sorted(union, key=lambda c: (c != DEFAULT_CONFIG, c))
+    """Every config listed on either side, in path order (config/default.yaml first)."""
+    return sorted(set(base) | set(head))
 
 
 def synth_environment(environ: Mapping[str, str], tree: Path, as_of: str) -> dict[str, str]:

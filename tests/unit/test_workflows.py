@@ -399,7 +399,7 @@ def test_poster_updates_its_one_marked_comment(node: str, tmp_path: Path) -> Non
         "pr": pull_request(),
         "comments": [
             {"id": 1, "user": {"login": "alice"}, "body": f"quoting {MARKER}"},
-            bot_comment(2, "another bot comment"),
+            bot_comment(2, "a novapod synth review without the marker <!-- novapod -->"),
             bot_comment(3, f"{MARKER}\nold review"),
         ],
     }
@@ -425,7 +425,7 @@ def test_poster_creates_the_comment_when_none_is_marked(node: str, tmp_path: Pat
         "pr": pull_request(),
         "comments": [
             {"id": 1, "user": {"login": "alice"}, "body": f"{MARKER} (a human's)"},
-            bot_comment(2, "no marker here"),
+            bot_comment(2, "novapod-synth-review, but not the marker"),
         ],
     }
     calls = run_poster(node, tmp_path, scenario=scenario)
