@@ -88,8 +88,8 @@ def synth_environment(environ: Mapping[str, str], tree: Path, as_of: str) -> dic
 
 def synth_command(tree: Path, config: str, outdir: Path) -> list[str]:
     # --no-lookups: a context value missing from cdk.context.json fails the synthesis
-    # instead of being looked up in an account (see aws/aws-cdk-cli
-    # packages/aws-cdk/lib/cli/cli-type-registry.json, option "lookups").
+    # instead of being looked up in an account (see the pinned CLI's
+    # node_modules/aws-cdk/lib/cli/cli-type-registry.json, option "lookups").
     return [
         str(tree.resolve() / "node_modules" / ".bin" / "cdk"),
         "synth",
