@@ -58,8 +58,8 @@ def build_environment(
     children yet (a fresh Stage, or an App before its first stack). A scope that
     already has children must carry them already, for instance
     `App(context=novapod.feature_flags())`; otherwise this raises ValueError naming
-    the flags that differ. Inside a Stage, CDK prefixes stack names with the stage's
-    name: `Prod-novapod-dev-network`.
+    the flags that differ. Stack names are `novapod-<name>-<kind>` inside a Stage too
+    (set, not derived from the stage), as `novapod launch` and `results` look them up.
     """
     from novapod.environment import build_environment as compose  # noqa: PLC0415 - loads the CDK
 

@@ -48,9 +48,13 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
     """The environment's stacks under `scope`, which carries novapod's feature flags."""
     env = Environment(account=config.account, region=config.region)
     prefix = config.prefix
+    # Stack names are set, not derived: inside a Stage (CDK Pipelines) CDK would prefix
+    # them with the stage's name, and `novapod launch`, the scientists' policy and the
+    # cross-stack reads all find the stacks as novapod-<env>-<kind>.
     network = NetworkStack(
         scope,
         f"{prefix}-network",
+        stack_name=f"{prefix}-network",
         network=config.network,
         name=prefix,
         # Egress beside the first thing that needs it: with EKS, the bootstrap build in
@@ -65,6 +69,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
     storage = StorageStack(
         scope,
         f"{prefix}-storage",
+        stack_name=f"{prefix}-storage",
         storage=config.storage,
         name=prefix,
         environment=config.name,
@@ -79,6 +84,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         capacity = CapacityStack(
             scope,
             f"{prefix}-capacity",
+            stack_name=f"{prefix}-capacity",
             config=config,
             network=network.handle,
             env=env,
@@ -89,6 +95,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         eks = EksStack(
             scope,
             f"{prefix}-eks",
+            stack_name=f"{prefix}-eks",
             spec=config.eks,
             cluster_name=prefix,
             network=network.handle,
@@ -120,6 +127,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         hyperpod = HyperPodStack(
             scope,
             f"{prefix}-hyperpod",
+            stack_name=f"{prefix}-hyperpod",
             config=config,
             cluster_name=prefix,
             eks_cluster_arn=eks.cluster.cluster_arn,
@@ -143,6 +151,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         nova_base = NovaBaseStack(
             scope,
             f"{prefix}-nova-base",
+            stack_name=f"{prefix}-nova-base",
             config=config,
             cluster_name=prefix,
             placement=network.placement,
@@ -157,6 +166,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         nova = NovaStack(
             scope,
             f"{prefix}-nova",
+            stack_name=f"{prefix}-nova",
             config=config,
             cluster_name=prefix,
             hyperpod_cluster_arn=hyperpod.cluster.attr_cluster_arn,

@@ -18,7 +18,7 @@ from tests.pipeline_synth import SynthesizedPipeline, synthesize_pipeline
 ACCOUNT = "111122223333"  # the example pipeline's
 STAGE = "mixed"
 CLUSTER = "novapod-mixed"
-NOVA_STACK = "mixed-novapod-mixed-nova"
+NOVA_STACK = "novapod-mixed-nova"
 CHECK_TYPE = "Custom::NovapodNovaEnvironment"
 
 
@@ -139,9 +139,9 @@ def test_a_failed_check_resource_fails_the_step_with_its_reason(
 
 def test_the_role_may_not_describe_another_stack(plane, synthesized, step, capsys) -> None:
     deployed(plane, synthesized)
-    plane.add_stack("mixed-novapod-mixed-storage")
+    plane.add_stack("novapod-mixed-storage")
     argv, role = step
-    other = [*argv[:-4], "--nova-stack", "mixed-novapod-mixed-storage", *argv[-2:]]
+    other = [*argv[:-4], "--nova-stack", "novapod-mixed-storage", *argv[-2:]]
     assert run_step(plane, (other, role)) == 1
     err = capsys.readouterr().err
     assert "novapod pipeline-check: an AWS call failed: An error occurred (AccessDenied)" in err

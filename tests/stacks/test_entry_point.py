@@ -30,9 +30,10 @@ def test_build_environment_inside_a_users_own_app_and_stage(tmp_path) -> None:
 
     names = {s.stack_name for s in assembly.stacks}
     assert names == {
-        "Prod-novapod-default-network",
-        "Prod-novapod-default-storage",
-        "Prod-novapod-default-eks",
+        # Set by novapod, not prefixed by the stage: what `novapod launch` looks up.
+        "novapod-default-network",
+        "novapod-default-storage",
+        "novapod-default-eks",
         "Prod-Team",
     }
     assert stacks.eks is not None and stacks.capacity is None and stacks.hyperpod is None
@@ -40,10 +41,10 @@ def test_build_environment_inside_a_users_own_app_and_stage(tmp_path) -> None:
     outputs = team_template["Outputs"]
     # Weak references, as novapod's own app makes them: no exports lock the producers.
     assert outputs["VpcId"]["Value"]["Fn::GetStackOutput"]["StackName"] == (
-        "Prod-novapod-default-network"
+        "novapod-default-network"
     )
     assert outputs["KeyArn"]["Value"]["Fn::GetStackOutput"]["StackName"] == (
-        "Prod-novapod-default-storage"
+        "novapod-default-storage"
     )
     for stack in assembly.stacks:
         assert "Fn::ImportValue" not in json.dumps(stack.template), stack.stack_name

@@ -45,7 +45,7 @@ def test_a_stage_per_environment_after_source_build_and_self_update(synthesized)
     assert names == ["Source", "Build", "UpdatePipeline", "Assets", "mixed", "nova-jobs"]
     for stage in ENVIRONMENTS:
         env = {"mixed": "mixed", "nova-jobs": "nova-jobs"}[stage]
-        expected = {f"{stage}-novapod-{env}-{kind}" for kind in KINDS}
+        expected = {f"novapod-{env}-{kind}" for kind in KINDS}
         # The stage holds build_environment's stacks, and the pipeline deploys each.
         assert set(synthesized.stages[stage]) == expected
         deployed = {
@@ -60,7 +60,7 @@ def test_a_stage_per_environment_after_source_build_and_self_update(synthesized)
 def test_the_stages_are_the_environments_own_templates(synthesized) -> None:
     # The same composition as app.py: the capacity stack buys the config's plan names.
     mixed = load_config(ROOT / "config" / "examples" / "rig-plus-standard.yaml")
-    capacity = synthesized.stages["mixed"]["mixed-novapod-mixed-capacity"]
+    capacity = synthesized.stages["mixed"]["novapod-mixed-capacity"]
     names = {
         r["Properties"]["PlanName"]
         for r in resources(capacity, "Custom::NovapodTrainingPlan").values()
@@ -98,7 +98,7 @@ def test_a_manual_approval_before_production_stages_only(synthesized) -> None:
 
 def test_a_change_set_approval_before_each_capacity_stack_and_no_other(synthesized) -> None:
     for stage in ENVIRONMENTS:
-        capacity = f"{stage}-novapod-{stage}-capacity"
+        capacity = f"novapod-{stage}-capacity"
         actions = synthesized.actions(stage)
         approvals = [
             a for a in actions
@@ -196,7 +196,7 @@ def test_the_post_deploy_check_runs_last_with_the_deployed_names(synthesized, st
     check = actions[-1]
     assert check["Name"] == f"Check{''.join(p.title() for p in stage.split('-'))}"
     assert check["RunOrder"] > max(a["RunOrder"] for a in actions[:-1])
-    nova = synthesized.stages[stage][f"{stage}-novapod-{stage}-nova"]
+    nova = synthesized.stages[stage][f"novapod-{stage}-nova"]
     (check_id,) = resources(nova, "Custom::NovapodNovaEnvironment")
     spec = synthesized.buildspec(check)
     assert spec["phases"]["install"]["commands"] == [
@@ -204,7 +204,7 @@ def test_the_post_deploy_check_runs_last_with_the_deployed_names(synthesized, st
     ]
     assert spec["phases"]["build"]["commands"] == [
         f"novapod pipeline-check --region us-east-1 --cluster novapod-{stage} "
-        f"--nova-stack {stage}-novapod-{stage}-nova --check-resource {check_id}"
+        f"--nova-stack novapod-{stage}-nova --check-resource {check_id}"
     ]
 
 
@@ -223,7 +223,7 @@ def test_the_post_deploy_check_may_describe_its_cluster_and_nova_stack_only(
     ]
     assert joined(statements["DescribeNovaStack"]["Resource"]) == (
         f"arn:${{AWS::Partition}}:cloudformation:us-east-1:111122223333:stack/"
-        f"{stage}-novapod-{stage}-nova/*"
+        f"novapod-{stage}-nova/*"
     )
     # Nothing else of SageMaker or CloudFormation: the rest is CodeBuild's own (logs,
     # reports, the source clone and the artifact bucket).
