@@ -209,6 +209,27 @@ def lost_answer_never_shown_warns_then_the_next_deploy_does_not_extend_again(
 
 @scenario(
     Expect(
+        calls=1,
+        bought=1,
+        error=f"ExtendTrainingPlan for {EXT48} failed (ConnectionClosedError: Connection was "
+        'closed before we received a valid response from endpoint URL: "{URL}/".) and reading '
+        "the plan's extensions failed too (DescribeTrainingPlanExtensionHistory for training "
+        f"plan {PLAN} failed (ThrottlingException: Rate exceeded)), " + MAY_HAVE_EXTENDED,
+    )
+)
+def lost_answer_and_throttled_reads_warn_after_one_attempt_per_look(w: World) -> Outcome:
+    stack = bought(w)
+    w.plane.lose_response("ExtendTrainingPlan", how="drop")
+    w.plane.throttle("DescribeTrainingPlanExtensionHistory", times=3, after=1)
+    stack.update(w.extend_props())
+    after = w.plane.operations()[w.plane.operations().index("ExtendTrainingPlan") + 1 :]
+    # Each look reads once (no botocore retries), so the worst case fits on_event's timeout.
+    assert after[:6] == ["DescribeTrainingPlan", "DescribeTrainingPlanExtensionHistory"] * 3
+    return stack.history[-2]
+
+
+@scenario(
+    Expect(
         calls=2,  # the first was answered 500 before it was worked
         bought=1,
         data={**EXTENDED, "ExtendedAt": "2030-01-01T00:00:37Z"},

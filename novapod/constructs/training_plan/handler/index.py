@@ -488,9 +488,7 @@ def _extend(
     try:
         buyer.extend_training_plan(TrainingPlanExtensionOfferingId=offering_id)
     except Exception as exc:
-        return _after_failed_extend(
-            sagemaker, props, extend, plan, exc=exc, extended_at=extended_at
-        )
+        return _after_failed_extend(props, extend, plan, exc=exc, extended_at=extended_at)
     _log(
         "extended",
         f"bought extension {extend.name} of training plan {name}; waiting until it shows",
@@ -501,7 +499,6 @@ def _extend(
 
 
 def _after_failed_extend(
-    sagemaker: Any,
     props: PlanProperties,
     extend: ExtensionProperties,
     plan: dict[str, Any],
@@ -525,11 +522,14 @@ def _after_failed_extend(
         raise TrainingPlanError(extension.refused_extend_message(extend.name, detail)) from exc
     if kind == "not_sent":
         raise TrainingPlanError(extension.not_sent_extend_message(extend.name, detail)) from exc
+    # Two reads per look (describe, history): one attempt each keeps the worst case
+    # inside on_event's timeout; the looks themselves are the retries.
+    reader = _client("sagemaker", max_attempts=1)
     read_error: str | None = None
     for delay in CONFIRM_DELAYS_SECONDS:
         _sleep(delay)
         try:
-            _, _, seen = _extension_state(sagemaker, name, arn, extend)
+            _, _, seen = _extension_state(reader, name, arn, extend)
         except TrainingPlanError as failed:
             read_error = str(failed)
             _log("confirm-extension", read_error, plan_name=name, extension=extend.name)
