@@ -121,6 +121,8 @@ def _currency_code(value: str) -> str:
 # increments up to 182 days" (https://docs.aws.amazon.com/sagemaker/latest/dg/
 # training-plan-extension.html); the API's TrainingPlanExtensionDurationHours is 0-4368.
 EXTENSION_MAX_HOURS = 182 * 24
+# The name's pattern for editors: JSON Schema regexes (ECMA-262) have no (?P<name>) groups.
+_EXTENSION_NAME_SCHEMA = re.sub(r"\?P<\w+>", "", EXTENSION_NAME.pattern)
 
 
 class Extension(_Model):
@@ -142,7 +144,7 @@ class Extension(_Model):
             "prints it). Any change to the plan or the hours needs a new approval."
         ),
         json_schema_extra={
-            "anyOf": [{"type": "string", "pattern": EXTENSION_NAME.pattern}, {"type": "null"}]
+            "anyOf": [{"type": "string", "pattern": _EXTENSION_NAME_SCHEMA}, {"type": "null"}]
         },
     )
     max_upfront_fee: Decimal | None = Field(

@@ -303,3 +303,17 @@ def test_the_readme_extend_example_validates() -> None:
     data["jobs"][0]["runs"] = 5  # the grown jobs the extension is for
     config = parse_config(data, now=NOW)
     assert config.purchase_names() == {"lite-sft": entry["purchase"]["approve"]}
+
+
+def test_the_schema_offers_editors_the_name_pattern_in_their_regex_dialect() -> None:
+    import json
+    import re
+
+    from novapod.config import json_schema
+
+    text = json.dumps(json_schema())
+    assert "?P<" not in text  # ECMA-262 (JSON Schema) has no Python named groups
+    schema = json_schema()
+    extend = schema["definitions"]["Extension"]["properties"]["approve"]["anyOf"][0]["pattern"]
+    assert re.fullmatch(extend, "novapod-dev-main-e41dea05-ext48h-cff5e5be")
+    assert not re.fullmatch(extend, "novapod-dev-main-e41dea05")
