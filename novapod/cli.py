@@ -22,7 +22,7 @@ from typing import Any
 import boto3  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from novapod import pipeline_check, planning, review
+from novapod import extension, pipeline_check, planning, review
 from novapod.config import (
     ConfigError,
     NovapodConfig,
@@ -101,6 +101,10 @@ def _plan(args: argparse.Namespace) -> int:
             for spec in adopted:
                 size = f"{spec.instance_count} x {spec.instance_type}"
                 print(f"{spec.name}: {spec.existing_arn} ({size})")
+        extended = extension.extension_lines(config.name, config.training_plan_requests())
+        if extended:
+            print("\nExtensions (bought once per approval by the plan's custom resource)")
+            print("\n".join(extended))
     return EXIT_OK
 
 

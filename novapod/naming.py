@@ -6,6 +6,11 @@ name therefore depends on exactly the inputs that define *what* is bought (insta
 type, count, duration, window, target resources) and not on guardrails such as the
 fee cap or the choice policy, so raising a cap after a refusal does not change it.
 
+An extension of a bought plan (ExtendTrainingPlan) has no name and no idempotency key
+at all; `extension_name` gives it one for the config's approval: the plan's name, the
+hours added in total, and a digest of both, so any change to either needs a new
+approval.
+
 Any change to how a name is derived (inputs, encoding, digest, truncation) renames every
 deployed plan, so each environment would buy its plans again: it needs a migration that
 adopts the old names. tests/unit/test_naming.py pins the names as literals.
@@ -71,3 +76,21 @@ def training_plan_name(environment: str, request: PlanRequest) -> str:
 def training_plan_name_prefix(environment: str) -> str:
     """Every plan this environment buys starts with this (IAM scoping)."""
     return f"novapod-{environment}-"
+
+
+EXTENSION_NAME = re.compile(
+    r"^(?P<plan>[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63})-ext(?P<hours>[1-9][0-9]*)h-[0-9a-f]{8}$"
+)
+
+
+def extension_inputs(plan_name: str, hours: int) -> dict[str, object]:
+    """What an extension buys: hours added in total to the plan of that name."""
+    return {"training_plan": plan_name, "extend_hours": hours}
+
+
+def extension_name(plan_name: str, hours: int) -> str:
+    """`<plan name>-ext<hours>h-<digest>`: the approval of extending that plan by `hours`
+    in total (beyond the hours it was bought for). The digest makes the name one to copy
+    from `novapod plan` or validation, never to type; the readable part says what it buys.
+    """
+    return f"{plan_name}-ext{hours}h-{purchase_digest(extension_inputs(plan_name, hours))}"

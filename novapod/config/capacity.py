@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
+from datetime import timedelta
 from decimal import Decimal
 from typing import Literal
 
@@ -19,7 +21,7 @@ from pydantic import (
 from novapod import planning
 from novapod.config.base import _at, _Model, _raise_all
 from novapod.config.fields import INSTANCE_TYPE_PATTERN, PlanName
-from novapod.naming import TRAINING_PLAN_NAME
+from novapod.naming import EXTENSION_NAME, TRAINING_PLAN_NAME
 
 # Active ISO 4217 currency codes (2026), for the fee cap's currency.
 ISO_4217_CODES = frozenset(
@@ -77,33 +79,116 @@ class Purchase(_Model):
     @field_validator("max_upfront_fee", mode="before")
     @classmethod
     def _fee(cls, value: object) -> object:
-        if isinstance(value, bool):
-            raise ValueError("must be an amount, e.g. 40000, not true or false")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError("must be a finite amount, e.g. 40000")
-        if isinstance(value, str):
-            plain = re.sub(r"[\s$€£,_]|USD|EUR|GBP", "", value)
-            try:
-                amount = Decimal(plain)
-            except ArithmeticError:
-                amount = None
-            if amount is None or not amount.is_finite():
-                raise ValueError(f"{value!r} is not an amount; write a plain number, e.g. 40000")
-            if plain != value.strip():
-                raise ValueError(
-                    f"{value!r} is not a plain number; write {plain} (the currency goes in "
-                    "purchase.currency)"
-                )
-        return value
+        return _fee_cap(value, "purchase")
 
     @field_validator("currency")
     @classmethod
     def _currency(cls, value: str) -> str:
-        if value.upper() in ISO_4217_CODES and value != value.upper():
-            raise ValueError(f"currency codes are upper case; write {value.upper()}")
-        if value not in ISO_4217_CODES:
-            raise ValueError(f"{value!r} is not an ISO 4217 currency code such as USD or EUR")
+        return _currency_code(value)
+
+
+def _fee_cap(value: object, section: str) -> object:
+    """A fee cap as written: a plain number, never true, a symbol or a currency code."""
+    if isinstance(value, bool):
+        raise ValueError("must be an amount, e.g. 40000, not true or false")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("must be a finite amount, e.g. 40000")
+    if isinstance(value, str):
+        plain = re.sub(r"[\s$€£,_]|USD|EUR|GBP", "", value)
+        try:
+            amount = Decimal(plain)
+        except ArithmeticError:
+            amount = None
+        if amount is None or not amount.is_finite():
+            raise ValueError(f"{value!r} is not an amount; write a plain number, e.g. 40000")
+        if plain != value.strip():
+            raise ValueError(
+                f"{value!r} is not a plain number; write {plain} (the currency goes in "
+                f"{section}.currency)"
+            )
+    return value
+
+
+def _currency_code(value: str) -> str:
+    if value.upper() in ISO_4217_CODES and value != value.upper():
+        raise ValueError(f"currency codes are upper case; write {value.upper()}")
+    if value not in ISO_4217_CODES:
+        raise ValueError(f"{value!r} is not an ISO 4217 currency code such as USD or EUR")
+    return value
+
+
+# What SageMaker sells as one extension: "1-day increments up to 14 days, or 7-day
+# increments up to 182 days" (https://docs.aws.amazon.com/sagemaker/latest/dg/
+# training-plan-extension.html); the API's TrainingPlanExtensionDurationHours is 0-4368.
+EXTENSION_MAX_HOURS = 182 * 24
+# The name's pattern for editors: JSON Schema regexes (ECMA-262) have no (?P<name>) groups.
+_EXTENSION_NAME_SCHEMA = re.sub(r"\?P<\w+>", "", EXTENSION_NAME.pattern)
+
+
+class Extension(_Model):
+    """Lengthen a bought (or adopted) plan with ExtendTrainingPlan instead of buying a
+    second plan: its own approval and fee cap, since an extension is paid up front too."""
+
+    duration_hours: int = Field(
+        ge=24,
+        le=EXTENSION_MAX_HOURS,
+        description=(
+            "Hours added to the plan by extensions, in total, beyond its duration_hours "
+            "(whole days). Raising it buys one more extension of the difference."
+        ),
+    )
+    approve: str | bool | None = Field(
+        None,
+        description=(
+            "The exact extension to buy (<plan name>-ext<hours>h-<digest>, as validation "
+            "prints it). Any change to the plan or the hours needs a new approval."
+        ),
+        json_schema_extra={
+            "anyOf": [{"type": "string", "pattern": _EXTENSION_NAME_SCHEMA}, {"type": "null"}]
+        },
+    )
+    max_upfront_fee: Decimal | None = Field(
+        None,
+        gt=0,
+        max_digits=15,
+        decimal_places=2,
+        description="Refuse any extension offering whose up-front fee is higher (a plain number).",
+    )
+    currency: str = Field(
+        "USD",
+        description="ISO 4217 code of the fee cap; offerings in other currencies are skipped.",
+        json_schema_extra={"enum": list[JsonValue](sorted(ISO_4217_CODES))},
+    )
+
+    @field_validator("duration_hours")
+    @classmethod
+    def _whole_days(cls, value: int) -> int:
+        if value % 24:
+            raise ValueError(
+                f"{value} is not whole days; extensions are sold by the day: use a multiple "
+                f"of 24 such as {max(24, value // 24 * 24)}"
+            )
         return value
+
+    @field_validator("approve")
+    @classmethod
+    def _approve(cls, value: str | bool | None) -> str | bool | None:
+        if isinstance(value, str) and not EXTENSION_NAME.match(value):
+            raise ValueError(
+                f"{value!r} is not an extension name (<plan name>-ext<hours>h-<digest>); "
+                "paste the name validation prints"
+            )
+        return value
+
+    @field_validator("max_upfront_fee", mode="before")
+    @classmethod
+    def _fee(cls, value: object) -> object:
+        return _fee_cap(value, "extend")
+
+    @field_validator("currency")
+    @classmethod
+    def _currency(cls, value: str) -> str:
+        return _currency_code(value)
 
 
 TargetResource = Literal["hyperpod-cluster", "training-job"]
@@ -148,6 +233,13 @@ class TrainingPlanSpec(_Model):
     existing_arn: str | None = Field(
         None, pattern=TRAINING_PLAN_ARN, description="Adopt a plan you already own."
     )
+    extend: Extension | None = Field(
+        None,
+        description=(
+            "Lengthen this plan, once bought or adopted, by buying an extension (keep "
+            "duration_hours as the plan was bought, so its name stays approved)."
+        ),
+    )
     retry: int = Field(
         0,
         ge=0,
@@ -160,6 +252,12 @@ class TrainingPlanSpec(_Model):
 
     @model_validator(mode="after")
     def _buy_or_adopt(self) -> TrainingPlanSpec:
+        if self.extend is not None and self.duration_hours is None:
+            raise _at(
+                "duration_hours",
+                "a plan with extend needs the hours it was bought for: set duration_hours "
+                "to them, so its name (and its approval) stay those of the bought plan",
+            )
         if self.existing_arn is not None:
             if self.purchase is not None:
                 raise _at("purchase", "a plan adopted by existing_arn is never bought; remove it")
@@ -202,15 +300,36 @@ class Capacity(_Model):
 
 
 def _plan_settings(spec: TrainingPlanSpec) -> planning.PlanSettings:
+    """The planner's settings. An extended plan is sized as long as it will be (bought
+    hours plus the extension, its window end moved by as much, so the window check
+    still judges the bought plan); `bought_request` restores what was bought."""
+    duration, end_before = spec.duration_hours, spec.end_before
+    if spec.extend is not None and duration is not None:
+        duration += spec.extend.duration_hours
+        if end_before is not None:
+            end_before += timedelta(hours=spec.extend.duration_hours)
     return planning.PlanSettings(
         name=spec.name,
         instance_type=spec.instance_type,
         instance_count=spec.instance_count,
-        duration_hours=spec.duration_hours,
+        duration_hours=duration,
         start_after=spec.start_after.isoformat() if spec.start_after else None,
-        end_before=spec.end_before.isoformat() if spec.end_before else None,
+        end_before=end_before.isoformat() if end_before else None,
         target_resources=tuple(spec.target_resources),
         retry=spec.retry,
+    )
+
+
+def bought_request(spec: TrainingPlanSpec, request: planning.PlanRequest) -> planning.PlanRequest:
+    """The request as bought: an extended plan's duration and window end as the config
+    states them (its name, and so its approval, derive from these), while the reserved
+    hours the planner counted include the extension."""
+    if spec.extend is None or spec.duration_hours is None:
+        return request
+    return replace(
+        request,
+        duration_hours=spec.duration_hours,
+        end_before=spec.end_before.isoformat() if spec.end_before else None,
     )
 
 

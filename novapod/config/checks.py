@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from datetime import date, datetime
 from typing import TYPE_CHECKING
 
-from novapod import addressing, approval, planning
+from novapod import addressing, approval, extension, planning
 from novapod.config.base import _at, _FieldError
 from novapod.config.capacity import TrainingPlanSpec
 from novapod.config.hyperpod import RestrictedGroup, StandardGroup
@@ -43,6 +43,7 @@ def problems(config: NovapodConfig, now: datetime) -> list[_FieldError]:
     found += job_problems(config, requests)
     found += service_limit_problems(config, requests or [])
     found += purchase_problems(config, requests or [], now)
+    found += extension_problems(config, requests or [])
     found += nova_problems(config)
     return found
 
@@ -433,6 +434,15 @@ def purchase_problems(
             currency=purchase.currency if purchase else "USD",
             instance_types=instance_types,
         )
+        if problem is not None and purchase is not None and isinstance(purchase.approve, str):
+            advice = extension.lengthening_advice(
+                approved=purchase.approve,
+                environment=config.name,
+                request=request,
+                fee_cap=purchase.max_upfront_fee,
+                instance_types=instance_types,
+            )
+            problem += f"; or, {advice}" if advice else ""
         if problem is not None:
             path = f"{where}.purchase.approve" if purchase else f"{where}.purchase"
             yield _at(path, problem, root=True)
@@ -442,6 +452,34 @@ def purchase_problems(
                 "required with approve: the highest up-front fee to pay for "
                 f"{spec.name}, a plain number in {purchase.currency} (see `novapod "
                 f"offerings CONFIG --plan {spec.name}` for prices)",
+                root=True,
+            )
+
+
+def extension_problems(
+    config: NovapodConfig, requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]]
+) -> Iterator[_FieldError]:
+    """Every `extend` block approves its exact extension and caps its fee."""
+    for i, (spec, request) in enumerate(requests):
+        extend = spec.extend
+        if extend is None:
+            continue
+        where = f"capacity.training_plans[{i}].extend"
+        problem = extension.extension_problem(
+            plan=extension.plan_name(spec, config.name, request),
+            hours=extend.duration_hours,
+            approve=extend.approve,
+            fee_cap=extend.max_upfront_fee,
+            currency=extend.currency,
+        )
+        if problem is not None:
+            yield _at(f"{where}.approve", problem, root=True)
+        elif extend.max_upfront_fee is None:
+            yield _at(
+                f"{where}.max_upfront_fee",
+                "required with approve: the highest up-front fee to pay for this extension, "
+                f"a plain number in {extend.currency} (`"
+                f"{extension.SEARCH_COMMAND.format(hours=extend.duration_hours)}` lists prices)",
                 root=True,
             )
 

@@ -4,6 +4,7 @@ CLI and stacks derive from the whole (the capacity plan, plan names, tags)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from typing import Annotated
 
@@ -12,7 +13,13 @@ from pydantic import ConfigDict, Field, StringConstraints, ValidationInfo, model
 from novapod import planning
 from novapod.config import checks
 from novapod.config.base import _Model, _raise_all
-from novapod.config.capacity import Capacity, TrainingPlanSpec, _adopted_request, _plan_settings
+from novapod.config.capacity import (
+    Capacity,
+    TrainingPlanSpec,
+    _adopted_request,
+    _plan_settings,
+    bought_request,
+)
 from novapod.config.eks import Eks
 from novapod.config.hyperpod import HyperPod, RestrictedGroup
 from novapod.config.jobs import Job, jobs_problems
@@ -86,11 +93,19 @@ class NovapodConfig(_Model):
         return checks.warnings(self, today)
 
     def capacity_plan(self) -> planning.CapacityPlan:
-        """Jobs sized and packed into training-plan requests (see novapod.planning)."""
-        return planning.plan_capacity(
+        """Jobs sized and packed into training-plan requests (see novapod.planning).
+
+        An extended plan's request is the plan as bought (its name derives from it);
+        its reserved hours include the extension the jobs are sized against."""
+        plan = planning.plan_capacity(
             [checks.workload(self, job) for job in self.jobs],
             [_plan_settings(p) for p in self.capacity.training_plans if not self._skip(p)],
         )
+        specs = {spec.name: spec for spec in self.capacity.training_plans}
+        bought = [
+            bought_request(specs[r.name], r) if r.name in specs else r for r in plan.training_plans
+        ]
+        return replace(plan, training_plans=bought)
 
     def _skip(self, plan: TrainingPlanSpec) -> bool:
         # An adopted plan that no job runs on needs no sizing: it already exists.

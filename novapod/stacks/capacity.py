@@ -41,6 +41,8 @@ class CapacityStack(Stack):
             environment=config.name,
             adopted_arns=[s.existing_arn for s, _ in requests if s.existing_arn],
             pending_timeout_minutes=config.capacity.pending_timeout_minutes,
+            extends=any(s.extend and not s.existing_arn for s, _ in requests),
+            extended_arns=[s.existing_arn for s, _ in requests if s.existing_arn and s.extend],
         )
         subnets = network.subnet_ids_by_zone()
         self.plans: dict[str, TrainingPlan] = {}

@@ -19,6 +19,11 @@ parameters are checked by name and value kind, CloudFormation's like SageMaker's
 members (`service_model.py`); CloudFormation and S3 answers are written from the
 output shapes and checked against them too.
 
+Plans can be extended (SearchTrainingPlanOfferings with TrainingPlanArn lists the
+extension offerings scripted for that plan, ExtendTrainingPlan buys one and moves the
+plan's end, DescribeTrainingPlanExtensionHistory lists them a page at a time), and an
+extension can be scripted to show late in the history and in the plan's end time.
+
 Tests script it (zones, subnets, offerings, existing plans, a status sequence per
 plan, stacks and their outputs, buckets and objects), inject faults per operation
 (throttle, 5xx, any error code, slow answers, a call that hangs or whose connection is
@@ -46,7 +51,7 @@ import struct
 import threading
 import uuid
 from collections import Counter, defaultdict, deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -140,6 +145,43 @@ class StackResource:
     updated: datetime = datetime(2030, 1, 1, tzinfo=UTC)
 
 
+@dataclass
+class _Extension:
+    """One bought extension; `statuses` advance one per history read, the last stays."""
+
+    offering_id: str
+    hours: int
+    extended_at: datetime
+    start: datetime
+    zone: str | None
+    zone_id: str | None
+    fee: str
+    currency: str | None
+    statuses: deque[tuple[str, str]]
+    hidden_history: int = 0
+    hidden_describe: int = 0
+
+    def shown(self, *, advance: bool = False) -> dict[str, Any]:
+        status, payment = self.statuses[0]
+        if advance and len(self.statuses) > 1:
+            self.statuses.popleft()
+        return _drop_none(
+            {
+                "TrainingPlanExtensionOfferingId": self.offering_id,
+                "ExtendedAt": self.extended_at,
+                "StartDate": self.start,
+                "EndDate": self.start + timedelta(hours=self.hours),
+                "Status": status,
+                "PaymentStatus": payment,
+                "AvailabilityZone": self.zone,
+                "AvailabilityZoneId": self.zone_id,
+                "DurationHours": self.hours,
+                "UpfrontFee": self.fee or None,
+                "CurrencyCode": self.currency,
+            }
+        )
+
+
 class _ApiError(Exception):
     def __init__(
         self,
@@ -198,6 +240,17 @@ class FakeControlPlane:
             )
             self.describe_includes_zone_id = True
             self.near_matches: set[str] = set()
+            # Extensions: offerings per plan name, bought extensions per plan name, and
+            # how many reads (history, describe) the next bought extension stays unseen.
+            self.extension_offerings: dict[str, list[dict[str, Any]]] = {}
+            self.extensions: dict[str, list[_Extension]] = {}
+            self.extension_lag = (0, 0)
+            self.extension_statuses: tuple[tuple[str, str], ...] = (
+                ("Pending", "Pending"),
+                ("Scheduled", "Completed"),
+            )
+            self.history_page_size = 100
+            self.now: Callable[[], datetime] = lambda: datetime.now(UTC)
             self.calls: list[Call] = []
             self.violations: list[str] = []
             self.account = ACCOUNT
@@ -330,6 +383,50 @@ class FakeControlPlane:
             if name in self.plans:
                 self._set_status(self.plans[name], *script[0])
 
+    def add_extension_offering(
+        self,
+        plan: str,
+        offering_id: str,
+        *,
+        hours: int,
+        fee: str,
+        currency: str | None = "USD",
+        zone: str | None = None,
+        near_match: bool = False,
+    ) -> dict[str, Any]:
+        """An extension of `plan` for sale. The search lists it when asked for `hours`
+        (rounded up to whole days, as the service does), or always with `near_match`."""
+        offering = _drop_none(
+            {
+                "TrainingPlanExtensionOfferingId": offering_id,
+                "AvailabilityZone": zone,
+                "DurationHours": hours,
+                "UpfrontFee": fee,
+                "CurrencyCode": currency,
+            }
+        )
+        with self._lock:
+            self.extension_offerings.setdefault(plan, []).append(offering)
+            if near_match:
+                self.near_matches.add(offering_id)
+        return offering
+
+    def add_extension(
+        self, plan: str, hours: int, *, status: str = "Active", payment: str = "Completed"
+    ) -> None:
+        """An extension bought before the test (by an earlier deploy, or elsewhere)."""
+        with self._lock:
+            self._record_extension(
+                plan, f"tpeo-earlier-{len(self.extensions.get(plan, []))}", hours, "", "USD"
+            )
+            self.extensions[plan][-1].statuses = deque([(status, payment)])
+
+    def lag_extensions(self, *, history_reads: int = 0, describe_reads: int = 0) -> None:
+        """The next extension bought stays out of that many history reads and plan
+        describes (the service's eventual consistency)."""
+        with self._lock:
+            self.extension_lag = (history_reads, describe_reads)
+
     def add_stack(
         self,
         name: str,
@@ -446,6 +543,18 @@ class FakeControlPlane:
     def create_counts(self) -> Counter[str]:
         """CreateTrainingPlan requests received per plan name (faulted ones included)."""
         return Counter(p.get("TrainingPlanName", "") for p in self.calls_to("CreateTrainingPlan"))
+
+    def extend_counts(self) -> Counter[str]:
+        """ExtendTrainingPlan requests received per plan name (faulted ones included)."""
+        owners = {
+            o["TrainingPlanExtensionOfferingId"]: plan
+            for plan, offered in self.extension_offerings.items()
+            for o in offered
+        }
+        return Counter(
+            owners.get(str(p.get("TrainingPlanExtensionOfferingId")), "?")
+            for p in self.calls_to("ExtendTrainingPlan")
+        )
 
     def mark(self) -> int:
         """A position in the call log, for `operations_since`."""
@@ -618,6 +727,20 @@ class FakeControlPlane:
             # On the cluster (resource type cluster, list_amazonsagemaker.html), whose ARN
             # ends in the ID SageMaker gave it, also when the call names it by name.
             return [iam.Request(action, self.hyperpod.cluster_arn(str(params["ClusterName"])))]
+        if operation == "DescribeTrainingPlanExtensionHistory":
+            return [iam.Request(action, str(params.get("TrainingPlanArn", "")))]
+        if operation == "ExtendTrainingPlan":
+            owner = next(
+                (
+                    plan
+                    for plan, offered in self.extension_offerings.items()
+                    for o in offered
+                    if o["TrainingPlanExtensionOfferingId"]
+                    == params.get("TrainingPlanExtensionOfferingId")
+                ),
+                "",
+            )
+            return [iam.Request(action, self._plan_arn(owner))]
         if operation not in ("DescribeTrainingPlan", "CreateTrainingPlan"):
             return [iam.Request(action, "*")]
         name = str(params.get("TrainingPlanName", ""))
@@ -693,6 +816,8 @@ class FakeControlPlane:
     # --- SageMaker ----------------------------------------------------------------------
 
     def _search(self, params: dict[str, Any]) -> dict[str, Any]:
+        if params.get("TrainingPlanArn") is not None:
+            return self._search_extensions(params)
         after, before = _time(params.get("StartTimeAfter")), _time(params.get("EndTimeBefore"))
         found = [
             {**offering, "RequestedStartTimeAfter": after, "RequestedEndTimeBefore": before}
@@ -711,6 +836,110 @@ class FakeControlPlane:
         offering = self._offering(params.get("TrainingPlanOfferingId"))
         return {"TrainingPlanArn": self._buy(name, offering, params.get("Tags") or [])}
 
+    def _search_extensions(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Extension offerings of one plan, which must be Active or Scheduled
+        (docs.aws.amazon.com/sagemaker/latest/dg/search-extension-offerings-api-cli-sdk.html:
+        "DurationHours is rounded up to the nearest multiple of 24")."""
+        plan = self._plan(str(params["TrainingPlanArn"]))
+        if plan["Status"] not in ("Active", "Scheduled"):
+            raise _ApiError(
+                "ValidationException",
+                f"Training plan {plan['TrainingPlanName']} is {plan['Status']}; only Active or "
+                "Scheduled plans can be extended.",
+            )
+        wanted = params.get("DurationHours")
+        days = -(-int(wanted) // 24) * 24 if wanted is not None else None
+        found = [
+            {**o, "StartDate": self._shown_end(plan, consume=False)}
+            | {
+                "EndDate": self._shown_end(plan, consume=False)
+                + timedelta(hours=o["DurationHours"])
+            }
+            for o in self.extension_offerings.get(plan["TrainingPlanName"], [])
+            if o["TrainingPlanExtensionOfferingId"] in self.near_matches
+            or days is None
+            or o["DurationHours"] == days
+        ]
+        return {"TrainingPlanOfferings": [], "TrainingPlanExtensionOfferings": found}
+
+    def _extend(self, params: dict[str, Any]) -> dict[str, Any]:
+        offering_id = params["TrainingPlanExtensionOfferingId"]
+        for plan_name, offered in self.extension_offerings.items():
+            for offering in offered:
+                if offering["TrainingPlanExtensionOfferingId"] == offering_id:
+                    self._record_extension(
+                        plan_name,
+                        offering_id,
+                        offering["DurationHours"],
+                        offering.get("UpfrontFee", ""),
+                        offering.get("CurrencyCode"),
+                        lag=self.extension_lag,
+                    )
+                    self.extension_lag = (0, 0)
+                    extensions = [e.shown() for e in self.extensions[plan_name]]
+                    return {"TrainingPlanExtensions": extensions}
+        raise _ApiError(
+            "ResourceNotFound", f"Training plan extension offering {offering_id} not found."
+        )
+
+    def _record_extension(
+        self,
+        plan_name: str,
+        offering_id: str,
+        hours: int,
+        fee: str,
+        currency: str | None,
+        *,
+        lag: tuple[int, int] = (0, 0),
+    ) -> None:
+        plan = self.plans[plan_name]
+        start = plan["EndTime"] + timedelta(
+            hours=sum(e.hours for e in self.extensions.get(plan_name, []))
+        )
+        zones = [s.get("AvailabilityZone") for s in plan["ReservedCapacitySummaries"]]
+        self.extensions.setdefault(plan_name, []).append(
+            _Extension(
+                offering_id=offering_id,
+                hours=hours,
+                extended_at=self.now().replace(microsecond=0),
+                start=start,
+                zone=zones[0] if zones else None,
+                zone_id=self.zones.get(zones[0] or "") if zones else None,
+                fee=fee,
+                currency=currency,
+                statuses=deque(self.extension_statuses),
+                hidden_history=lag[0],
+                hidden_describe=lag[1],
+            )
+        )
+
+    def _extension_history(self, params: dict[str, Any]) -> dict[str, Any]:
+        plan = self._plan(str(params["TrainingPlanArn"]))
+        shown = []
+        for extension in self.extensions.get(plan["TrainingPlanName"], []):
+            if extension.hidden_history > 0:
+                extension.hidden_history -= 1
+                continue
+            shown.append(extension.shown(advance=True))
+        start = int(params.get("NextToken") or 0)
+        size = min(int(params.get("MaxResults") or self.history_page_size), self.history_page_size)
+        answer: dict[str, Any] = {"TrainingPlanExtensions": shown[start : start + size]}
+        if start + size < len(shown):
+            answer["NextToken"] = str(start + size)
+        return answer
+
+    def _shown_end(self, plan: dict[str, Any], *, consume: bool) -> datetime:
+        """The plan's end moved by the extensions a describe sees."""
+        end: datetime = plan["EndTime"]
+        for extension in self.extensions.get(plan["TrainingPlanName"], []):
+            if extension.hidden_describe > 0:
+                if consume:
+                    extension.hidden_describe -= 1
+                continue
+            if extension.statuses[0][0] != "Failed":  # a failed purchase adds no time
+                end += timedelta(hours=extension.hours)
+        return end
+
     def _describe(self, params: dict[str, Any]) -> dict[str, Any]:
         plan = self._plan(str(params.get("TrainingPlanName", "")))
         script = self._scripts.get(plan["TrainingPlanName"])
@@ -719,6 +948,11 @@ class FakeControlPlane:
             if len(script) > 1:
                 script.popleft()
         shown = {k: v for k, v in plan.items() if v not in (None, "")}
+        if self.extensions.get(plan["TrainingPlanName"]):
+            end = self._shown_end(plan, consume=True)
+            # "updates your training plan's end date" (training-plan-extension-using-api-
+            # cli-sdk.html); what else an extension changes in the describe is not documented.
+            shown["EndTime"] = end
         if not self.describe_includes_zone_id:
             shown["ReservedCapacitySummaries"] = [
                 {k: v for k, v in s.items() if k != "AvailabilityZoneId"}
@@ -1095,6 +1329,8 @@ _SAGEMAKER_OPERATIONS = {
     "CreateTrainingPlan": FakeControlPlane._create,
     "DescribeTrainingPlan": FakeControlPlane._describe,
     "ListTrainingPlans": FakeControlPlane._list,
+    "ExtendTrainingPlan": FakeControlPlane._extend,
+    "DescribeTrainingPlanExtensionHistory": FakeControlPlane._extension_history,
     "DescribeCluster": lambda plane, params: plane.hyperpod.describe_cluster(params),
 }
 _EC2_OPERATIONS = {

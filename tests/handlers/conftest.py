@@ -41,6 +41,7 @@ def world(control_plane: FakeControlPlane, monkeypatch: pytest.MonkeyPatch) -> I
     control_plane.reset()
     standard_offerings(control_plane)
     clock = FakeClock(T0)
+    control_plane.now = clock.now  # extensions record ExtendedAt on the handler's clock
     monkeypatch.setattr(index, "_now", clock.now)
     monkeypatch.setattr(index, "_sleep", clock.advance)
     # Small timeouts and backoff keep fault scenarios to fractions of a second.

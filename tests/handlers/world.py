@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from novapod.constructs.training_plan.handler.decisions import OfferingRequest
+from novapod.naming import extension_name
 from tests.fakes.aws_control_plane import FakeControlPlane
 from tests.handlers.lifecycle import ProviderDriver, Stack
 
@@ -94,6 +95,20 @@ class World:
         return {k: v for k, v in props.items() if v is not None}
 
     @staticmethod
+    def extend_props(hours: int = 48, **overrides: Any) -> dict[str, Any]:
+        """Purchase-mode properties plus an approved extension by `hours` in total."""
+        name = extension_name(PLAN, hours)
+        fields: dict[str, Any] = {
+            "ExtendHours": str(hours),
+            "ExtensionName": name,
+            "ApprovedExtensionName": name,
+            "ExtensionMaxUpfrontFee": "40000",
+            "ExtensionCurrency": "USD",
+            **overrides,
+        }
+        return World.props(**fields)
+
+    @staticmethod
     def adopt_props(arn: str, **overrides: Any) -> dict[str, Any]:
         props: dict[str, Any] = {
             "Mode": "adopt",
@@ -108,6 +123,22 @@ class World:
             # A new plan name comes with its new approval (validation demands one).
             props["ApprovedPlanName"] = overrides["PlanName"]
         return {k: v for k, v in props.items() if v is not None}
+
+
+def extension_offerings(plane: FakeControlPlane) -> None:
+    """Extensions of PLAN (bought from tpo-cheap, in us-east-1b): tpeo-cheap (48 h,
+    30000) fits; tpeo-dear costs more, tpeo-eur and tpeo-elsewhere are listed for any
+    search and never fit; tpeo-24h and tpeo-96h sell other lengths."""
+    plane.add_extension_offering(PLAN, "tpeo-dear", hours=48, fee="45000.00", zone="us-east-1b")
+    plane.add_extension_offering(PLAN, "tpeo-cheap", hours=48, fee="30000.00", zone="us-east-1b")
+    plane.add_extension_offering(PLAN, "tpeo-24h", hours=24, fee="16000.00", zone="us-east-1b")
+    plane.add_extension_offering(PLAN, "tpeo-96h", hours=96, fee="58000.00", zone="us-east-1b")
+    plane.add_extension_offering(
+        PLAN, "tpeo-eur", hours=48, fee="1.00", currency="EUR", zone="us-east-1b", near_match=True
+    )
+    plane.add_extension_offering(
+        PLAN, "tpeo-elsewhere", hours=48, fee="2.00", zone="us-east-1a", near_match=True
+    )
 
 
 def standard_offerings(plane: FakeControlPlane) -> None:

@@ -458,7 +458,10 @@ def test_an_edit_that_changes_the_purchase_needs_a_new_approval(
     assert what in message
     assert "new non-refundable purchase of up to 20000 USD" in message
     assert f"{SFT_PLAN}, if it was bought, stays paid for" in message
-    assert message.endswith(f"set approve: {new_name} to buy the new plan, or undo the edit")
+    assert f"set approve: {new_name} to buy the new plan, or undo the edit" in message
+    # Only a longer plan can be an extension of the approved one instead (tests/unit/
+    # test_extension.py has the advice itself).
+    assert ("extend that plan instead" in message) == what.startswith("duration_hours")
 
 
 def test_runs_4_to_5_in_the_purchase_example_is_refused_until_approved_again() -> None:
@@ -475,7 +478,12 @@ def test_runs_4_to_5_in_the_purchase_example_is_refused_until_approved_again() -
             "novapod-nova-lite-lite-sft-1099f450 (duration_hours 144 -> 168); that is a new "
             "non-refundable purchase of up to 60000 USD, and novapod-nova-lite-lite-sft-31e61478, "
             "if it was bought, stays paid for: set approve: novapod-nova-lite-lite-sft-1099f450 "
-            "to buy the new plan, or undo the edit"
+            "to buy the new plan, or undo the edit; or, since the edit only lengthens "
+            "novapod-nova-lite-lite-sft-31e61478 by 24 h, extend that plan instead of buying a "
+            "second one: keep duration_hours: 144 and add extend: {duration_hours: 24, approve: "
+            "novapod-nova-lite-lite-sft-31e61478-ext24h-6a980e4b, max_upfront_fee: 10000} (the "
+            "cap is the plan's pro rata; `aws sagemaker search-training-plan-offerings "
+            "--training-plan-arn ARN --duration-hours 24` shows real prices once it is bought)"
         )
     }
     data["capacity"]["training_plans"][0]["purchase"]["approve"] = (

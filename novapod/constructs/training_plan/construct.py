@@ -20,7 +20,7 @@ from constructs import Construct
 from novapod.config import TrainingPlanSpec
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.provider import HandlerProvider, default_policy, handler_code
-from novapod.naming import training_plan_name, training_plan_name_prefix
+from novapod.naming import extension_name, training_plan_name, training_plan_name_prefix
 from novapod.planning import PlanRequest
 
 HANDLER_ROOT = Path(__file__).resolve().parent
@@ -55,8 +55,12 @@ class TrainingPlanProvider(Construct):
         environment: str,
         adopted_arns: Sequence[str],
         pending_timeout_minutes: int,
+        extended_arns: Sequence[str] = (),
+        extends: bool = False,
         log_retention_days: int = 365,
     ) -> None:
+        """`extends`: some plan of this environment has `extend` (its handler may buy and
+        read extensions of the plans it buys); `extended_arns`: adopted plans it extends."""
         super().__init__(scope, id_)
         stack = Stack.of(self)
         self.pending_timeout_seconds = pending_timeout_minutes * 60
@@ -126,6 +130,8 @@ class TrainingPlanProvider(Construct):
                     resources=list(adopted_arns),
                 )
             )
+        if extends or extended_arns:
+            self._allow_extensions(own_plans if extends else None, extended_arns)
         # is_complete only reads: the plan's status, then its zone name -> zone ID.
         self.is_complete.add_to_role_policy(
             iam.PolicyStatement(
@@ -147,6 +153,34 @@ class TrainingPlanProvider(Construct):
             f"AwsSolutions-IAM5[Resource::{nag_resource(self, reserved_capacity)}]",
             "A purchase creates and tags the plan's reserved capacities, whose IDs SageMaker "
             "generates; AddTags on them is limited to tagging at creation (TaggingAction).",
+        )
+
+    def _allow_extensions(self, own_plans: str | None, extended_arns: Sequence[str]) -> None:
+        """ExtendTrainingPlan and DescribeTrainingPlanExtensionHistory on the plans extended.
+
+        Both act on a training plan (the history is asked for by the plan's ARN, an
+        extension offering belongs to one plan); the IAM reference available offline
+        predates the two actions, so they are scoped to the plan like CreateTrainingPlan
+        and DescribeTrainingPlan. Should the service authorize them on '*' instead, the
+        call is refused (AccessDenied, HTTP 400) and the handler says nothing was bought.
+        """
+        plans = [p for p in (own_plans, *extended_arns) if p is not None]
+        self.on_event.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="ExtendOwnPlans",
+                actions=[
+                    "sagemaker:ExtendTrainingPlan",
+                    "sagemaker:DescribeTrainingPlanExtensionHistory",
+                ],
+                resources=plans,
+            )
+        )
+        self.is_complete.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="ReadExtensions",
+                actions=["sagemaker:DescribeTrainingPlanExtensionHistory"],
+                resources=plans,
+            )
         )
 
     @property
@@ -207,6 +241,8 @@ class TrainingPlan(Construct):
         }
         if spec.existing_arn is not None:
             self.plan_name = spec.existing_arn.rsplit("/", 1)[1]
+            if spec.extend is not None:  # the hours it was bought for, to see extensions
+                properties["DurationHours"] = str(request.duration_hours)
             properties |= {
                 "Mode": "adopt",
                 "PlanName": self.plan_name,
@@ -235,6 +271,16 @@ class TrainingPlan(Construct):
                 properties["StartTimeAfter"] = request.start_after
             if request.end_before:
                 properties["EndTimeBefore"] = request.end_before
+        if spec.extend is not None:
+            # Validation made approve equal to this name; the handler checks again.
+            extension = extension_name(self.plan_name, spec.extend.duration_hours)
+            properties |= {
+                "ExtendHours": str(spec.extend.duration_hours),
+                "ExtensionName": extension,
+                "ApprovedExtensionName": str(spec.extend.approve),
+                "ExtensionMaxUpfrontFee": str(spec.extend.max_upfront_fee),
+                "ExtensionCurrency": spec.extend.currency,
+            }
         self.resource = CustomResource(
             self,
             "Resource",

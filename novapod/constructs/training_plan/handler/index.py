@@ -7,7 +7,12 @@ before buying; it sends CreateTrainingPlan at most once, on a client that never
 retries it; and when that call fails it classifies the failure: a refusal bought
 nothing, an ambiguous failure (5xx, timeout, lost answer) is followed by describes
 that adopt a plan that now exists, and otherwise says the plan may have been bought.
-Delete never touches the plan. Decisions live in `decisions.py`; this module only
+An `extend` on the plan (ExtendTrainingPlan, which has no token at all) is bought the
+same way: approved by name before any call, only what the plan's extension history and
+end time do not show yet, within its own cap, at most once per event, and after an
+ambiguous failure only confirmed by reading again (`extension.py`). Delete never
+touches the plan nor undoes an extension. Decisions live in `decisions.py` and
+`extension.py`; this module only
 performs the calls they ask for and logs every step as one JSON line (the Lambda's
 CloudWatch log group is where a `cdk deploy` user follows a purchase).
 """
@@ -24,8 +29,9 @@ import boto3  # type: ignore[import-untyped]
 from botocore.config import Config  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from . import decisions, offerings
+from . import decisions, extension, offerings
 from .decisions import PlanProperties, TrainingPlanError
+from .extension import ExtensionProperties
 
 CONNECT_TIMEOUT_SECONDS: float = 5
 READ_TIMEOUT_SECONDS: float = 20
@@ -143,6 +149,7 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     if request_type == "Delete":
         return _retain(event)
     props = decisions.parse_properties(event["ResourceProperties"])
+    extend = extension.parse_extension(event["ResourceProperties"], props.lookup_name)
     keeps_name = request_type == "Update" and props.plan_name == event.get("PhysicalResourceId")
     _log(
         "start",
@@ -157,6 +164,11 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         if refusal is not None:
             _log("refuse", refusal, plan_name=props.plan_name)
             raise TrainingPlanError(refusal)
+    if extend is not None:
+        refusal = extension.extension_refusal(extend)
+        if refusal is not None:
+            _log("refuse", refusal, plan_name=props.plan_name, extension=extend.name)
+            raise TrainingPlanError(refusal)
     sagemaker = _client("sagemaker")
     described = _describe(sagemaker, props.lookup_name)
     _log(
@@ -165,6 +177,10 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         plan_name=props.lookup_name,
         status=described and described.get("Status"),
     )
+    if extend is not None and described is None:
+        message = extension.no_plan_message(props.lookup_name, extend)
+        _log("refuse", message, plan_name=props.lookup_name, extension=extend.name)
+        raise TrainingPlanError(message)
     step = decisions.next_step(described, props, may_purchase=not keeps_name)
     if step == "adopt" and described is not None:
         _log(
@@ -174,6 +190,9 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
             plan_name=described["TrainingPlanName"],
             status=described["Status"],
         )
+        if extend is not None:
+            return _extend(sagemaker, props, extend, described)
+        _log_kept_extensions(event, props)
         return _result(props, described["TrainingPlanName"], described["TrainingPlanArn"], None)
     return _purchase(sagemaker, props)
 
@@ -184,16 +203,25 @@ def _retain(event: Mapping[str, Any]) -> dict[str, Any]:
         "SageMaker training plans cannot be cancelled or deleted; the plan (if it exists) "
         "stays in the account until it expires"
     )
+    if "ExtendHours" in (event.get("ResourceProperties") or {}):
+        reason += ", with every extension bought for it (extensions cannot be cancelled either)"
     _log("retain", f"keeping training plan {physical_id}: {reason}", plan_name=physical_id)
     return {"PhysicalResourceId": physical_id}
 
 
 def _result(
-    props: PlanProperties, plan_name: str, plan_arn: str, purchased_at: datetime | None
+    props: PlanProperties,
+    plan_name: str,
+    plan_arn: str,
+    purchased_at: datetime | None,
+    *,
+    extended_at: datetime | None = None,
 ) -> dict[str, Any]:
     data = {"PlanName": plan_name, "PlanArn": plan_arn}
     if purchased_at is not None:
         data["PurchasedAt"] = decisions.iso(purchased_at)
+    if extended_at is not None:
+        data["ExtendedAt"] = decisions.iso(extended_at)
     return {
         "PhysicalResourceId": props.plan_name,
         "Data": data,
@@ -345,6 +373,182 @@ def _confirm(sagemaker: Any, name: str) -> tuple[dict[str, Any] | None, str | No
     return None, (None if answered else error)
 
 
+# --- extending the plan -----------------------------------------------------------------
+
+
+def _log_kept_extensions(event: Mapping[str, Any], props: PlanProperties) -> None:
+    """An update (or rollback) that drops or shrinks `extend` undoes nothing: say so."""
+    old = event.get("OldResourceProperties") or {}
+    try:
+        was = extension.parse_extension(old, props.lookup_name) if old else None
+    except TrainingPlanError:
+        was = None
+    if was is not None:
+        _log(
+            "keep-extension",
+            extension.never_undone_message(props.lookup_name, was.hours, 0),
+            plan_name=props.lookup_name,
+            extension=was.name,
+        )
+
+
+def _history(sagemaker: Any, plan_arn: str) -> list[dict[str, Any]]:
+    """Every extension DescribeTrainingPlanExtensionHistory lists (botocore's paginator)."""
+    paginator = sagemaker.get_paginator("describe_training_plan_extension_history")
+    entries: list[dict[str, Any]] = []
+    for page in paginator.paginate(TrainingPlanArn=plan_arn):
+        entries += page.get("TrainingPlanExtensions", [])
+    return entries
+
+
+def _extension_state(
+    sagemaker: Any, plan_name: str, plan_arn: str, extend: ExtensionProperties
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]], int]:
+    """(the plan described now, its extension history, hours extended by either read)."""
+    plan = _describe(sagemaker, plan_name)
+    history = _aws(
+        f"DescribeTrainingPlanExtensionHistory for training plan {plan_name}",
+        lambda: _history(sagemaker, plan_arn),
+    )
+    seen = extension.extended_hours(plan or {}, history, extend.bought_hours)
+    return plan, history, seen
+
+
+def _extend(
+    sagemaker: Any, props: PlanProperties, extend: ExtensionProperties, plan: dict[str, Any]
+) -> dict[str, Any]:
+    name, arn = plan["TrainingPlanName"], plan["TrainingPlanArn"]
+    history = _aws(
+        f"DescribeTrainingPlanExtensionHistory for training plan {name}",
+        lambda: _history(sagemaker, arn),
+    )
+    seen = extension.extended_hours(plan, history, extend.bought_hours)
+    missing = extension.missing_hours(seen, extend.hours)
+    _log(
+        "extension-history",
+        f"training plan {name} is extended by {seen} h ({len(history)} extensions listed); "
+        f"{extend.name} asks for {extend.hours} h in total, so {missing} h are missing",
+        plan_name=name,
+        extension=extend.name,
+        extended_hours=seen,
+        missing_hours=missing,
+    )
+    if missing == 0:
+        message = f"extension {extend.name} is in place; nothing is bought"
+        if seen > extend.hours:
+            message = extension.never_undone_message(name, seen, extend.hours)
+        _log("adopt-extension", message, plan_name=name, extension=extend.name)
+        return _result(props, name, arn, None)
+    if plan.get("Status") not in extension.EXTENDABLE_STATUSES:
+        raise TrainingPlanError(extension.not_extendable_message(plan, extend))
+    problem = extension.sellable_problem(name, extend, seen)
+    if problem is not None:
+        _log("refuse", problem, plan_name=name, extension=extend.name)
+        raise TrainingPlanError(problem)
+    offered = _aws(
+        f"searching extension offerings for training plan {name}",
+        lambda: sagemaker.search_training_plan_offerings(
+            TrainingPlanArn=arn, DurationHours=missing
+        ).get("TrainingPlanExtensionOfferings", []),
+    )
+    screening = extension.screen_extension_offerings(
+        offered, hours=missing, currency=extend.currency, zones=extension.plan_zones(plan)
+    )
+    _log(
+        "search-extension",
+        f"SearchTrainingPlanOfferings found {len(offered)} extension offerings of {missing} h "
+        f"for training plan {name}; {len(screening.candidates)} fit",
+        plan_name=name,
+        offered=[o.get("TrainingPlanExtensionOfferingId") for o in offered],
+        skipped=[list(s) for s in screening.skipped],
+    )
+    chosen = extension.choose_extension(screening.candidates)
+    if chosen is None:
+        message = extension.no_extension_message(name, missing, offered, screening.skipped)
+        _log("refuse", message, plan_name=name, extension=extend.name)
+        raise TrainingPlanError(message)
+    refusal = extension.extension_fee_refusal(chosen, extend, name)
+    if refusal is not None:
+        _log("refuse", refusal, plan_name=name, extension=extend.name)
+        raise TrainingPlanError(refusal)
+    offering_id = chosen["TrainingPlanExtensionOfferingId"]
+    # One attempt only: botocore must never resend a purchase on its own.
+    buyer = _client("sagemaker", max_attempts=1, read_timeout=CREATE_READ_TIMEOUT_SECONDS)
+    _log(
+        "extend",
+        f"calling ExtendTrainingPlan for {extend.name} with offering {offering_id} "
+        f"({chosen.get('UpfrontFee')} {chosen.get('CurrencyCode')} within "
+        f"ExtensionMaxUpfrontFee {extend.max_upfront_fee} {extend.currency}; one attempt, "
+        "never resent)",
+        plan_name=name,
+        extension=extend.name,
+        offering_id=offering_id,
+    )
+    extended_at = _now()
+    try:
+        buyer.extend_training_plan(TrainingPlanExtensionOfferingId=offering_id)
+    except Exception as exc:
+        return _after_failed_extend(props, extend, plan, exc=exc, extended_at=extended_at)
+    _log(
+        "extended",
+        f"bought extension {extend.name} of training plan {name}; waiting until it shows",
+        plan_name=name,
+        extension=extend.name,
+    )
+    return _result(props, name, arn, None, extended_at=extended_at)
+
+
+def _after_failed_extend(
+    props: PlanProperties,
+    extend: ExtensionProperties,
+    plan: dict[str, Any],
+    *,
+    exc: Exception,
+    extended_at: datetime,
+) -> dict[str, Any]:
+    """Say nothing was bought only when the service refused; else read again."""
+    name, arn = plan["TrainingPlanName"], plan["TrainingPlanArn"]
+    detail = _error_detail(exc)
+    kind = create_failure(exc)
+    _log(
+        "extend-failed",
+        f"ExtendTrainingPlan for {extend.name} failed ({detail}); classified as {kind}",
+        plan_name=name,
+        extension=extend.name,
+        error=detail,
+        kind=kind,
+    )
+    if kind == "refused":
+        raise TrainingPlanError(extension.refused_extend_message(extend.name, detail)) from exc
+    if kind == "not_sent":
+        raise TrainingPlanError(extension.not_sent_extend_message(extend.name, detail)) from exc
+    # Two reads per look (describe, history): one attempt each keeps the worst case
+    # inside on_event's timeout; the looks themselves are the retries.
+    reader = _client("sagemaker", max_attempts=1)
+    read_error: str | None = None
+    for delay in CONFIRM_DELAYS_SECONDS:
+        _sleep(delay)
+        try:
+            _, _, seen = _extension_state(reader, name, arn, extend)
+        except TrainingPlanError as failed:
+            read_error = str(failed)
+            _log("confirm-extension", read_error, plan_name=name, extension=extend.name)
+            continue
+        read_error = None
+        _log(
+            "confirm-extension",
+            f"training plan {name} is extended by {seen} h of {extend.hours} h",
+            plan_name=name,
+            extension=extend.name,
+            after_seconds=delay,
+        )
+        if seen >= extend.hours:
+            return _result(props, name, arn, None, extended_at=extended_at)
+    raise TrainingPlanError(
+        extension.ambiguous_extend_message(extend.name, detail, read_error=read_error)
+    ) from exc
+
+
 # --- is_complete ------------------------------------------------------------------------
 
 
@@ -352,6 +556,7 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     if event["RequestType"] == "Delete":
         return {"IsComplete": True}
     props = decisions.parse_properties(event["ResourceProperties"])
+    extend = extension.parse_extension(event["ResourceProperties"], props.lookup_name)
     name = props.lookup_name
     bought_at = (event.get("Data") or {}).get("PurchasedAt")
     since = decisions.as_utc(bought_at or event.get(WAIT_STARTED_AT)) or _now()
@@ -387,9 +592,54 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
                 failing_call="DescribeAvailabilityZones",
             )
         data = decisions.plan_data(plan, zones, props.subnet_ids_by_zone_id)
+        if extend is not None:
+            extended = _extension_ready(event, plan, extend, since, timed_out)
+            if extended is None:
+                return {"IsComplete": False}
+            data |= extended
         _log("ready", f"training plan {name} is {data['Status']}", **data)
         return {"IsComplete": True, "Data": data}
     return _keep_waiting(name, since, timed_out)
+
+
+def _extension_ready(
+    event: Mapping[str, Any],
+    plan: Mapping[str, Any],
+    extend: ExtensionProperties,
+    since: datetime,
+    timed_out: bool,
+) -> dict[str, str] | None:
+    """The extension's attributes once the plan shows it paid, else None (keep waiting)."""
+    name = str(plan["TrainingPlanName"])
+    extended_at = decisions.as_utc((event.get("Data") or {}).get("ExtendedAt"))
+    try:
+        history = _aws(
+            f"DescribeTrainingPlanExtensionHistory for training plan {name}",
+            lambda: _history(_client("sagemaker"), str(plan["TrainingPlanArn"])),
+        )
+    except TrainingPlanError as failed:
+        _keep_waiting(
+            name,
+            since,
+            timed_out,
+            last_error=str(failed),
+            failing_call="DescribeTrainingPlanExtensionHistory",
+        )
+        return None
+    seen = extension.extended_hours(plan, history, extend.bought_hours)
+    verdict = extension.extension_verdict(name, extend, history, seen, extended_at)
+    _log(
+        "poll-extension",
+        f"training plan {name} is extended by {seen} h of {extend.hours} h ({verdict})",
+        plan_name=name,
+        extension=extend.name,
+        since=decisions.iso(since),
+    )
+    if verdict == "ready":
+        return extension.extension_data(extend, seen)
+    if timed_out:
+        raise TrainingPlanError(extension.extension_timeout_message(name, extend))
+    return None
 
 
 def _keep_waiting(

@@ -1,0 +1,84 @@
+"""An extension bought with the handler roles of a synthesized template: the fake
+refuses whatever their statements do not allow (see test_fake_iam.py)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT, Synthesized
+from tests.fakes import iam
+from tests.fakes.iam import Principal
+from tests.handlers.test_fake_iam import EXAMPLE_ACCOUNT, NOW, denied, strict_stack
+from tests.handlers.world import World
+
+EXTENDED = ROOT / "tests" / "fixtures" / "extend-plans.yaml"
+LITE = "novapod-ext-lite-31e61478"
+LITE_ARN = f"arn:aws:sagemaker:us-east-1:{EXAMPLE_ACCOUNT}:training-plan/{LITE}"
+START = datetime(2027, 1, 10, tzinfo=NOW.tzinfo)
+
+
+def _roles(result: Synthesized) -> tuple[Principal, Principal, dict[str, Any]]:
+    template = result.templates["capacity"]
+    functions = iam.provider_functions(template, "TrainingPlanLite")
+
+    def principal(function_id: str) -> Principal:
+        role = iam.function_role(template, function_id)
+        statements = iam.role_statements(
+            template, role, account=EXAMPLE_ACCOUNT, region="us-east-1"
+        )
+        return Principal(role, statements)
+
+    raw = template["Resources"]["TrainingPlanLite"]["Properties"]
+    props = {k: copy.deepcopy(v) for k, v in raw.items() if k != "ServiceToken"}
+    props["SubnetIdsByZoneId"] = {z: [f"subnet-{z}"] for z in sorted(props["SubnetIdsByZoneId"])}
+    return principal(functions["on_event"]), principal(functions["is_complete"]), props
+
+
+@pytest.fixture(scope="module")
+def roles(synth: Callable[[Any], Synthesized]) -> tuple[Principal, Principal, dict[str, Any]]:
+    return _roles(synth(EXTENDED))
+
+
+def _bought_lite(world: World) -> None:
+    offering = world.plane.add_offering(
+        "tpo-lite", zones=["us-east-1b"], start=START, fee="55000.00", duration_hours=144
+    )
+    world.plane.add_plan(LITE, offering, statuses=["Scheduled"])
+    world.plane.add_extension_offering(LITE, "tpeo-lite", hours=48, fee="15000.00")
+
+
+def test_the_synthesized_roles_extend_the_plan(world: World, roles) -> None:
+    on_event, is_complete, props = roles
+    stack = strict_stack(world, on_event=on_event, is_complete=is_complete, account=EXAMPLE_ACCOUNT)
+    _bought_lite(world)  # after the account is set: the plan's ARN names it
+    outcome = stack.create(props)
+    assert outcome.ok, outcome.reason
+    assert outcome.data["ExtendedHours"] == "48"
+    assert outcome.data["EndTime"] == (START + timedelta(hours=192)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert world.plane.calls_to("ExtendTrainingPlan") == [
+        {"TrainingPlanExtensionOfferingId": "tpeo-lite"}
+    ]
+
+
+def test_without_the_extension_statement_nothing_is_bought(world: World, roles) -> None:
+    on_event, is_complete, props = roles
+    stack = strict_stack(
+        world,
+        on_event=on_event.without("ExtendOwnPlans"),
+        is_complete=is_complete,
+        account=EXAMPLE_ACCOUNT,
+    )
+    _bought_lite(world)
+    outcome = stack.create(props)
+    action = "sagemaker:DescribeTrainingPlanExtensionHistory"
+    assert outcome.reason == (
+        f"DescribeTrainingPlanExtensionHistory for training plan {LITE} failed "
+        f"({denied(on_event, action, LITE_ARN)})"
+    )
+    assert "ExtendTrainingPlan" not in world.plane.operations()
+    assert world.plane.extensions == {}
