@@ -9,15 +9,16 @@ sets novapod's feature flags on the scope; this one assumes they are set.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aws_cdk import App, CfnResource, Environment, Fn, Tags, Validations
-from cdk_nag import AwsSolutionsChecks
+from cdk_nag import AwsSolutionsChecks, HIPAASecurityChecks, NagPack, NIST80053R5Checks
 from constructs import Construct
 
-from novapod.config import NovapodConfig
+from novapod.config import CompliancePack, NovapodConfig
 from novapod.constructs.execution_role import execution_role_kinds
 from novapod.nova.kubernetes import nova_access
 from novapod.stacks.capacity import CapacityStack
@@ -29,6 +30,12 @@ from novapod.stacks.nova_base import NovaBaseStack
 from novapod.stacks.storage import StorageStack
 
 CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
+
+# The config's `compliance` names -> cdk-nag's rule packs (AWS Solutions always runs).
+COMPLIANCE_PACKS: dict[str, Callable[[Construct], NagPack]] = {
+    "nist-800-53-r5": NIST80053R5Checks,
+    "hipaa": HIPAASecurityChecks,
+}
 
 
 @dataclass(frozen=True)
@@ -197,14 +204,15 @@ def _tag_kubectl_barrier(eks: EksStack, tags: dict[str, str]) -> None:
 
 
 def create_app(config: NovapodConfig, *, outdir: str | Path | None = None) -> App:
-    """An App with the environment's stacks and the cdk-nag AWS Solutions checks.
+    """An App with the environment's stacks, the cdk-nag AWS Solutions checks and the
+    packs the config's `compliance` lists.
 
     Outside the CDK CLI (tests, benchmarks) the feature flags come from cdk.json, so
     the templates are the ones `cdk synth` writes.
     """
     app = App(outdir=str(outdir) if outdir else None, context=cdk_json_context())
     build_environment(app, config)
-    add_policy_checks(app)
+    add_policy_checks(app, config.compliance)
     return app
 
 
@@ -215,6 +223,9 @@ def cdk_json_context() -> dict[str, Any]:
     return context
 
 
-def add_policy_checks(scope: Construct) -> None:
-    """cdk-nag runs at synth; an unacknowledged finding fails synthesis."""
-    Validations.of(scope).add_plugins(AwsSolutionsChecks(scope))
+def add_policy_checks(scope: Construct, compliance: Sequence[CompliancePack] = ()) -> None:
+    """cdk-nag runs at synth (AWS Solutions, and the `compliance` packs); an
+    unacknowledged finding fails synthesis. The plugins check the whole App, whichever
+    scope (App or Stage) they are added to."""
+    packs = [COMPLIANCE_PACKS[name](scope) for name in compliance]
+    Validations.of(scope).add_plugins(AwsSolutionsChecks(scope), *packs)
