@@ -18,6 +18,7 @@ from aws_cdk import App, CfnResource, Environment, Fn, Tags, Validations
 from cdk_nag import AwsSolutionsChecks, HIPAASecurityChecks, NagPack, NIST80053R5Checks
 from constructs import Construct
 
+from novapod.compliance import acknowledge_inline_policies
 from novapod.config import CompliancePack, NovapodConfig
 from novapod.constructs.execution_role import execution_role_kinds
 from novapod.nova.kubernetes import nova_access
@@ -78,6 +79,8 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         lifecycle_scripts=bool(config.hyperpod and config.hyperpod.instance_groups),
         network=network.handle,
         security_group=network.security_group,
+        # The VPC's flow logs: here only without an eks stack (constructs/flow_logs.py).
+        flow_logs=config.network.flow_logs if config.eks is None else None,
         env=env,
         description=f"novapod {config.name}: KMS key, S3 buckets, FSx for Lustre (retained)",
     )
@@ -88,6 +91,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             f"{prefix}-capacity",
             config=config,
             network=network.handle,
+            key=storage.key,
             env=env,
             description=f"novapod {config.name}: training plans (bought with approval, or adopted)",
         )
@@ -118,6 +122,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             nova_access=nova_access(config.nova_settings.namespace)
             if config.has_nova_stack
             else None,
+            flow_logs=config.network.flow_logs,
             env=env,
             description=f"novapod {config.name}: EKS cluster with the HyperPod dependencies",
         )
@@ -181,6 +186,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         Tags.of(scope).add(key, value)
     if eks is not None:
         _tag_kubectl_barrier(eks, config.resource_tags)
+    acknowledge_inline_policies(scope)
     return EnvironmentStacks(
         network=network,
         storage=storage,

@@ -4,7 +4,7 @@ A reason is written once and serves both policy tools:
 
 - cdk-nag v3 acknowledgements (`Validations.of(c).acknowledge`), for the AwsSolutions
   pack that always runs and for the NIST 800-53 R5 and HIPAA Security packs that a
-  config's `compliance` list adds (novapod/compliance.py);
+  config's `compliance` list adds (novapod/environment.py);
 - checkov's resource metadata, `Metadata.checkov.skip: [{id, comment}]` on the
   construct's CloudFormation resource (bridgecrewio/checkov, docs/2.Basics/Suppressing
   and Skipping Policies.md; checkov/cloudformation/context_parser.py reads exactly
@@ -43,6 +43,8 @@ def _packs(rule: str, *packs: str) -> tuple[str, ...]:
 # Key: what a caller acknowledges (an AwsSolutions rule, or the name the NIST and HIPAA
 # packs share). A key absent here is a cdk-nag rule acknowledged as it is.
 EQUIVALENT_RULES: dict[str, Equivalent] = {
+    # VPC flow logs (the flow log is in another stack than its VPC).
+    "AwsSolutions-VPC7": Equivalent(("AwsSolutions-VPC7", *_packs("VPCFlowLogsEnabled"))),
     # S3 server access logging (the access-log bucket itself).
     "AwsSolutions-S1": Equivalent(
         ("AwsSolutions-S1", *_packs("S3BucketLoggingEnabled")), ("CKV_AWS_18",)

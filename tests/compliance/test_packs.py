@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from novapod.config import ConfigError, parse_config
-from tests.conftest import DEFAULT_CONFIG
+from tests.conftest import ALL_CONFIGS, DEFAULT_CONFIG
 
 BOTH = ["nist-800-53-r5", "hipaa"]
 
@@ -79,3 +79,36 @@ def test_without_packs_the_same_app_passes(tmp_path) -> None:
     app.synth()  # AWS Solutions alone: every finding on the bucket is acknowledged
     report = json.loads((tmp_path / "validation-report.json").read_text())
     assert report["pluginReports"] == []  # a plugin with no finding reports nothing
+
+
+def test_the_packs_change_no_template(synth, tmp_path) -> None:
+    """Acknowledgements for the packs live in the cloud assembly's metadata, never in a
+    template: a config synthesizes to the same bytes with the packs on or off."""
+    from novapod.config import load_config
+    from novapod.environment import create_app
+
+    with_packs = synth(DEFAULT_CONFIG)  # the session's synthesis runs both packs
+    config = load_config(DEFAULT_CONFIG)
+    assert config.compliance == []
+    create_app(config, outdir=tmp_path).synth()
+    written = sorted(p.name for p in tmp_path.glob("*.template.json"))
+    assert written == sorted(p.name for p in with_packs.outdir.glob("*.template.json"))
+    assert len(written) == 3
+    for name in written:
+        assert (tmp_path / name).read_bytes() == (with_packs.outdir / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: p.name)
+def test_every_example_passes_both_packs(synth, path) -> None:
+    outdir = synth(path).outdir  # synthesis itself fails on an unacknowledged finding
+    report = json.loads((outdir / "validation-report.json").read_text())
+    assert report["pluginReports"] == []
+    rules = set()
+    for metadata_file in outdir.glob("*.metadata.json"):
+        for entries in json.loads(metadata_file.read_text()).values():
+            for entry in entries:
+                if entry["type"] == "aws:cdk:acknowledged-rules":
+                    rules |= set(entry["data"])
+    # The packs ran: their acknowledgements are recorded beside AWS Solutions'.
+    assert any(r.startswith("Annotation::NIST.800.53.R5-") for r in rules)
+    assert any(r.startswith("Annotation::HIPAA.Security-") for r in rules)
