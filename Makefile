@@ -16,12 +16,13 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 export NOVAPOD_CONFIG ?= $(CONFIG)
 
-.PHONY: help setup synth test lint typecheck unit bench mutation clean client pipeline-synth pipeline-review
+.PHONY: help setup synth test lint typecheck unit bench mutation clean client pipeline-synth pipeline-review compliance
 
 help:
 	@echo "make synth   synthesize $(CONFIG) with the pinned CDK CLI into cdk.out/"
 	@echo "make test    ruff, mypy and pytest"
 	@echo "make bench   synthesis benchmarks (not part of the tests)"
+	@echo "make compliance  checkov (pinned, in $(COMPLIANCE_VENV)/) over every shipped config's templates"
 	@echo "make mutation  mutation score of the purchase path (not part of make test)"
 	@echo "make pipeline-synth PIPELINE=FILE  synthesize the CDK Pipelines app (pipeline_app.py) into cdk.out/"
 	@echo "make client  the HyperPod CLI for \`novapod launch --run\` in $(CLIENT_VENV)/ (needs GitHub and helm)"
@@ -136,5 +137,30 @@ $(CLIENT_VENV)/.installed-$(HYPERPOD_CLI_COMMIT):
 	$(CLIENT_VENV)/bin/hyperpod --help > /dev/null
 	touch $@
 
+# checkov over the templates of config/default.yaml and every example, synthesized with
+# the NIST 800-53 R5 and HIPAA packs (`novapod compliance-report`, which also prints the
+# README's Compliance section). checkov is pinned and lives in its own virtual
+# environment: it pins ~90 packages of its own (~290 MB, about a minute to install),
+# which must not meet novapod's. Exit 1 on any failed check that is not suppressed with
+# a reason in the resource's Metadata.checkov.skip (novapod/constructs/acknowledge.py).
+# --skip-download: no call to the Prisma Cloud API (it only adds guideline links).
+COMPLIANCE_VENV := .venv-compliance
+CHECKOV_VERSION := 3.3.30
+COMPLIANCE_OUT := compliance.out
+
+compliance: setup $(COMPLIANCE_VENV)/.installed-$(CHECKOV_VERSION)
+	rm -rf $(COMPLIANCE_OUT) && mkdir -p $(COMPLIANCE_OUT)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/novapod compliance-report \
+	  --synth-dir $(COMPLIANCE_OUT)/cdk.out > $(COMPLIANCE_OUT)/report.md
+	$(COMPLIANCE_VENV)/bin/checkov --skip-download --framework cloudformation --quiet \
+	  --compact $$(find $(COMPLIANCE_OUT)/cdk.out -name '*.template.json' | sort | sed 's/^/-f /')
+
+$(COMPLIANCE_VENV)/.installed-$(CHECKOV_VERSION):
+	rm -rf $(COMPLIANCE_VENV)
+	$(PYTHON) -m venv $(COMPLIANCE_VENV)
+	$(COMPLIANCE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=23"
+	$(COMPLIANCE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check "checkov==$(CHECKOV_VERSION)"
+	touch $@
+
 clean:
-	rm -rf cdk.out review review-base .pytest_cache .mypy_cache .ruff_cache mutants
+	rm -rf cdk.out review review-base .pytest_cache .mypy_cache .ruff_cache mutants $(COMPLIANCE_OUT)

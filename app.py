@@ -24,7 +24,7 @@ def main() -> None:
     for warning in config.warnings():
         print(f"{path}: warning: {warning}", file=sys.stderr)
     build_environment(app, config)
-    add_policy_checks(app)
+    add_policy_checks(app, config.compliance)
     app.synth()
 
 

@@ -24,8 +24,11 @@ from typing import TYPE_CHECKING, Any
 from novapod.config import ConfigError, NovapodConfig, load_config, parse_config
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from constructs import Construct
 
+    from novapod.config import CompliancePack
     from novapod.environment import EnvironmentStacks
 
 __all__ = [
@@ -69,11 +72,13 @@ def build_environment(
     return compose(scope, config)
 
 
-def add_policy_checks(scope: Construct) -> None:
-    """Run cdk-nag's AWS Solutions checks over `scope` at synth; a finding fails it."""
+def add_policy_checks(scope: Construct, compliance: Sequence[CompliancePack] = ()) -> None:
+    """Run cdk-nag's AWS Solutions checks, and the `compliance` packs (a config's
+    `compliance` list: "nist-800-53-r5", "hipaa"), at synth; an unacknowledged finding
+    fails it. The checks cover the whole App that `scope` belongs to."""
     from novapod.environment import add_policy_checks as add  # noqa: PLC0415 - loads the CDK
 
-    add(scope)
+    add(scope, compliance)
 
 
 def feature_flags() -> dict[str, Any]:

@@ -14,6 +14,7 @@ import json
 import os
 import shlex
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -80,6 +81,24 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"{path}: warning: {warning}", file=sys.stderr)
     print(f"{path}{origin}: valid (environment {config.name}, region {config.region})")
     return EXIT_OK
+
+
+def _compliance_report(args: argparse.Namespace) -> int:
+    from novapod import compliance_report  # noqa: PLC0415 - loads the CDK
+
+    def run(out_dir: Path) -> int:
+        found = []
+        for assembly, prefix in compliance_report.synthesize(
+            compliance_report.shipped_configs(), out_dir
+        ):
+            found += compliance_report.acknowledgements(assembly, prefix)
+        sys.stdout.write(compliance_report.render(found))
+        return EXIT_OK
+
+    if args.synth_dir:
+        return run(Path(args.synth_dir))
+    with tempfile.TemporaryDirectory(prefix="novapod-compliance-") as scratch:
+        return run(Path(scratch))
 
 
 def _schema(args: argparse.Namespace) -> int:
@@ -486,6 +505,21 @@ def _parser() -> argparse.ArgumentParser:
     check.set_defaults(run=pipeline_check.main)
     schema = commands.add_parser("schema", help="print the config's JSON Schema (for editors)")
     schema.set_defaults(run=_schema)
+    report = commands.add_parser(
+        "compliance-report",
+        help="print the README's Compliance section: every acknowledged rule and its reason",
+        description=(
+            "Synthesize config/default.yaml and every example with the NIST 800-53 R5 and "
+            "HIPAA packs (offline; fails on an unacknowledged finding) and print one table "
+            "row per acknowledgement reason, with the cdk-nag and checkov rules it answers."
+        ),
+    )
+    report.add_argument(
+        "--synth-dir",
+        metavar="DIR",
+        help="keep the synthesized assemblies in DIR/<config> (default: a temporary directory)",
+    )
+    report.set_defaults(run=_compliance_report)
     return parser
 
 

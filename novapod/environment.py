@@ -9,15 +9,17 @@ sets novapod's feature flags on the scope; this one assumes they are set.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aws_cdk import App, CfnResource, Environment, Fn, Tags, Validations
-from cdk_nag import AwsSolutionsChecks
+from cdk_nag import AwsSolutionsChecks, HIPAASecurityChecks, NagPack, NIST80053R5Checks
 from constructs import Construct
 
-from novapod.config import NovapodConfig
+from novapod.compliance import acknowledge_inline_policies
+from novapod.config import CompliancePack, NovapodConfig
 from novapod.constructs.execution_role import execution_role_kinds
 from novapod.nova.kubernetes import nova_access
 from novapod.stacks.capacity import CapacityStack
@@ -29,6 +31,12 @@ from novapod.stacks.nova_base import NovaBaseStack
 from novapod.stacks.storage import StorageStack
 
 CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
+
+# The config's `compliance` names -> cdk-nag's rule packs (AWS Solutions always runs).
+COMPLIANCE_PACKS: dict[str, Callable[[Construct], NagPack]] = {
+    "nist-800-53-r5": NIST80053R5Checks,
+    "hipaa": HIPAASecurityChecks,
+}
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,8 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         lifecycle_scripts=bool(config.hyperpod and config.hyperpod.instance_groups),
         network=network.handle,
         security_group=network.security_group,
+        # The VPC's flow logs: here only without an eks stack (constructs/flow_logs.py).
+        flow_logs=config.network.flow_logs if config.eks is None else None,
         env=env,
         description=f"novapod {config.name}: KMS key, S3 buckets, FSx for Lustre (retained)",
     )
@@ -87,6 +97,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             stack_name=f"{prefix}-capacity",
             config=config,
             network=network.handle,
+            key=storage.key,
             env=env,
             description=f"novapod {config.name}: training plans (bought with approval, or adopted)",
         )
@@ -118,6 +129,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             nova_access=nova_access(config.nova_settings.namespace)
             if config.has_nova_stack
             else None,
+            flow_logs=config.network.flow_logs,
             env=env,
             description=f"novapod {config.name}: EKS cluster with the HyperPod dependencies",
         )
@@ -184,6 +196,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         Tags.of(scope).add(key, value)
     if eks is not None:
         _tag_kubectl_barrier(eks, config.resource_tags)
+    acknowledge_inline_policies(scope)
     return EnvironmentStacks(
         network=network,
         storage=storage,
@@ -207,14 +220,15 @@ def _tag_kubectl_barrier(eks: EksStack, tags: dict[str, str]) -> None:
 
 
 def create_app(config: NovapodConfig, *, outdir: str | Path | None = None) -> App:
-    """An App with the environment's stacks and the cdk-nag AWS Solutions checks.
+    """An App with the environment's stacks, the cdk-nag AWS Solutions checks and the
+    packs the config's `compliance` lists.
 
     Outside the CDK CLI (tests, benchmarks) the feature flags come from cdk.json, so
     the templates are the ones `cdk synth` writes.
     """
     app = App(outdir=str(outdir) if outdir else None, context=cdk_json_context())
     build_environment(app, config)
-    add_policy_checks(app)
+    add_policy_checks(app, config.compliance)
     return app
 
 
@@ -225,6 +239,9 @@ def cdk_json_context() -> dict[str, Any]:
     return context
 
 
-def add_policy_checks(scope: Construct) -> None:
-    """cdk-nag runs at synth; an unacknowledged finding fails synthesis."""
-    Validations.of(scope).add_plugins(AwsSolutionsChecks(scope))
+def add_policy_checks(scope: Construct, compliance: Sequence[CompliancePack] = ()) -> None:
+    """cdk-nag runs at synth (AWS Solutions, and the `compliance` packs); an
+    unacknowledged finding fails synthesis. The plugins check the whole App, whichever
+    scope (App or Stage) they are added to."""
+    packs = [COMPLIANCE_PACKS[name](scope) for name in compliance]
+    Validations.of(scope).add_plugins(AwsSolutionsChecks(scope), *packs)

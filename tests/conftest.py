@@ -17,6 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = ROOT / "config" / "default.yaml"
 EXAMPLES = sorted((ROOT / "config" / "examples").glob("*.yaml"))
 ALL_CONFIGS = [DEFAULT_CONFIG, *EXAMPLES]
+# Every config is synthesized with both opt-in cdk-nag packs (its templates are the same
+# without them: tests/compliance/test_packs.py), so each test session proves that every
+# example passes them, at no extra synthesis.
+COMPLIANCE_PACKS = ["nist-800-53-r5", "hipaa"]
 # "Now" for validating the shipped configs, in this process and every subprocess (CLI,
 # CDK CLI): their plan windows are in early 2027 and must not expire under the tests.
 VALIDATION_TIME = datetime(2026, 11, 30, tzinfo=UTC)
@@ -50,7 +54,7 @@ def _synthesize(path: str, outdir: str) -> Synthesized:
     from novapod.config import load_config
     from novapod.environment import create_app
 
-    config = load_config(path)
+    config = load_config(path).model_copy(update={"compliance": COMPLIANCE_PACKS})
     assembly = create_app(config, outdir=outdir).synth()
     templates: dict[str, dict] = {}
     names: dict[str, str] = {}

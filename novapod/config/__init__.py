@@ -74,7 +74,7 @@ from novapod.config.pipeline import (
     PipelineEnvironment,
     PipelineSource,
 )
-from novapod.config.root import NAME_PATTERN, TAG_TEXT, Name, NovapodConfig
+from novapod.config.root import NAME_PATTERN, TAG_TEXT, CompliancePack, Name, NovapodConfig
 from novapod.config.schema import JSON_SCHEMA_DIALECT, json_schema
 from novapod.config.storage import Lustre, Storage
 
@@ -102,6 +102,7 @@ __all__ = [
     "ZONE_NAME",
     "BedrockModel",
     "Capacity",
+    "CompliancePack",
     "ConfigError",
     "CreateVpc",
     "DeepHealthCheck",

@@ -6,9 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, date, datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints, ValidationInfo, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from novapod import planning
 from novapod.config import checks
@@ -32,6 +39,9 @@ from novapod.naming import training_plan_name
 TAG_TEXT = r"^[A-Za-z0-9 _.:/=+@-]*$"
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"
+
+# cdk-nag rule packs a config may add to AWS Solutions (novapod/environment.py runs them).
+CompliancePack = Literal["nist-800-53-r5", "hipaa"]
 
 # Lengths are checked (and reported) before the pattern, so "at most 20" comes first.
 Name = Annotated[str, StringConstraints(min_length=2, max_length=20, pattern=NAME_PATTERN)]
@@ -80,6 +90,19 @@ class NovapodConfig(_Model):
         description="The Nova environment stack (with jobs and hyperpod): namespace, "
         "scientists, MLflow, Bedrock imports.",
     )
+    compliance: list[CompliancePack] = Field(
+        default_factory=list,
+        description="cdk-nag rule packs run at synth besides AWS Solutions: nist-800-53-r5 "
+        "(NIST 800-53 rev 5), hipaa (HIPAA Security); an unacknowledged finding fails synth.",
+    )
+
+    @field_validator("compliance")
+    @classmethod
+    def _packs_once(cls, value: list[str]) -> list[str]:
+        repeated = sorted({pack for pack in value if value.count(pack) > 1})
+        if repeated:
+            raise ValueError(f"{repeated[0]!r} is listed twice; list each pack once")
+        return value
 
     @model_validator(mode="after")
     def _cross_checks(self, info: ValidationInfo) -> NovapodConfig:

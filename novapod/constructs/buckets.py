@@ -9,6 +9,12 @@ from constructs import Construct
 
 from novapod.constructs.acknowledge import acknowledge
 
+REPLICATION_REASON = (
+    "Cross-Region replication needs a destination bucket, Region and key that are the "
+    "account owner's choice, not novapod's; the bucket is versioned and retained with its "
+    "key, which covers deletion and overwrite within the Region."
+)
+
 
 def access_log_bucket(scope: Construct, id_: str, *, expire_after_days: int) -> s3.Bucket:
     """Target of S3 server access logging.
@@ -40,6 +46,13 @@ def access_log_bucket(scope: Construct, id_: str, *, expire_after_days: int) -> 
         "AwsSolutions-S1",
         "This bucket is the server-access-log target; logging it into itself would loop.",
     )
+    acknowledge(
+        bucket,
+        "S3DefaultEncryptionKMS",
+        "S3 server access logging delivers only to buckets encrypted with SSE-S3, not "
+        "SSE-KMS (S3 User Guide, enable-server-access-logging.html).",
+    )
+    acknowledge(bucket, "S3BucketReplicationEnabled", REPLICATION_REASON)
     return bucket
 
 
@@ -64,7 +77,7 @@ def encrypted_bucket(
         if infrequent_access_days
         else None
     )
-    return s3.Bucket(
+    bucket = s3.Bucket(
         scope,
         id_,
         bucket_name=bucket_name,
@@ -88,3 +101,5 @@ def encrypted_bucket(
             )
         ],
     )
+    acknowledge(bucket, "S3BucketReplicationEnabled", REPLICATION_REASON)
+    return bucket

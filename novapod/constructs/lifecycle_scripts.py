@@ -13,6 +13,7 @@ from pathlib import Path
 from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as assets
@@ -57,6 +58,7 @@ class LifecycleScripts(Construct):
             self,
             "DeploymentLogs",
             retention=retention(log_retention_days),
+            encryption_key=key,
             removal_policy=RemovalPolicy.DESTROY,
         )
         destination = bucket.arn_for_objects(f"{prefix}*")
@@ -110,6 +112,35 @@ class LifecycleScripts(Construct):
             "AwsSolutions-L1",
             "The BucketDeployment handler's runtime is chosen by aws-cdk-lib (pinned with "
             "the library) and cannot be set from outside the construct.",
+        )
+        self._settle(handler)
+
+    def _settle(self, handler: IConstruct) -> None:
+        """The BucketDeployment handler (aws-cdk-lib's): one copy per deploy."""
+        cfn = handler.node.default_child
+        assert isinstance(cfn, lambda_.CfnFunction)
+        # It serves this one deployment; CloudFormation invokes it asynchronously, and
+        # Lambda retries an asynchronous event it throttled.
+        cfn.reserved_concurrent_executions = 1
+        acknowledge(
+            handler,
+            "LambdaDLQ",
+            "CloudFormation invokes the handler for one custom resource and waits for its "
+            "answer; a failed copy fails the deploy, and an event in a dead-letter queue "
+            "could not be replayed into it.",
+        )
+        acknowledge(
+            handler,
+            "LambdaInsideVPC",
+            "The handler copies between two S3 buckets and reaches nothing in the VPC; it "
+            "runs in the eks stack while the S3 gateway endpoint it would need there is "
+            "being built beside it.",
+        )
+        acknowledge(
+            handler,
+            "LambdaEnvironmentEncryption",
+            "Its one variable, AWS_CA_BUNDLE, is the path of a certificate file in the "
+            "runtime, no secret; Lambda encrypts it at rest with its AWS managed key.",
         )
 
     def _handler(self) -> IConstruct:

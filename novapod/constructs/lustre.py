@@ -11,6 +11,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from novapod.config import Lustre
+from novapod.constructs.acknowledge import acknowledge
 
 FILE_SYSTEM_PATH = "/data"
 
@@ -103,4 +104,12 @@ class LinkedLustre(Construct):
                     },
                 },
             )
+        )
+        acknowledge(
+            key,
+            "KMSKeyPolicyWildcardPrincipal",
+            "The statement with principal '*' admits only FSx's S3 data-repository "
+            "service-linked role of this account (aws:PrincipalArn), calling through S3 in "
+            "this Region (kms:CallerAccount, kms:ViaService); that role's name ends in the "
+            "file system's ID, so it cannot be named as a principal before it exists.",
         )

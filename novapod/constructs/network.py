@@ -22,6 +22,7 @@ from constructs import Construct, IDependable
 
 from novapod import addressing
 from novapod.config import CreateVpc, ExistingVpc
+from novapod.constructs.acknowledge import acknowledge
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,13 @@ class ZonalVpc(Construct):
             tags=[CfnTag(key="Name", value=name)],
         )
         self.cfn_vpc.override_logical_id("Vpc")
+        acknowledge(
+            self.cfn_vpc,
+            "VPCDefaultSecurityGroupClosed",
+            "No resource novapod creates uses the VPC's default security group: the EKS "
+            "control plane, nodes, endpoints, builds and functions each name their own. "
+            "CloudFormation cannot edit the default group's rules without a custom resource.",
+        )
 
         public_by_zone: dict[str, ec2.CfnSubnet] = {}
         attachment: ec2.CfnVPCGatewayAttachment | None = None
@@ -188,6 +196,13 @@ class ZonalVpc(Construct):
                     gateway_id=igw.ref,
                 )
                 route.add_resource_dependency(attachment)
+                acknowledge(
+                    route,
+                    "VPCNoUnrestrictedRouteToIGW",
+                    "The public subnets' default route: they hold only the NAT gateways, "
+                    "which need it to reach the internet; private subnets route through "
+                    "NAT, and a closed network has neither.",
+                )
                 public_by_zone[alloc.zone_id] = subnet
 
         private: list[tuple[str, ec2.CfnSubnet, ec2.CfnRouteTable]] = []

@@ -10,13 +10,33 @@ causes, each with its reason. Callers add their API permissions to the two roles
 Nothing here refers to a deployed value of the caller's resources: CloudFormation can
 create the functions, roles and state machine as soon as the stack starts, in
 parallel with whatever the custom resource itself waits for.
+
+Compliance (NIST 800-53 R5, HIPAA, checkov; see novapod/constructs/acknowledge.py):
+- log groups use the environment's key when the caller gives one;
+- every function reserves the concurrency it can need: one execution per custom
+  resource the provider serves (counted at synth, at most MAX_RESERVED), so a busy
+  account cannot throttle a deploy, and nothing here can take the account's pool.
+  Lambda keeps 100 of the account's concurrency unreserved
+  (docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html): an account
+  whose quota is below 100 plus novapod's reservations must raise it. CloudFormation
+  invokes the framework's entry function asynchronously
+  (docs.aws.amazon.com/lambda/latest/dg/services-cloudformation.html), and Lambda
+  retries a throttled asynchronous event, so a provider serving more resources than
+  MAX_RESERVED queues them; the handlers are only invoked by the framework function,
+  which never runs more copies than they reserve;
+- with `placement`, the two handler functions run in the private subnets in a
+  security group of their own (HTTPS out, nothing in). The framework functions stay
+  outside (see `_acknowledge_framework`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from aws_cdk import Duration
+import jsii
+from aws_cdk import Aws, Duration, IStableNumberProducer, Lazy, Stack
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -27,9 +47,27 @@ from constructs import Construct, IConstruct
 
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.log_retention import log_group
+from novapod.constructs.network import PrivatePlacement
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 MEMORY_MB = 256
+MAX_RESERVED = 10
+HTTPS = 443
+FRAMEWORK_FUNCTIONS = ("framework-onEvent", "framework-isComplete", "framework-onTimeout")
+
+# Why each framework function of a CDK Provider is as it is, for every provider here.
+FRAMEWORK_REASONS = {
+    "LambdaDLQ": "CDK's custom-resource framework function: it reports every failure to "
+    "CloudFormation itself (FAILED), and an event parked in a dead-letter queue cannot be "
+    "replayed into the stack operation, which fails and rolls back instead.",
+    "LambdaInsideVPC": "CDK's custom-resource framework function only relays events "
+    "between CloudFormation, Lambda and Step Functions and touches nothing in the VPC; in "
+    "private subnets it would need a NAT route or Lambda, Step Functions and S3 endpoints "
+    "before the stack's own resources, and its network interfaces would hold up deletion.",
+    "LambdaEnvironmentEncryption": "The framework's variables hold only the ARNs of this "
+    "provider's own functions and state machine, no secret; Lambda encrypts them at rest "
+    "with its AWS managed key.",
+}
 
 
 def handler_code(root: Path) -> lambda_.Code:
@@ -60,11 +98,15 @@ class HandlerProvider(Construct):
         total_timeout: Duration,
         log_retention_days: int,
         encryption_key: kms.IKey | None = None,
+        placement: PrivatePlacement | None = None,
     ) -> None:
         super().__init__(scope, id_)
         self._purpose = purpose
         self._days = log_retention_days
         self._key = encryption_key
+        self._served = _ServedCount()
+        # Known once every custom resource has read the service token (at synth).
+        self.reserved_concurrency = Lazy.number(self._served)
         self.on_event_logs = self.log_group("OnEventLogs")
         self.is_complete_logs = self.log_group("IsCompleteLogs")
         self.on_event = self._function(
@@ -103,10 +145,17 @@ class HandlerProvider(Construct):
                 include_execution_data=False,
             ),
         )
+        self.security_group: ec2.CfnSecurityGroup | None = None
+        if placement is not None:
+            self.security_group = self._attach_to_vpc(placement)
+        self._reserve_framework_concurrency()
         self._acknowledge()
 
     @property
     def service_token(self) -> str:
+        """The Provider's token; each custom resource reads it once, which counts it
+        among the resources the functions reserve concurrency for."""
+        self._served.count += 1
         return str(self.provider.service_token)
 
     def log_group(self, id_: str) -> logs.LogGroup:
@@ -148,9 +197,45 @@ class HandlerProvider(Construct):
             role=self._role(f"{id_}Role", log_group, handler),
             log_group=log_group,
             description=f"novapod {self._purpose}: {handler}",
+            reserved_concurrent_executions=self.reserved_concurrency,
         )
 
+    def _reserve_framework_concurrency(self) -> None:
+        for name in FRAMEWORK_FUNCTIONS:
+            child = self.provider.node.try_find_child(name)
+            if child is None:  # no is_complete: only framework-onEvent
+                continue
+            cfn = child.node.default_child
+            assert isinstance(cfn, lambda_.CfnFunction)
+            cfn.reserved_concurrent_executions = self.reserved_concurrency
+
+    def _attach_to_vpc(self, placement: PrivatePlacement) -> ec2.CfnSecurityGroup:
+        """Both handler functions in the private subnets, in a group of their own."""
+        # HTTPS out only: the AWS APIs they call, through the VPC's NAT route or
+        # endpoints; nothing may connect to them.
+        group = ec2.CfnSecurityGroup(
+            self,
+            "SecurityGroup",
+            vpc_id=placement.vpc_id,
+            group_description=f"novapod {self._purpose} handlers: HTTPS to AWS APIs",
+            security_group_egress=[
+                ec2.CfnSecurityGroup.EgressProperty(
+                    ip_protocol="tcp",
+                    from_port=HTTPS,
+                    to_port=HTTPS,
+                    cidr_ip="0.0.0.0/0",
+                    description="HTTPS to AWS service APIs",
+                )
+            ],
+        )
+        for function in (self.on_event, self.is_complete):
+            attach_to_vpc(function, subnet_ids=placement.subnet_ids, security_group=group)
+        return group
+
     def _acknowledge(self) -> None:
+        self._acknowledge_framework()
+        for function in (self.on_event, self.is_complete):
+            acknowledge(function, "LambdaDLQ", HANDLER_DLQ_REASON)
         for role in self._framework_roles:
             for function in (self.on_event, self.is_complete):
                 acknowledge(
@@ -182,6 +267,95 @@ class HandlerProvider(Construct):
             "The Provider framework's waiter state machine offers no X-Ray tracing option; "
             "its executions are logged at level ALL instead.",
         )
+
+    def keep_outside_vpc(self, reason: str, *functions: lambda_.Function) -> None:
+        """Say why these handler functions (default: both) run outside the VPC."""
+        for function in functions or (self.on_event, self.is_complete):
+            acknowledge(function, "LambdaInsideVPC", reason)
+
+    def _acknowledge_framework(self) -> None:
+        for name in FRAMEWORK_FUNCTIONS:
+            function = self.provider.node.try_find_child(name)
+            if function is None:
+                continue
+            for rule, reason in FRAMEWORK_REASONS.items():
+                acknowledge(function, rule, reason)
+
+
+@jsii.implements(IStableNumberProducer)
+class _ServedCount:
+    """How many custom resources a provider serves, as the concurrency they reserve."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def produce(self) -> int:
+        return min(max(self.count, 1), MAX_RESERVED)
+
+
+HANDLER_DLQ_REASON = (
+    "Invoked synchronously by CDK's custom-resource framework, which reports a failure to "
+    "CloudFormation; a dead-letter queue receives only failed asynchronous invocations "
+    "(docs.aws.amazon.com/lambda/latest/api/API_DeadLetterConfig.html)."
+)
+
+
+def attach_to_vpc(
+    function: lambda_.Function, *, subnet_ids: Sequence[str], security_group: ec2.CfnSecurityGroup
+) -> None:
+    """Run `function` in these subnets and group, with the permissions Lambda needs.
+
+    Set on the L1: the L2's vpc option attaches AWSLambdaVPCAccessExecutionRole, which
+    may write to every log group. Lambda documents the execution role's permissions
+    (docs.aws.amazon.com/lambda/latest/dg/configuration-vpc.html): DescribeNetworkInterfaces
+    only on "*", the others on this account's EC2 resources. A function in a VPC slows
+    the deletion of its stack: CloudFormation waits until Lambda has deleted the
+    function's network interfaces (the AWS::Lambda::Function VpcConfig reference), which
+    Lambda detaches and deletes only some time after the function is gone (see
+    hashicorp/terraform-provider-aws commit 922037e, "Updated handling for Lambda
+    Hyperplane ENIs"): minutes more for `cdk destroy`.
+    """
+    cfn = function.node.default_child
+    assert isinstance(cfn, lambda_.CfnFunction)
+    # On the L1's property, not an override: cdk-nag reads the property.
+    cfn.vpc_config = lambda_.CfnFunction.VpcConfigProperty(
+        subnet_ids=list(subnet_ids), security_group_ids=[security_group.attr_group_id]
+    )
+    stack = Stack.of(function)
+    account_ec2 = f"arn:{Aws.PARTITION}:ec2:{stack.region}:{stack.account}:*/*"
+    function.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="AttachToVpc",
+            actions=[
+                "ec2:CreateNetworkInterface",
+                "ec2:DeleteNetworkInterface",
+                "ec2:AssignPrivateIpAddresses",
+                "ec2:UnassignPrivateIpAddresses",
+            ],
+            resources=[account_ec2],
+        )
+    )
+    function.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="DescribeNetworkInterfaces",
+            actions=["ec2:DescribeNetworkInterfaces"],
+            resources=["*"],
+        )
+    )
+    assert function.role is not None
+    policy = default_policy(function.role)
+    acknowledge(
+        policy,
+        "AwsSolutions-IAM5[Resource::*]",
+        "ec2:DescribeNetworkInterfaces has no resource-level permissions; Lambda needs "
+        "it in the role of a function attached to a VPC (configuration-vpc.html).",
+    )
+    acknowledge(
+        policy,
+        f"AwsSolutions-IAM5[Resource::{nag_resource(function, account_ec2)}]",
+        "Lambda creates and deletes the function's network interfaces, whose IDs are "
+        "unknown in advance; limited to this account and Region as the Lambda docs show.",
+    )
 
 
 def default_policy(role: IConstruct | None) -> IConstruct:

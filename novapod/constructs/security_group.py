@@ -5,6 +5,8 @@ from __future__ import annotations
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
+from novapod.constructs.acknowledge import acknowledge
+
 LUSTRE_PORT = 988
 LUSTRE_PORT_RANGE = (1018, 1023)
 HTTPS = 443
@@ -39,6 +41,18 @@ class HyperPodSecurityGroup(Construct):
         sg = self.security_group
         lustre_ports = (ec2.Port.tcp(LUSTRE_PORT), ec2.Port.tcp_range(*LUSTRE_PORT_RANGE))
         sg.add_ingress_rule(sg, ec2.Port.all_traffic(), EFA_RULE)
+        (self_ingress,) = [
+            c
+            for c in sg.node.children
+            if isinstance(c, ec2.CfnSecurityGroupIngress) and c.ip_protocol == "-1"
+        ]
+        acknowledge(
+            self_ingress,
+            "EC2RestrictedCommonPorts",
+            "All traffic is admitted only from this group itself, never from an address "
+            "range: EFA requires a self-referencing all-traffic rule (EC2 User Guide, "
+            "efa-start.html).",
+        )
         for port in lustre_ports:
             sg.add_ingress_rule(sg, port, "FSx for Lustre")
         sg.add_ingress_rule(

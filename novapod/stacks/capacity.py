@@ -1,7 +1,7 @@
 """CapacityStack: training plans bought (guarded) or adopted, as custom resources.
 
-It depends on the network (subnet IDs per zone) and on nothing else, so it deploys
-side by side with the EKS stack.
+It depends on the network (subnet IDs per zone) and on the storage stack (the key of
+its log groups), never on the EKS stack, so it deploys side by side with it.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import CfnOutput, CfnResource, Fn, Stack
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from novapod.config import NovapodConfig
@@ -31,6 +32,7 @@ class CapacityStack(Stack):
         *,
         config: NovapodConfig,
         network: VpcHandle,
+        key: kms.IKey | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, **kwargs)
@@ -43,6 +45,8 @@ class CapacityStack(Stack):
             pending_timeout_minutes=config.capacity.pending_timeout_minutes,
             extends=any(s.extend and not s.existing_arn for s, _ in requests),
             extended_arns=[s.existing_arn for s, _ in requests if s.existing_arn and s.extend],
+            # Its log groups: the storage stack's key, so this stack deploys after storage.
+            encryption_key=key,
         )
         subnets = network.subnet_ids_by_zone()
         self.plans: dict[str, TrainingPlan] = {}

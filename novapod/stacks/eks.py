@@ -29,14 +29,15 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from novapod.config import Eks
+from novapod.config import Eks, FlowLogs
 from novapod.constructs.acknowledge import acknowledge
 from novapod.constructs.cluster_bootstrap.construct import ClusterBootstrap
 from novapod.constructs.endpoints import VpcEndpoints
 from novapod.constructs.execution_role import ROLE_IDS, ExecutionRole, GroupKind
+from novapod.constructs.flow_logs import VpcFlowLog
 from novapod.constructs.lifecycle_scripts import LifecycleScripts
 from novapod.constructs.log_retention import retention
-from novapod.constructs.network import Egress, EgressHandover, VpcHandle
+from novapod.constructs.network import Egress, EgressHandover, PrivatePlacement, VpcHandle
 from novapod.facts import ADDON_NAMES, eks_facts
 from novapod.nova.kubernetes import NovaAccess
 
@@ -85,10 +86,21 @@ class EksStack(Stack):
         endpoints: Sequence[str] = (),
         lifecycle_bucket_name: str | None = None,
         nova_access: NovaAccess | None = None,
+        flow_logs: FlowLogs | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, **kwargs)
         self.cluster_name = cluster_name
+        # The VPC's flow logs, under the storage key, beside the cluster (which does not
+        # wait for them): see novapod/constructs/flow_logs.py.
+        if flow_logs is not None and flow_logs.enabled:
+            VpcFlowLog(
+                self,
+                "VpcFlowLog",
+                vpc=network.vpc,
+                key=key,
+                retention_days=flow_logs.retention_days,
+            )
         # The network stack is deployed before this one, its internet gateway attached.
         self.egress = Egress(self, "Egress", handover=egress) if egress else None
         # The standard groups' lifecycle scripts, copied into their bucket (storage stack)
@@ -124,6 +136,7 @@ class EksStack(Stack):
             "ControlPlaneLogs",
             log_group_name=f"/aws/eks/{cluster_name}/cluster",
             retention=retention(spec.log_retention_days),
+            encryption_key=key,
             removal_policy=RemovalPolicy.RETAIN,
         )
         endpoint = (
@@ -228,6 +241,12 @@ class EksStack(Stack):
             ],
             # The Nova jobs' namespace and RBAC, applied by the same build (see its README).
             nova_access=nova_access,
+            encryption_key=key,
+            handler_placement=PrivatePlacement(
+                vpc_id=network.vpc.vpc_id,
+                subnet_ids=tuple(s.subnet_id for s in network.private_subnets),
+                security_group_id=security_group.security_group_id,
+            ),
         )
         self.execution_roles: dict[GroupKind, ExecutionRole] = {
             kind: ExecutionRole(

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import RemovalPolicy, Stack
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_logs as logs
+from aws_cdk import Stack
 from constructs import Construct
 
 from novapod.config import Network
+from novapod.constructs.acknowledge import acknowledge
 from novapod.constructs.endpoints import VpcEndpoints
-from novapod.constructs.log_retention import retention
 from novapod.constructs.network import (
     EgressHandover,
     PrivatePlacement,
@@ -57,6 +55,14 @@ class NetworkStack(Stack):
                 name=name,
                 defer_egress=defer_egress,
             )
+            if network.flow_logs.enabled:
+                acknowledge(
+                    zonal.cfn_vpc,
+                    "AwsSolutions-VPC7",
+                    "The VPC's flow log (all traffic) is in the eks stack, or the storage "
+                    "stack without eks, under the environment's key (constructs/"
+                    "flow_logs.py); cdk-nag looks for flow logs in this stack only.",
+                )
             self.handle: VpcHandle = zonal.handle
             self.deferred_egress = zonal.deferred_egress
         else:
@@ -81,20 +87,8 @@ class NetworkStack(Stack):
                 names=network.endpoint_names,
                 security_group=self.security_group,
             )
-        if network.flow_logs.enabled:
-            log_group = logs.LogGroup(
-                self,
-                "FlowLogGroup",
-                retention=retention(network.flow_logs.retention_days),
-                removal_policy=RemovalPolicy.RETAIN,
-            )
-            ec2.FlowLog(
-                self,
-                "FlowLog",
-                resource_type=ec2.FlowLogResourceType.from_vpc(self.handle.vpc),
-                destination=ec2.FlowLogDestination.to_cloud_watch_logs(log_group),
-                traffic_type=ec2.FlowLogTrafficType.ALL,
-            )
+        # The VPC's flow logs are built under the environment's key in a later stack
+        # (novapod/constructs/flow_logs.py).
 
     @property
     def placement(self) -> PrivatePlacement:

@@ -114,10 +114,14 @@ class NovaBaseStack(Stack):
             log_retention_days=days,
         )
         self.check_handlers: NovaEnvironmentHandlers = nova_environment_handlers(
-            self, config=config, cluster_name=cluster_name, placement=placement
+            self, config=config, cluster_name=cluster_name, placement=placement, key=self.key
         )
         self.bedrock: BedrockImport | None = bedrock_import(
-            self, config=config, artifacts_bucket=self.artifacts_bucket, key=self.key
+            self,
+            config=config,
+            artifacts_bucket=self.artifacts_bucket,
+            key=self.key,
+            placement=placement,
         )
 
     def _mlflow(self, *, size: str) -> sagemaker.CfnMlflowTrackingServer:

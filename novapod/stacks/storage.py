@@ -1,4 +1,5 @@
-"""StorageStack (stateful): KMS key, S3 buckets, optional FSx for Lustre.
+"""StorageStack (stateful): KMS key, S3 buckets, optional FSx for Lustre (and the VPC
+flow logs when there is no eks stack).
 
 Everything here is retained on stack deletion and has a pinned logical ID, so
 refactoring the construct tree can never replace a bucket, key or file system.
@@ -8,16 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Aws, CfnOutput, CfnResource, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Aws, CfnOutput, CfnResource, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from novapod.config import Storage
+from novapod.config import FlowLogs, Storage
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.buckets import access_log_bucket, encrypted_bucket
+from novapod.constructs.flow_logs import VpcFlowLog
 from novapod.constructs.lustre import LinkedLustre
 from novapod.constructs.network import VpcHandle
 
@@ -47,18 +49,30 @@ class StorageStack(Stack):
         lifecycle_scripts: bool,
         network: VpcHandle,
         security_group: ec2.ISecurityGroup,
+        flow_logs: FlowLogs | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, termination_protection=True, **kwargs)
         self.key = kms.Key(
             self,
             "Key",
-            description=f"novapod {name}: buckets, FSx, EKS secrets",
+            description=f"novapod {name}: buckets, FSx, EKS secrets, log groups",
             enable_key_rotation=True,
             alias=f"alias/novapod/{name}",
             removal_policy=RemovalPolicy.RETAIN,
         )
         _pin(self.key, PINNED_IDS["key"])
+        self._let_cloudwatch_logs_use_the_key()
+        if flow_logs is not None and flow_logs.enabled:
+            # Only without an eks stack (environment.py): here it makes this stack wait
+            # for the network stack.
+            VpcFlowLog(
+                self,
+                "VpcFlowLog",
+                vpc=network.vpc,
+                key=self.key,
+                retention_days=flow_logs.retention_days,
+            )
         self.access_logs_bucket = access_log_bucket(
             self, "AccessLogs", expire_after_days=storage.access_log_days
         )
@@ -129,6 +143,42 @@ class StorageStack(Stack):
         CfnOutput(self, "DataBucketName", value=self.data_bucket.bucket_name)
         CfnOutput(self, "ArtifactsBucketName", value=self.artifacts_bucket.bucket_name)
         CfnOutput(self, "KeyArn", value=self.key.key_arn)
+
+    def _let_cloudwatch_logs_use_the_key(self) -> None:
+        """Log groups of every stack of the environment are encrypted with this key.
+
+        CloudWatch Logs uses a customer managed key only if the key policy lets its
+        regional service principal do so, for log groups named in the encryption context
+        (docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html; its
+        statement, with the actions written out): any log group of this account and
+        Region, since CloudFormation names most of them.
+        """
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchLogsOfThisAccountAndRegion",
+                principals=[iam.ServicePrincipal(f"logs.{self.region}.amazonaws.com")],
+                actions=[
+                    "kms:Encrypt",
+                    "kms:Decrypt",
+                    "kms:ReEncryptFrom",
+                    "kms:ReEncryptTo",
+                    "kms:GenerateDataKey",
+                    "kms:GenerateDataKeyWithoutPlaintext",
+                    "kms:DescribeKey",
+                ],
+                resources=["*"],  # in a key policy, "*" means this key
+                conditions={
+                    "ArnLike": {
+                        "kms:EncryptionContext:aws:logs:arn": self.format_arn(
+                            service="logs",
+                            resource="log-group",
+                            resource_name="*",
+                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                    }
+                },
+            )
+        )
 
     def _node_policies(self) -> list[iam.ManagedPolicy]:
         """What HyperPod nodes may do with the buckets and key: read inputs, write outputs.

@@ -37,6 +37,26 @@ def logical(template: dict[str, Any], type_: str, prefix: str) -> str:
     return found[0]
 
 
+# Both handlers run in the private subnets (novapod/constructs/provider.py attach_to_vpc).
+IN_THE_VPC = {
+    "AttachToVpc": {
+        "actions": [
+            "ec2:AssignPrivateIpAddresses",
+            "ec2:CreateNetworkInterface",
+            "ec2:DeleteNetworkInterface",
+            "ec2:UnassignPrivateIpAddresses",
+        ],
+        "resources": ["arn:${AWS::Partition}:ec2:us-east-1:111122223333:*/*"],
+        "condition": None,
+    },
+    "DescribeNetworkInterfaces": {
+        "actions": ["ec2:DescribeNetworkInterfaces"],
+        "resources": ["*"],
+        "condition": None,
+    },
+}
+
+
 def statements(result: Any, policy: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Sid -> actions, resources (storage outputs rendered as what they point at),
     condition; the log-group statement has no Sid."""
@@ -107,6 +127,7 @@ def test_on_event_may_import_read_tag_delete_and_pass_only_the_import_role(synth
     result, template = base(synth)
     import_role = logical(template, "AWS::IAM::Role", "BedrockModelsImportRole")
     assert statements(result, _handler_policy(template, "OnEvent")) == {
+        **IN_THE_VPC,
         "ListJobOutputs": {
             "actions": ["s3:ListBucket"],
             "resources": [BUCKET],
@@ -152,6 +173,7 @@ def test_on_event_may_import_read_tag_delete_and_pass_only_the_import_role(synth
 def test_is_complete_may_read_models_and_create_and_read_deployments(synth) -> None:
     result, template = base(synth)
     assert statements(result, _handler_policy(template, "IsComplete")) == {
+        **IN_THE_VPC,
         "ReadModelsAndDeploy": {
             "actions": ["bedrock:CreateCustomModelDeployment", "bedrock:GetCustomModel"],
             "resources": [MODELS],

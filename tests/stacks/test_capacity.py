@@ -173,9 +173,10 @@ def test_no_managed_policies_on_our_roles(synth) -> None:
 
 
 @pytest.mark.parametrize("path", [PURCHASE, ADOPT], ids=["purchase", "adopt"])
-def test_capacity_depends_on_network_only(synth, path) -> None:
+def test_capacity_depends_on_network_and_storage_only(synth, path) -> None:
     result = synth(path)
-    assert result.dependencies["capacity"] == {"network"}
+    # storage: the key of its log groups (CloudWatchLogGroupEncrypted); never eks.
+    assert result.dependencies["capacity"] == {"network", "storage"}
     assert "eks" not in result.dependencies["capacity"]
 
 

@@ -113,7 +113,7 @@ def _standalone(scientists: list[str]) -> dict[str, Any]:
     stored = {
         "data_bucket_name": "data",
         "artifacts_bucket_name": "artifacts",
-        "key_arn": "arn:aws:kms:us-east-1:111122223333:key/k",
+        "key_arn": "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab",
     }
     base = NovaBaseStack(
         app,

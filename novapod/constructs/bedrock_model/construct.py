@@ -36,6 +36,7 @@ from novapod.constructs.bedrock_model.handler.decisions import (
     DEFAULT_WAIT_TIMEOUT_SECONDS,
     SOURCE_DIGEST_TAG,
 )
+from novapod.constructs.network import PrivatePlacement
 from novapod.constructs.provider import HandlerProvider, default_policy, handler_code
 from novapod.nova.render import output_prefix
 
@@ -89,6 +90,7 @@ class BedrockImport(Construct):
         artifacts_bucket: s3.IBucket,
         key: kms.IKey,
         log_retention_days: int,
+        placement: PrivatePlacement | None = None,
     ) -> None:
         super().__init__(scope, id_)
         stack = Stack.of(self)
@@ -114,7 +116,16 @@ class BedrockImport(Construct):
             query_interval=QUERY_INTERVAL,
             total_timeout=TOTAL_TIMEOUT,
             log_retention_days=log_retention_days,
+            encryption_key=key,
+            # The imports run in NovaStack, after the eks stack built the NAT routes and
+            # endpoints through which the handlers reach Bedrock and S3.
+            placement=placement,
         )
+        if placement is None:
+            self.handlers.keep_outside_vpc(
+                "No private subnets were given for the handlers (bedrock_import's "
+                "placement); they call only the Bedrock and S3 APIs."
+            )
         self._grant_on_event(key)
         self._grant_is_complete()
 
@@ -394,7 +405,12 @@ class BedrockModels(Construct):
 
 
 def bedrock_import(
-    scope: Construct, *, config: NovapodConfig, artifacts_bucket: s3.IBucket, key: kms.IKey
+    scope: Construct,
+    *,
+    config: NovapodConfig,
+    artifacts_bucket: s3.IBucket,
+    key: kms.IKey,
+    placement: PrivatePlacement | None = None,
 ) -> BedrockImport | None:
     """The import role and handlers in NovaBaseStack (None without `nova.bedrock_models`)."""
     models = config.nova_settings.bedrock_models
@@ -409,6 +425,7 @@ def bedrock_import(
         artifacts_bucket=artifacts_bucket,
         key=key,
         log_retention_days=config.eks.log_retention_days if config.eks else 365,
+        placement=placement,
     )
 
 

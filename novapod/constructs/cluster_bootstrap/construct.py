@@ -53,6 +53,7 @@ from constructs import Construct, IDependable
 from novapod.config import LOG_RETENTION_DAYS
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.log_retention import log_group
+from novapod.constructs.network import PrivatePlacement
 from novapod.constructs.provider import HandlerProvider, default_policy
 from novapod.nova.kubernetes import NovaAccess
 
@@ -107,6 +108,7 @@ class ClusterBootstrap(Construct):
         encryption_key: kms.IKey | None = None,
         after: Sequence[IDependable] = (),
         nova_access: NovaAccess | None = None,
+        handler_placement: PrivatePlacement | None = None,
     ) -> None:
         super().__init__(scope, id_)
         if Token.is_unresolved(cluster_name) or not cluster_name:
@@ -228,7 +230,7 @@ class ClusterBootstrap(Construct):
                 security_group, ec2.Port.tcp(HTTPS), "novapod ClusterBootstrap build to the EKS API"
             )
 
-        self.handlers = self._provider(log_retention_days)
+        self.handlers = self._provider(log_retention_days, handler_placement)
         self.provider = self.handlers.provider
         self.on_event = self.handlers.on_event
         self.is_complete = self.handlers.is_complete
@@ -286,7 +288,9 @@ class ClusterBootstrap(Construct):
             )
         )
 
-    def _provider(self, log_retention_days: int) -> HandlerProvider:
+    def _provider(
+        self, log_retention_days: int, placement: PrivatePlacement | None
+    ) -> HandlerProvider:
         handlers = HandlerProvider(
             self,
             "Handlers",
@@ -308,7 +312,15 @@ class ClusterBootstrap(Construct):
             total_timeout=TOTAL_TIMEOUT,
             log_retention_days=log_retention_days,
             encryption_key=self._key,
+            # In the private subnets: they run only after the NAT routes and endpoints
+            # exist (`after`), and reach CodeBuild's API through them.
+            placement=placement,
         )
+        if placement is None:
+            handlers.keep_outside_vpc(
+                "No private subnets were given for the handlers (ClusterBootstrap's "
+                "handler_placement); they call only CodeBuild's StartBuild and BatchGetBuilds."
+            )
         handlers.on_event.add_to_role_policy(
             iam.PolicyStatement(
                 sid="StartBootstrapBuild",
@@ -357,6 +369,13 @@ class ClusterBootstrap(Construct):
             f"AwsSolutions-IAM5[Resource::{nag_resource(self, default_group)}:*]",
             "CodeBuild's default log group statement (log streams of /aws/codebuild/<this "
             "project>, added by CDK); the build writes to its own log group with retention.",
+        )
+        acknowledge(
+            self.project,
+            "CodeBuildProjectSourceRepoUrl",
+            "The project has no source repository (NO_SOURCE, an inline buildspec): its "
+            "scripts come from a CDK asset in S3, so there are no GitHub or Bitbucket "
+            "credentials for the rule to check.",
         )
         if not encrypted:
             acknowledge(

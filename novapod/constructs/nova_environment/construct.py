@@ -20,18 +20,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Aws, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from novapod.config import NovapodConfig
-from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.network import PrivatePlacement
-from novapod.constructs.provider import HandlerProvider, default_policy, handler_code
+from novapod.constructs.provider import HandlerProvider, attach_to_vpc, handler_code
 from novapod.naming import training_plan_name
 from novapod.nova.kubernetes import ENVIRONMENT_CHECK_GROUP
 
@@ -95,6 +94,7 @@ class NovaEnvironmentHandlers(Construct):
         groups: Sequence[GroupPlan],
         placement: PrivatePlacement,
         log_retention_days: int,
+        key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, id_)
         stack = Stack.of(self)
@@ -108,6 +108,7 @@ class NovaEnvironmentHandlers(Construct):
             query_interval=QUERY_INTERVAL,
             total_timeout=TOTAL_TIMEOUT,
             log_retention_days=log_retention_days,
+            encryption_key=key,
         )
         check = self.handlers.is_complete
         assert check.role is not None
@@ -146,40 +147,13 @@ class NovaEnvironmentHandlers(Construct):
             to_port=HTTPS,
             description="novapod NovaEnvironment check to the EKS API",
         )
-        cfn_check = check.node.default_child
-        assert isinstance(cfn_check, lambda_.CfnFunction)
-        # Set on the L1: the L2's vpc option attaches AWSLambdaVPCAccessExecutionRole,
-        # which may write to every log group; the ENI permissions are granted below.
-        cfn_check.add_property_override(
-            "VpcConfig",
-            {
-                "SubnetIds": list(placement.subnet_ids),
-                "SecurityGroupIds": [self.security_group.attr_group_id],
-            },
-        )
-        # What Lambda needs in the execution role to attach a function to a VPC, as
-        # docs.aws.amazon.com/lambda/latest/dg/configuration-vpc.html lists it:
-        # DescribeNetworkInterfaces only on "*", the others on this account's EC2
-        # resources (the documented arn:aws:ec2:<region>:<account>:*/* form).
-        account_ec2 = f"arn:{Aws.PARTITION}:ec2:{stack.region}:{stack.account}:*/*"
-        check.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="AttachToVpc",
-                actions=[
-                    "ec2:CreateNetworkInterface",
-                    "ec2:DeleteNetworkInterface",
-                    "ec2:AssignPrivateIpAddresses",
-                    "ec2:UnassignPrivateIpAddresses",
-                ],
-                resources=[account_ec2],
-            )
-        )
-        check.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="DescribeNetworkInterfaces",
-                actions=["ec2:DescribeNetworkInterfaces"],
-                resources=["*"],
-            )
+        # The private endpoint is reachable from the VPC only; the shared helper sets the
+        # VpcConfig and grants what Lambda needs (configuration-vpc.html).
+        attach_to_vpc(check, subnet_ids=placement.subnet_ids, security_group=self.security_group)
+        self.handlers.keep_outside_vpc(
+            "on_event only logs the request and answers it (the check runs in is_complete, "
+            "which is in the private subnets): it reaches nothing, in the VPC or outside.",
+            self.handlers.on_event,
         )
         eks_cluster_arn = stack.format_arn(
             service="eks", resource="cluster", resource_name=eks_cluster_name
@@ -199,19 +173,6 @@ class NovaEnvironmentHandlers(Construct):
                     resources=sorted({g.plan_arn for g in groups}),
                 )
             )
-        policy = default_policy(check.role)
-        acknowledge(
-            policy,
-            "AwsSolutions-IAM5[Resource::*]",
-            "ec2:DescribeNetworkInterfaces has no resource-level permissions; Lambda needs "
-            "it in the role of a function attached to a VPC (configuration-vpc.html).",
-        )
-        acknowledge(
-            policy,
-            f"AwsSolutions-IAM5[Resource::{nag_resource(self, account_ec2)}]",
-            "Lambda creates and deletes the function's network interfaces, whose IDs are "
-            "unknown in advance; limited to this account and Region as the Lambda docs show.",
-        )
 
     @property
     def service_token(self) -> str:
@@ -302,7 +263,12 @@ class NovaEnvironment(Construct):
 
 
 def nova_environment_handlers(
-    scope: Construct, *, config: NovapodConfig, cluster_name: str, placement: PrivatePlacement
+    scope: Construct,
+    *,
+    config: NovapodConfig,
+    cluster_name: str,
+    placement: PrivatePlacement,
+    key: kms.IKey | None = None,
 ) -> NovaEnvironmentHandlers:
     """The check's functions and placement in `scope` (NovaBaseStack).
 
@@ -315,6 +281,7 @@ def nova_environment_handlers(
         groups=restricted_group_plans(scope, config),
         placement=placement,
         log_retention_days=config.eks.log_retention_days if config.eks else 365,
+        key=key,
     )
 
 

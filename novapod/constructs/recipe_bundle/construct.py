@@ -26,7 +26,15 @@ from constructs import Construct
 
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.log_retention import log_group
-from novapod.constructs.provider import MEMORY_MB, RUNTIME, default_policy, handler_code
+from novapod.constructs.provider import (
+    FRAMEWORK_REASONS,
+    HANDLER_DLQ_REASON,
+    MAX_RESERVED,
+    MEMORY_MB,
+    RUNTIME,
+    default_policy,
+    handler_code,
+)
 from novapod.nova.access import BUNDLE_PREFIX, bundle_key, placeholders_in, sub_text
 
 HANDLER_ROOT = Path(__file__).resolve().parent
@@ -54,7 +62,7 @@ class RecipeBundle(Construct):
         log_retention_days: int,
     ) -> None:
         super().__init__(scope, id_)
-        self.log_group = log_group(self, "Logs", days=log_retention_days)
+        self.log_group = log_group(self, "Logs", days=log_retention_days, key=key)
         role = iam.Role(
             self,
             "Role",
@@ -84,6 +92,7 @@ class RecipeBundle(Construct):
                 ),
             ],
         )
+        reserved = min(max(len(files), 1), MAX_RESERVED)
         function = lambda_.Function(
             self,
             "OnEvent",
@@ -96,6 +105,9 @@ class RecipeBundle(Construct):
             role=role,
             log_group=self.log_group,
             description="novapod RecipeBundle: write one bundle file",
+            # One execution per file at most (CloudFormation writes them in parallel);
+            # see novapod/constructs/provider.py for why this is safe when capped.
+            reserved_concurrent_executions=reserved,
         )
         function.node.add_dependency(policy)
         framework_role = iam.Role(
@@ -104,7 +116,7 @@ class RecipeBundle(Construct):
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description="novapod RecipeBundle: custom-resource framework",
         )
-        framework_logs = log_group(self, "FrameworkLogs", days=log_retention_days)
+        framework_logs = log_group(self, "FrameworkLogs", days=log_retention_days, key=key)
         framework_role.add_to_policy(
             iam.PolicyStatement(
                 actions=["logs:CreateLogStream", "logs:PutLogEvents"],
@@ -117,6 +129,20 @@ class RecipeBundle(Construct):
             on_event_handler=function,
             log_group=framework_logs,
             framework_on_event_role=framework_role,
+        )
+        framework = provider.node.find_child("framework-onEvent")
+        cfn_framework = framework.node.default_child
+        assert isinstance(cfn_framework, lambda_.CfnFunction)
+        cfn_framework.reserved_concurrent_executions = reserved
+        for rule, reason in FRAMEWORK_REASONS.items():
+            acknowledge(framework, rule, reason)
+        acknowledge(function, "LambdaDLQ", HANDLER_DLQ_REASON)
+        acknowledge(
+            function,
+            "LambdaInsideVPC",
+            "The bundle writer puts objects in S3 and reaches nothing in the VPC; it runs "
+            "while nova-base deploys beside the eks stack, before the NAT routes and the S3 "
+            "gateway endpoint (built there) that it would need in the private subnets.",
         )
         self.files: dict[str, CustomResource] = {}
         for path, text in files.items():

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -58,6 +59,7 @@ class TrainingPlanProvider(Construct):
         extended_arns: Sequence[str] = (),
         extends: bool = False,
         log_retention_days: int = 365,
+        encryption_key: kms.IKey | None = None,
     ) -> None:
         """`extends`: some plan of this environment has `extend` (its handler may buy and
         read extensions of the plans it buys); `extended_arns`: adopted plans it extends."""
@@ -75,6 +77,12 @@ class TrainingPlanProvider(Construct):
             query_interval=QUERY_INTERVAL,
             total_timeout=Duration.minutes(total),
             log_retention_days=log_retention_days,
+            encryption_key=encryption_key,
+        )
+        self.handlers.keep_outside_vpc(
+            "The purchase handlers call only the SageMaker and EC2 APIs. The capacity stack "
+            "deploys beside the eks stack, which builds the NAT routes and endpoints they "
+            "would need in the private subnets: there, a purchase would wait on the network."
         )
         self.on_event = self.handlers.on_event
         self.is_complete = self.handlers.is_complete
