@@ -23,12 +23,14 @@ Plans can be extended (SearchTrainingPlanOfferings with TrainingPlanArn lists th
 extension offerings scripted for that plan, ExtendTrainingPlan buys one and moves the
 plan's end, DescribeTrainingPlanExtensionHistory lists them a page at a time), and an
 extension can be scripted to show late in the history and in the plan's end time.
+Plans take tags: AddTags (adds or overwrites), ListTags (a page at a time) and
+DeleteTags (unknown keys ignored) on the plan's ARN, tags given at purchase included.
 
 Tests script it (zones, subnets, offerings, existing plans, a status sequence per
 plan, stacks and their outputs, buckets and objects), inject faults per operation
 (throttle, 5xx, any error code, slow answers, a call that hangs or whose connection is
 reset before it is worked, a create that succeeds but whose answer is lost, a rival
-that buys the name first) and read back every call it received. Offerings may be near matches (fewer instances, split segments, other zones
+that buys the name first, another caller's calls run just before a call is worked) and read back every call it received. Offerings may be near matches (fewer instances, split segments, other zones
 or currencies) that the search returns for any request, as the real search ranks its
 best matches rather than only exact ones.
 
@@ -77,7 +79,7 @@ _CREDENTIAL_SCOPE = re.compile(r"Credential=[^/,]+/\d{8}/[^/,]+/([^/,]+)/aws4_re
 Service = Literal["sagemaker", "ec2", "cloudformation", "s3", "bedrock", "eks"]
 
 FaultKind = Literal[
-    "throttle", "server_error", "error", "slow", "hang", "reset", "lose_response", "rival"
+    "throttle", "server_error", "error", "slow", "hang", "reset", "lose_response", "rival", "first"
 ]
 LostHow = Literal["timeout", "drop", "reset", "server_error"]
 
@@ -94,6 +96,8 @@ class Fault:
       `seconds` before answering, "drop" closes the connection without an answer,
       "reset" resets it, "server_error" answers 500.
     - rival: another buyer takes the name just before the call is worked.
+    - first: run `action` (another client's calls, e.g. a concurrent event), then work
+      the call: a deterministic interleaving of two callers.
     """
 
     kind: FaultKind
@@ -102,6 +106,7 @@ class Fault:
     status: int = 400
     message: str = ""
     how: LostHow = "timeout"
+    action: Callable[[], object] | None = None
 
 
 @dataclass(frozen=True)
@@ -250,6 +255,7 @@ class FakeControlPlane:
                 ("Scheduled", "Completed"),
             )
             self.history_page_size = 100
+            self.tag_page_size = 50  # ListTags' MaxResults is at least 50
             self.now: Callable[[], datetime] = lambda: datetime.now(UTC)
             self.calls: list[Call] = []
             self.violations: list[str] = []
@@ -521,6 +527,11 @@ class FakeControlPlane:
     ) -> None:
         self.inject(operation, Fault("lose_response", seconds=seconds, how=how))
 
+    def before(self, operation: str, action: Callable[[], object], *, after: int = 0) -> None:
+        """Run `action` just before the next call of `operation` (after `after` calls
+        that pass) is worked, as if another caller came in between."""
+        self.inject(operation, Fault("first", action=action), after=after)
+
     def act_as(self, principal: iam.Principal | None) -> None:
         """Authorize the calls that follow as this role (None: authorize nothing)."""
         with self._lock:
@@ -585,6 +596,8 @@ class FakeControlPlane:
             self.calls.append(Call(service, operation, params))
             queue = self._faults.get(operation)
             fault = queue.popleft() if queue else None
+        if fault is not None and fault.kind == "first" and fault.action is not None:
+            fault.action()  # outside the lock: its own calls are served meanwhile
         if fault is not None and fault.kind == "slow":
             self._stopping.wait(fault.seconds)
         if fault is not None and fault.kind in ("hang", "reset"):
@@ -729,6 +742,15 @@ class FakeControlPlane:
             return [iam.Request(action, self.hyperpod.cluster_arn(str(params["ClusterName"])))]
         if operation == "DescribeTrainingPlanExtensionHistory":
             return [iam.Request(action, str(params.get("TrainingPlanArn", "")))]
+        if operation in ("AddTags", "DeleteTags", "ListTags"):
+            # On the tagged resource (training-plan is among their resource types); the
+            # keys written or deleted are the multivalued aws:TagKeys.
+            keys = [t.get("Key", "") for t in params.get("Tags") or []]
+            keys += list(params.get("TagKeys") or [])
+            context: dict[str, str | tuple[str, ...]] = {}
+            if operation != "ListTags":
+                context["aws:TagKeys"] = tuple(str(k) for k in keys)
+            return [iam.Request(action, str(params.get("ResourceArn", "")), context)]
         if operation == "ExtendTrainingPlan":
             owner = next(
                 (
@@ -927,6 +949,41 @@ class FakeControlPlane:
         if start + size < len(shown):
             answer["NextToken"] = str(start + size)
         return answer
+
+    def _tagged(self, arn: str) -> list[dict[str, str]]:
+        """The tags of a training plan (the only resources the fake tags)."""
+        plan = self._plan(arn)
+        if arn != plan["TrainingPlanArn"]:  # the tag APIs take the ARN, never the name
+            raise _ApiError("ValidationException", f"{arn} is not a resource ARN.")
+        return self.tags.setdefault(arn, [])
+
+    def _add_tags(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Adds or overwrites (API_AddTags.html: "Tag keys must be unique per resource")."""
+        tags = self._tagged(str(params["ResourceArn"]))
+        for tag in params.get("Tags") or []:
+            tags[:] = [t for t in tags if t["Key"] != tag["Key"]]
+            tags.append({"Key": tag["Key"], "Value": tag.get("Value", "")})
+        return {"Tags": list(params.get("Tags") or [])}
+
+    def _list_tags(self, params: dict[str, Any]) -> dict[str, Any]:
+        tags = self._tagged(str(params["ResourceArn"]))
+        start = int(params.get("NextToken") or 0)
+        size = min(int(params.get("MaxResults") or self.tag_page_size), self.tag_page_size)
+        answer: dict[str, Any] = {"Tags": [dict(t) for t in tags[start : start + size]]}
+        if start + size < len(tags):
+            answer["NextToken"] = str(start + size)
+        return answer
+
+    def _delete_tags(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Keys the resource does not have are ignored."""
+        tags = self._tagged(str(params["ResourceArn"]))
+        tags[:] = [t for t in tags if t["Key"] not in set(params.get("TagKeys") or [])]
+        return {}
+
+    def tag_values(self, plan: str) -> dict[str, str]:
+        """A plan's tags, key -> value (for assertions)."""
+        with self._lock:
+            return {t["Key"]: t["Value"] for t in self.tags.get(self._plan_arn(plan), [])}
 
     def _shown_end(self, plan: dict[str, Any], *, consume: bool) -> datetime:
         """The plan's end moved by the extensions a describe sees."""
@@ -1331,6 +1388,9 @@ _SAGEMAKER_OPERATIONS = {
     "ListTrainingPlans": FakeControlPlane._list,
     "ExtendTrainingPlan": FakeControlPlane._extend,
     "DescribeTrainingPlanExtensionHistory": FakeControlPlane._extension_history,
+    "AddTags": FakeControlPlane._add_tags,
+    "ListTags": FakeControlPlane._list_tags,
+    "DeleteTags": FakeControlPlane._delete_tags,
     "DescribeCluster": lambda plane, params: plane.hyperpod.describe_cluster(params),
 }
 _EC2_OPERATIONS = {
