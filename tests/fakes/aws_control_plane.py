@@ -30,7 +30,7 @@ Tests script it (zones, subnets, offerings, existing plans, a status sequence pe
 plan, stacks and their outputs, buckets and objects), inject faults per operation
 (throttle, 5xx, any error code, slow answers, a call that hangs or whose connection is
 reset before it is worked, a create that succeeds but whose answer is lost, a rival
-that buys the name first, another caller's calls run just before a call is worked) and read back every call it received. Offerings may be near matches (fewer instances, split segments, other zones
+that buys the name first) and read back every call it received. Offerings may be near matches (fewer instances, split segments, other zones
 or currencies) that the search returns for any request, as the real search ranks its
 best matches rather than only exact ones.
 
@@ -79,7 +79,7 @@ _CREDENTIAL_SCOPE = re.compile(r"Credential=[^/,]+/\d{8}/[^/,]+/([^/,]+)/aws4_re
 Service = Literal["sagemaker", "ec2", "cloudformation", "s3", "bedrock", "eks"]
 
 FaultKind = Literal[
-    "throttle", "server_error", "error", "slow", "hang", "reset", "lose_response", "rival", "first"
+    "throttle", "server_error", "error", "slow", "hang", "reset", "lose_response", "rival"
 ]
 LostHow = Literal["timeout", "drop", "reset", "server_error"]
 
@@ -96,8 +96,6 @@ class Fault:
       `seconds` before answering, "drop" closes the connection without an answer,
       "reset" resets it, "server_error" answers 500.
     - rival: another buyer takes the name just before the call is worked.
-    - first: run `action` (another client's calls, e.g. a concurrent event), then work
-      the call: a deterministic interleaving of two callers.
     """
 
     kind: FaultKind
@@ -106,7 +104,6 @@ class Fault:
     status: int = 400
     message: str = ""
     how: LostHow = "timeout"
-    action: Callable[[], object] | None = None
 
 
 @dataclass(frozen=True)
@@ -527,11 +524,6 @@ class FakeControlPlane:
     ) -> None:
         self.inject(operation, Fault("lose_response", seconds=seconds, how=how))
 
-    def before(self, operation: str, action: Callable[[], object], *, after: int = 0) -> None:
-        """Run `action` just before the next call of `operation` (after `after` calls
-        that pass) is worked, as if another caller came in between."""
-        self.inject(operation, Fault("first", action=action), after=after)
-
     def act_as(self, principal: iam.Principal | None) -> None:
         """Authorize the calls that follow as this role (None: authorize nothing)."""
         with self._lock:
@@ -596,8 +588,6 @@ class FakeControlPlane:
             self.calls.append(Call(service, operation, params))
             queue = self._faults.get(operation)
             fault = queue.popleft() if queue else None
-        if fault is not None and fault.kind == "first" and fault.action is not None:
-            fault.action()  # outside the lock: its own calls are served meanwhile
         if fault is not None and fault.kind == "slow":
             self._stopping.wait(fault.seconds)
         if fault is not None and fault.kind in ("hang", "reset"):

@@ -113,6 +113,35 @@ def crashing_extend(*, after_sending: bool) -> Iterator[None]:
         index._client = real  # type: ignore[assignment]
 
 
+@contextmanager
+def interleaved(actions: dict[tuple[str, int], Callable[[], object]]) -> Iterator[None]:
+    """Run another caller's action just before the handler sends its n-th call (from 0)
+    of an operation: a deterministic interleaving of two events, decided client-side
+    (botocore's before-call event), so no request waits on the fake meanwhile."""
+    real = index._client
+    counts: dict[str, int] = {}
+    pending = dict(actions)
+
+    def hook(model: Any, **_: Any) -> None:
+        n = counts.get(model.name, 0)
+        counts[model.name] = n + 1
+        action = pending.pop((model.name, n), None)
+        if action is not None:
+            action()
+
+    def client(service: str, **kwargs: Any) -> Any:
+        made = real(service, **kwargs)
+        made.meta.events.register("before-call.sagemaker", hook)
+        return made
+
+    index._client = client  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        index._client = real  # type: ignore[assignment]
+    assert not pending, f"never reached: {sorted(pending)}"
+
+
 def update_event(w: World, stack: Stack, props: dict[str, Any]) -> dict[str, Any]:
     return w.driver.event("Update", props, physical_id=PLAN, old_props=stack.props or {})
 
@@ -570,10 +599,9 @@ def a_concurrent_event_reading_after_this_ones_marker_waits_and_buys_nothing(
     event = update_event(w, stack, w.extend_props())
     other: list[dict[str, Any]] = []
     # The duplicate's on_event runs between this one's AddTags and its second read.
-    w.plane.before(
-        "ListTags", lambda: other.append(index.on_event(copy.deepcopy(event), None)), after=1
-    )
-    outcome = w.driver.send(event)
+    duplicate = {("ListTags", 1): lambda: other.append(index.on_event(copy.deepcopy(event), None))}
+    with interleaved(duplicate):
+        outcome = w.driver.send(event)
     (result,) = other
     assert "ExtendedAt" not in result["Data"]  # it found MARK1 pending and bought nothing
     waited = w.driver.complete(event, result)
@@ -587,8 +615,8 @@ def a_concurrent_event_buying_between_this_ones_reads_makes_it_back_off(w: World
     event = update_event(w, stack, w.extend_props())
     other: list[Outcome] = []
     # The duplicate runs whole after this one read the markers, before it writes MARK1.
-    w.plane.before("AddTags", lambda: other.append(w.driver.send(event)))
-    outcome = w.driver.send(event)
+    with interleaved({("AddTags", 0): lambda: other.append(w.driver.send(event))}):
+        outcome = w.driver.send(event)
     assert other[0].ok and other[0].data == EXTENDED_NOW  # the one that bought
     assert w.plane.calls_to("DeleteTags") == [{"ResourceArn": ARN, "TagKeys": [MARK1]}]
     return outcome
@@ -607,9 +635,12 @@ def two_events_that_both_marked_before_either_read_both_back_off(w: World) -> Ou
     stack = bought(w)
     # The other event (MARK2) wrote after this one's first read and before its second;
     # it reads MARK1 in turn, backs off and deletes MARK2 (modelled with its calls).
-    w.plane.before("ListTags", lambda: add_marker(MARK2, "pending tpeo-cheap"), after=1)
-    w.plane.before("DeleteTags", lambda: clear_marker(MARK2))
-    stack.update(w.extend_props())
+    other = {
+        ("ListTags", 1): lambda: add_marker(MARK2, "pending tpeo-cheap"),
+        ("DeleteTags", 0): lambda: clear_marker(MARK2),
+    }
+    with interleaved(other):
+        stack.update(w.extend_props())
     assert {"ResourceArn": ARN, "TagKeys": [MARK1]} in w.plane.calls_to("DeleteTags")
     assert "ExtendTrainingPlan" not in w.plane.operations()
     return stack.history[-2]
