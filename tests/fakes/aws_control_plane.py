@@ -23,6 +23,8 @@ Plans can be extended (SearchTrainingPlanOfferings with TrainingPlanArn lists th
 extension offerings scripted for that plan, ExtendTrainingPlan buys one and moves the
 plan's end, DescribeTrainingPlanExtensionHistory lists them a page at a time), and an
 extension can be scripted to show late in the history and in the plan's end time.
+Plans take tags: AddTags (adds or overwrites), ListTags (a page at a time) and
+DeleteTags (unknown keys ignored) on the plan's ARN, tags given at purchase included.
 
 Tests script it (zones, subnets, offerings, existing plans, a status sequence per
 plan, stacks and their outputs, buckets and objects), inject faults per operation
@@ -250,6 +252,7 @@ class FakeControlPlane:
                 ("Scheduled", "Completed"),
             )
             self.history_page_size = 100
+            self.tag_page_size = 50  # ListTags' MaxResults is at least 50
             self.now: Callable[[], datetime] = lambda: datetime.now(UTC)
             self.calls: list[Call] = []
             self.violations: list[str] = []
@@ -729,6 +732,15 @@ class FakeControlPlane:
             return [iam.Request(action, self.hyperpod.cluster_arn(str(params["ClusterName"])))]
         if operation == "DescribeTrainingPlanExtensionHistory":
             return [iam.Request(action, str(params.get("TrainingPlanArn", "")))]
+        if operation in ("AddTags", "DeleteTags", "ListTags"):
+            # On the tagged resource (training-plan is among their resource types); the
+            # keys written or deleted are the multivalued aws:TagKeys.
+            keys = [t.get("Key", "") for t in params.get("Tags") or []]
+            keys += list(params.get("TagKeys") or [])
+            context: dict[str, str | tuple[str, ...]] = {}
+            if operation != "ListTags":
+                context["aws:TagKeys"] = tuple(str(k) for k in keys)
+            return [iam.Request(action, str(params.get("ResourceArn", "")), context)]
         if operation == "ExtendTrainingPlan":
             owner = next(
                 (
@@ -927,6 +939,41 @@ class FakeControlPlane:
         if start + size < len(shown):
             answer["NextToken"] = str(start + size)
         return answer
+
+    def _tagged(self, arn: str) -> list[dict[str, str]]:
+        """The tags of a training plan (the only resources the fake tags)."""
+        plan = self._plan(arn)
+        if arn != plan["TrainingPlanArn"]:  # the tag APIs take the ARN, never the name
+            raise _ApiError("ValidationException", f"{arn} is not a resource ARN.")
+        return self.tags.setdefault(arn, [])
+
+    def _add_tags(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Adds or overwrites (API_AddTags.html: "Tag keys must be unique per resource")."""
+        tags = self._tagged(str(params["ResourceArn"]))
+        for tag in params.get("Tags") or []:
+            tags[:] = [t for t in tags if t["Key"] != tag["Key"]]
+            tags.append({"Key": tag["Key"], "Value": tag.get("Value", "")})
+        return {"Tags": list(params.get("Tags") or [])}
+
+    def _list_tags(self, params: dict[str, Any]) -> dict[str, Any]:
+        tags = self._tagged(str(params["ResourceArn"]))
+        start = int(params.get("NextToken") or 0)
+        size = min(int(params.get("MaxResults") or self.tag_page_size), self.tag_page_size)
+        answer: dict[str, Any] = {"Tags": [dict(t) for t in tags[start : start + size]]}
+        if start + size < len(tags):
+            answer["NextToken"] = str(start + size)
+        return answer
+
+    def _delete_tags(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Keys the resource does not have are ignored."""
+        tags = self._tagged(str(params["ResourceArn"]))
+        tags[:] = [t for t in tags if t["Key"] not in set(params.get("TagKeys") or [])]
+        return {}
+
+    def tag_values(self, plan: str) -> dict[str, str]:
+        """A plan's tags, key -> value (for assertions)."""
+        with self._lock:
+            return {t["Key"]: t["Value"] for t in self.tags.get(self._plan_arn(plan), [])}
 
     def _shown_end(self, plan: dict[str, Any], *, consume: bool) -> datetime:
         """The plan's end moved by the extensions a describe sees."""
@@ -1331,6 +1378,9 @@ _SAGEMAKER_OPERATIONS = {
     "ListTrainingPlans": FakeControlPlane._list,
     "ExtendTrainingPlan": FakeControlPlane._extend,
     "DescribeTrainingPlanExtensionHistory": FakeControlPlane._extension_history,
+    "AddTags": FakeControlPlane._add_tags,
+    "ListTags": FakeControlPlane._list_tags,
+    "DeleteTags": FakeControlPlane._delete_tags,
     "DescribeCluster": lambda plane, params: plane.hyperpod.describe_cluster(params),
 }
 _EC2_OPERATIONS = {

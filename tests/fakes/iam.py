@@ -16,10 +16,13 @@ see docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic
 Actions match case-insensitively, resources case-sensitively, both with the `*` and `?`
 wildcards (reference_policies_elements_action.html, ..._resource.html). Conditions:
 StringEquals, StringEqualsIgnoreCase and StringLike on single-valued keys (a key the
-request does not carry does not match, as in IAM); any other operator (negated ones,
-IfExists, ForAnyValue/ForAllValues included) is treated as "does not hold" for an Allow
-and as "holds" for a Deny, so whatever the fake cannot evaluate ends in a refusal, never
-in a permission the real service would not give.
+request does not carry does not match, as in IAM), and ForAllValues:/ForAnyValue:
+StringLike on multivalued keys such as aws:TagKeys (every / some value of the request
+matches one of the condition's; ForAllValues holds for a key the request does not carry,
+ForAnyValue does not: reference_policies_condition-single-vs-multi-valued-context-keys.html);
+any other operator (negated ones, IfExists included) is treated as "does not hold" for an
+Allow and as "holds" for a Deny, so whatever the fake cannot evaluate ends in a refusal,
+never in a permission the real service would not give.
 """
 
 from __future__ import annotations
@@ -51,7 +54,8 @@ class Request:
 
     action: str
     resource: str
-    context: Mapping[str, str] = field(default_factory=dict)
+    # A tuple for a multivalued key (aws:TagKeys).
+    context: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -88,14 +92,21 @@ def wildcard_match(pattern: str, value: str, *, ignore_case: bool = False) -> bo
 
 
 def _condition_holds(
-    operator: str, key: str, values: Sequence[str], context: Mapping[str, str]
+    operator: str, key: str, values: Sequence[str], context: Mapping[str, str | tuple[str, ...]]
 ) -> bool | None:
     """True / False, or None when the fake cannot evaluate it (see the module docstring)."""
+    actual = context.get(key)
+    if operator in ("ForAllValues:StringLike", "ForAnyValue:StringLike"):
+        if isinstance(actual, str):
+            return None  # a set operator on a single-valued key: not modelled
+        matches = [any(wildcard_match(v, a) for v in values) for a in actual or ()]
+        return all(matches) if operator.startswith("ForAll") else any(matches)
     if operator not in ("StringEquals", "StringEqualsIgnoreCase", "StringLike"):
         return None
-    actual = context.get(key)
     if actual is None:
         return False
+    if not isinstance(actual, str):
+        return None  # a single-valued operator on a multivalued key: not modelled
     if operator == "StringEquals":
         return actual in values
     if operator == "StringEqualsIgnoreCase":
@@ -105,7 +116,7 @@ def _condition_holds(
 
 def conditions_hold(
     conditions: Mapping[str, Mapping[str, Sequence[str]]],
-    context: Mapping[str, str],
+    context: Mapping[str, str | tuple[str, ...]],
     *,
     effect: Effect,
 ) -> bool:

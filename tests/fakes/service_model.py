@@ -29,7 +29,13 @@ from botocore.model import ListShape, MapShape, ServiceModel, Shape, StructureSh
 
 # Smithy patterns may use Unicode classes that Python's `re` lacks; widen them to the
 # nearest class `re` has (the fake may accept a little more than the service, never less).
-_UNICODE_CLASSES = {r"\p{L}": r"\w", r"\p{N}": r"\w", r"\p{Z}": r"\s"}
+# \p{Z} (separators) is spelled out: `\s` would also let tabs and newlines through. The
+# models use it inside [...] only.
+_UNICODE_CLASSES = {
+    r"\p{L}": r"\w",
+    r"\p{N}": r"\w",
+    r"\p{Z}": " \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000",
+}
 
 
 @cache

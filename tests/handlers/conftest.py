@@ -44,6 +44,8 @@ def world(control_plane: FakeControlPlane, monkeypatch: pytest.MonkeyPatch) -> I
     control_plane.now = clock.now  # extensions record ExtendedAt on the handler's clock
     monkeypatch.setattr(index, "_now", clock.now)
     monkeypatch.setattr(index, "_sleep", clock.advance)
+    tokens = iter(range(1, 1000))  # purchase-marker keys: ...:000000000001, ...:000000000002
+    monkeypatch.setattr(index, "_marker_token", lambda: f"{next(tokens):012d}")
     # Small timeouts and backoff keep fault scenarios to fractions of a second.
     monkeypatch.setattr(index, "CONNECT_TIMEOUT_SECONDS", 2.0)
     monkeypatch.setattr(index, "READ_TIMEOUT_SECONDS", 1.0)

@@ -98,6 +98,12 @@ class ProviderDriver:
         except Exception as exc:
             marker = CREATE_FAILED_MARKER if request_type == "Create" else str(old_id)
             return Outcome(request_type, "FAILED", marker, reason=str(exc))
+        return self.complete(event, result)
+
+    def complete(self, event: Mapping[str, Any], result: Mapping[str, Any]) -> Outcome:
+        """The waiter's part: is_complete polls for `event` after on_event gave `result`."""
+        request_type: RequestType = event["RequestType"]
+        old_id = event.get("PhysicalResourceId")
         physical_id = str(
             result.get("PhysicalResourceId")
             or (event["RequestId"] if request_type == "Create" else old_id)

@@ -25,18 +25,18 @@ def test_on_event_worst_case_fits_its_timeout() -> None:
 
 
 def test_on_event_worst_case_of_an_extension_fits_its_timeout() -> None:
-    # describe, history, search; one ExtendTrainingPlan attempt; then each confirming
-    # look reads the plan and its history once (a single attempt each).
+    # describe, history, markers, search, the pending marker (retried); the markers read
+    # again (one attempt); one ExtendTrainingPlan attempt; the marker updated or deleted
+    # (retried). No confirming reads: is_complete waits under the marker.
     extend = index.CONNECT_TIMEOUT_SECONDS + index.CREATE_READ_TIMEOUT_SECONDS
     single_read = index.CONNECT_TIMEOUT_SECONDS + index.READ_TIMEOUT_SECONDS
-    confirms = len(index.CONFIRM_DELAYS_SECONDS) * 2 * single_read + sum(
-        index.CONFIRM_DELAYS_SECONDS
-    )
-    worst = 3 * read_call_seconds() + extend + confirms
+    worst = 5 * read_call_seconds() + single_read + extend + read_call_seconds()
     assert worst < construct.ON_EVENT_TIMEOUT.to_seconds()
 
 
 def test_is_complete_worst_case_fits_its_timeout() -> None:
-    # describe the plan, map its zone, and (with extend) read its extension history
-    worst = 3 * read_call_seconds()
+    # describe the plan, map its zone, and (with extend) read its extension history,
+    # then its purchase markers once (the next poll is the retry)
+    single_read = index.CONNECT_TIMEOUT_SECONDS + index.READ_TIMEOUT_SECONDS
+    worst = 3 * read_call_seconds() + single_read
     assert worst < construct.IS_COMPLETE_TIMEOUT.to_seconds()

@@ -9,16 +9,20 @@ scenario then checks the exact attributes of a success or the message of a failu
 
 from __future__ import annotations
 
+import copy
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import boto3
 import pytest
 
 from novapod.constructs.training_plan.handler import index
 from novapod.naming import extension_name
+from tests.fakes.aws_control_plane import Fault
 from tests.handlers.lifecycle import CREATE_FAILED_MARKER, Outcome, Stack
 from tests.handlers.world import PLAN, World, extension_offerings
 
@@ -47,23 +51,114 @@ EXTENDED = {
     "ExtendedHours": "48",
 }
 EXTENDED_NOW = {**EXTENDED, "ExtendedAt": "2030-01-01T00:00:30Z"}
-MAY_HAVE_EXTENDED = (
-    "so it may have been bought: the next deploy reads them again and does not extend twice "
-    "once it shows; do not change extend until then"
-)
 RERUN = "re-run the deploy, which reads the plan's extensions first and never extends twice"
+# The purchase markers (tags on the plan) of the scenario's first and second attempts.
+MARK1 = f"novapod-extension:{EXT48}:000000000001"
+MARK2 = f"novapod-extension:{EXT48}:000000000002"
+MARK3 = f"novapod-extension:{EXT48}:000000000003"
+CHECK = f"`aws sagemaker describe-training-plan-extension-history --training-plan-arn {ARN}`"
+# A shorter pending timeout than World.props' 600 s: 5 polls, 30 s apart.
+SHORT = {"PendingTimeoutSeconds": "120"}
+
+
+def may_have_been_bought(key: str, *, name: str = EXT48, offering: str = "tpeo-cheap") -> str:
+    """is_complete's sentence when a marked purchase never shows within the timeout."""
+    return (
+        f"extension {name} may have been bought: tag {key} on the training plan marks it "
+        f"pending (offering {offering}) and neither the plan's extension history nor its end "
+        f"time has shown it in 120 s, so no deploy extends the plan while that "
+        f"tag is there; check with {CHECK} and, only if it lists no extension {offering}, "
+        f"clear the marker with `aws sagemaker delete-tags --resource-arn {ARN} --tag-keys "
+        f"{key}`, then deploy again"
+    )
+
+
+def markers(w: World) -> dict[str, str]:
+    return {k: v for k, v in w.plane.tag_values(PLAN).items() if k.startswith("novapod-extension:")}
+
+
+def clear_marker(key: str) -> None:
+    """What the operator runs (the message's delete-tags command), through boto3."""
+    boto3.client("sagemaker").delete_tags(ResourceArn=ARN, TagKeys=[key])
+
+
+class Crash(BaseException):
+    """The Lambda runtime ending on_event (timeout, out of memory): no handler code runs
+    after it, not even an `except Exception`."""
+
+
+@contextmanager
+def crashing_extend(*, after_sending: bool) -> Iterator[None]:
+    """on_event is killed just before ExtendTrainingPlan is sent, or just after it bought."""
+    real = index._client
+
+    def client(service: str, **kwargs: Any) -> Any:
+        inner = real(service, **kwargs)
+
+        class Crashing:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(inner, name)
+
+            def extend_training_plan(self, **params: Any) -> Any:
+                if after_sending:
+                    inner.extend_training_plan(**params)
+                raise Crash("on_event killed")
+
+        return Crashing()
+
+    index._client = client  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        index._client = real  # type: ignore[assignment]
+
+
+@contextmanager
+def interleaved(actions: dict[tuple[str, int], Callable[[], object]]) -> Iterator[None]:
+    """Run another caller's action just before the handler sends its n-th call (from 0)
+    of an operation: a deterministic interleaving of two events, decided client-side
+    (botocore's before-call event), so no request waits on the fake meanwhile."""
+    real = index._client
+    counts: dict[str, int] = {}
+    pending = dict(actions)
+
+    def hook(model: Any, **_: Any) -> None:
+        n = counts.get(model.name, 0)
+        counts[model.name] = n + 1
+        action = pending.pop((model.name, n), None)
+        if action is not None:
+            action()
+
+    def client(service: str, **kwargs: Any) -> Any:
+        made = real(service, **kwargs)
+        made.meta.events.register("before-call.sagemaker", hook)
+        return made
+
+    index._client = client  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        index._client = real  # type: ignore[assignment]
+    assert not pending, f"never reached: {sorted(pending)}"
+
+
+def update_event(w: World, stack: Stack, props: dict[str, Any]) -> dict[str, Any]:
+    return w.driver.event("Update", props, physical_id=PLAN, old_props=stack.props or {})
 
 
 @dataclass(frozen=True)
 class Expect:
     """calls: ExtendTrainingPlan requests received; bought: extensions the fake sold;
-    approvals: distinct extensions approved in the scenario (bought never exceeds it)."""
+    approvals: distinct extensions approved in the scenario (what adds time, every
+    extension bought but Failed ones, never exceeds it); markers: the purchase markers
+    left on the plan, key -> value (None: not checked)."""
 
     calls: int
     bought: int
     data: dict[str, str] | None = None
     error: str | None = None  # "{URL}" stands for the fake's endpoint URL
     approvals: int = 1
+    markers: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -94,7 +189,7 @@ def bought(w: World) -> Stack:
 # --- extending ---------------------------------------------------------------------------
 
 
-@scenario(Expect(calls=1, bought=1, data=EXTENDED_NOW))
+@scenario(Expect(calls=1, bought=1, data=EXTENDED_NOW, markers={MARK1: "bought tpeo-cheap"}))
 def update_extends_the_bought_plan_with_the_cheapest_fitting_offering(w: World) -> Outcome:
     stack = bought(w)
     mark = w.plane.mark()
@@ -103,8 +198,12 @@ def update_extends_the_bought_plan_with_the_cheapest_fitting_offering(w: World) 
     assert w.plane.operations_since(mark) == [
         "DescribeTrainingPlan",
         "DescribeTrainingPlanExtensionHistory",
+        "ListTags",  # no purchase marked by another event
         "SearchTrainingPlanOfferings",
+        "AddTags",  # marked pending before the purchase
+        "ListTags",  # read again: still the only marker
         "ExtendTrainingPlan",
+        "AddTags",  # marked bought
         "DescribeTrainingPlan",
         "DescribeAvailabilityZones",
         "DescribeTrainingPlanExtensionHistory",  # Pending (payment)
@@ -119,6 +218,11 @@ def update_extends_the_bought_plan_with_the_cheapest_fitting_offering(w: World) 
     assert w.plane.calls_to("ExtendTrainingPlan") == [
         {"TrainingPlanExtensionOfferingId": "tpeo-cheap"}
     ]
+    assert w.plane.calls_to("AddTags") == [
+        {"ResourceArn": ARN, "Tags": [{"Key": MARK1, "Value": "pending tpeo-cheap"}]},
+        {"ResourceArn": ARN, "Tags": [{"Key": MARK1, "Value": "bought tpeo-cheap"}]},
+    ]
+    assert w.plane.tag_values(PLAN)["project"] == "novapod"  # the plan's own tags stay
     assert outcome.polls == 2 and outcome.physical_id == PLAN
     return outcome
 
@@ -170,82 +274,79 @@ def extend_500_after_extending_is_confirmed_not_resent(w: World) -> Outcome:
     return stack.update(w.extend_props())
 
 
-@scenario(Expect(calls=1, bought=1, data=EXTENDED_NOW))
-def extend_reset_after_extending_and_shown_late_is_confirmed(w: World) -> Outcome:
+@scenario(Expect(calls=1, bought=1, data=EXTENDED_NOW, markers={MARK1: "pending tpeo-cheap"}))
+def extend_reset_after_extending_and_shown_late_is_awaited_not_resent(w: World) -> Outcome:
     stack = bought(w)
     w.plane.lose_response("ExtendTrainingPlan", how="reset")
-    w.plane.lag_extensions(history_reads=1, describe_reads=1)  # the first confirm misses it
+    w.plane.lag_extensions(history_reads=1, describe_reads=1)  # the first poll misses it
     outcome = stack.update(w.extend_props())
     after = w.plane.operations()[w.plane.operations().index("ExtendTrainingPlan") + 1 :]
-    assert after[:4] == [
+    # No confirming reads in on_event: is_complete waits under the pending marker.
+    assert after[:5] == [
         "DescribeTrainingPlan",
+        "DescribeAvailabilityZones",
         "DescribeTrainingPlanExtensionHistory",
+        "ListTags",
         "DescribeTrainingPlan",
-        "DescribeTrainingPlanExtensionHistory",
     ]
+    assert outcome.polls == 3
     return outcome
 
 
-@scenario(Expect(calls=1, bought=1, data=EXTENDED))
-def lost_answer_never_shown_warns_then_the_next_deploy_does_not_extend_again(
+@scenario(Expect(calls=1, bought=1, data=EXTENDED, markers={MARK1: "pending tpeo-cheap"}))
+def lost_answer_never_shown_in_time_fails_then_the_next_deploy_does_not_extend_again(
     w: World,
 ) -> Outcome:
     stack = bought(w)
     w.plane.lose_response("ExtendTrainingPlan", how="drop")
-    w.plane.lag_extensions(history_reads=3, describe_reads=3)  # past the three confirms
-    rolled_back = stack.update(w.extend_props())
+    # Unseen by every read of the first deploy (5 polls) and its rollback.
+    w.plane.lag_extensions(history_reads=6, describe_reads=9)
+    rolled_back = stack.update(w.extend_props(**SHORT))
     failed = stack.history[-2]
     assert stack.rolled_back and rolled_back.ok
-    assert failed.reason == (
-        f"ExtendTrainingPlan for {EXT48} failed (ConnectionClosedError: Connection was closed "
-        f'before we received a valid response from endpoint URL: "{w.plane.url}/".) and neither '
-        "the plan's extension history nor its end time shows it yet, " + MAY_HAVE_EXTENDED
-    )
+    assert failed.reason == may_have_been_bought(MARK1)
     mark = w.plane.mark()
-    again = stack.update(w.extend_props())  # the next deploy, extend unchanged
+    again = stack.update(w.extend_props(**SHORT))  # the next deploy, extend unchanged
     assert "ExtendTrainingPlan" not in w.plane.operations_since(mark)
+    assert "SearchTrainingPlanOfferings" not in w.plane.operations_since(mark)
     return again
 
 
-@scenario(
-    Expect(
-        calls=1,
-        bought=1,
-        error=f"ExtendTrainingPlan for {EXT48} failed (ConnectionClosedError: Connection was "
-        'closed before we received a valid response from endpoint URL: "{URL}/".) and reading '
-        "the plan's extensions failed too (DescribeTrainingPlanExtensionHistory for training "
-        f"plan {PLAN} failed (ThrottlingException: Rate exceeded)), " + MAY_HAVE_EXTENDED,
-    )
-)
-def lost_answer_and_throttled_reads_warn_after_one_attempt_per_look(w: World) -> Outcome:
+@scenario(Expect(calls=1, bought=1, data=EXTENDED_NOW, markers={MARK1: "pending tpeo-cheap"}))
+def lost_answer_and_throttled_reads_keep_waiting_and_buy_once(w: World) -> Outcome:
     stack = bought(w)
     w.plane.lose_response("ExtendTrainingPlan", how="drop")
     w.plane.throttle("DescribeTrainingPlanExtensionHistory", times=3, after=1)
-    stack.update(w.extend_props())
-    after = w.plane.operations()[w.plane.operations().index("ExtendTrainingPlan") + 1 :]
-    # Each look reads once (no botocore retries), so the worst case fits on_event's timeout.
-    assert after[:6] == ["DescribeTrainingPlan", "DescribeTrainingPlanExtensionHistory"] * 3
-    return stack.history[-2]
+    outcome = stack.update(w.extend_props())
+    # The first poll's history read is throttled through botocore's three attempts.
+    assert outcome.polls == 3
+    return outcome
 
 
 @scenario(
     Expect(
         calls=2,  # the first was answered 500 before it was worked
         bought=1,
-        data={**EXTENDED, "ExtendedAt": "2030-01-01T00:00:37Z"},
+        # Two deploys waited out the pending timeout (120 s each) before the third.
+        data={**EXTENDED, "ExtendedAt": "2030-01-01T00:04:30Z"},
+        markers={MARK2: "bought tpeo-cheap"},
     )
 )
-def a_500_that_bought_nothing_warns_and_the_next_deploy_buys_once(w: World) -> Outcome:
+def a_500_that_bought_nothing_is_never_rebought_until_the_marker_is_cleared(
+    w: World,
+) -> Outcome:
     stack = bought(w)
     w.plane.server_error("ExtendTrainingPlan")
-    first = stack.update(w.extend_props())
+    first = stack.update(w.extend_props(**SHORT))
     assert stack.rolled_back and first.ok
-    assert stack.history[-2].reason == (
-        f"ExtendTrainingPlan for {EXT48} failed (InternalFailure: An internal error occurred) "
-        "and neither the plan's extension history nor its end time shows it yet, "
-        + MAY_HAVE_EXTENDED
-    )
-    return stack.update(w.extend_props())
+    assert stack.history[-2].reason == may_have_been_bought(MARK1)
+    mark = w.plane.mark()
+    second = stack.update(w.extend_props(**SHORT))  # waits for the marked purchase again
+    assert stack.history[-2].reason == may_have_been_bought(MARK1)
+    assert second.ok and "ExtendTrainingPlan" not in w.plane.operations_since(mark)
+    # The operator checks the history (nothing listed) and clears the marker.
+    clear_marker(MARK1)
+    return stack.update(w.extend_props(**SHORT))
 
 
 @scenario(
@@ -254,6 +355,7 @@ def a_500_that_bought_nothing_warns_and_the_next_deploy_buys_once(w: World) -> O
         bought=0,
         error=f"ExtendTrainingPlan for {EXT48} was refused (ThrottlingException: Rate "
         f"exceeded), so nothing was bought; fix the cause, then {RERUN}",
+        markers={},
     )
 )
 def extend_throttled_buys_nothing_and_is_not_resent(w: World) -> Outcome:
@@ -261,7 +363,23 @@ def extend_throttled_buys_nothing_and_is_not_resent(w: World) -> Outcome:
     w.plane.throttle("ExtendTrainingPlan", times=3)
     stack.update(w.extend_props())
     assert w.plane.operations().count("ExtendTrainingPlan") == 1
+    assert w.plane.calls_to("DeleteTags") == [{"ResourceArn": ARN, "TagKeys": [MARK1]}]
     return stack.history[-2]
+
+
+@scenario(
+    Expect(
+        calls=2,
+        bought=1,
+        data=EXTENDED_NOW,
+        markers={MARK2: "bought tpeo-cheap"},
+    )
+)
+def a_refused_extension_unmarks_so_the_next_deploy_buys_once(w: World) -> Outcome:
+    stack = bought(w)
+    w.plane.error("ExtendTrainingPlan", "ResourceLimitExceeded")
+    assert stack.update(w.extend_props()).ok and stack.rolled_back
+    return stack.update(w.extend_props())
 
 
 @scenario(
@@ -271,6 +389,7 @@ def extend_throttled_buys_nothing_and_is_not_resent(w: World) -> Outcome:
         error="ExtendTrainingPlan for "
         f"{EXT48} was refused (ResourceNotFound: injected ResourceNotFound), so nothing was "
         f"bought; fix the cause, then {RERUN}",
+        markers={},
     )
 )
 def extend_of_an_offering_gone_buys_nothing(w: World) -> Outcome:
@@ -278,6 +397,286 @@ def extend_of_an_offering_gone_buys_nothing(w: World) -> Outcome:
     w.plane.error("ExtendTrainingPlan", "ResourceNotFound")
     stack.update(w.extend_props())
     return stack.history[-2]
+
+
+# --- the purchase marker: duplicates, crashes, tag faults, concurrent events -------------
+
+
+def not_marked(detail: str) -> str:
+    return (
+        f"marking extension {EXT48} pending on the training plan failed ({detail}), so "
+        "ExtendTrainingPlan was not called and nothing was bought; deploy again"
+    )
+
+
+def add_marker(key: str, value: str) -> None:
+    """Another event's AddTags, through boto3."""
+    boto3.client("sagemaker").add_tags(ResourceArn=ARN, Tags=[{"Key": key, "Value": value}])
+
+
+@scenario(Expect(calls=1, bought=1, data=EXTENDED, markers={MARK1: "bought tpeo-cheap"}))
+def a_duplicated_invocation_before_the_purchase_shows_waits_and_buys_nothing(
+    w: World,
+) -> Outcome:
+    # The window reads alone leave open: bought, but neither read shows it yet.
+    stack = bought(w)
+    w.plane.lag_extensions(history_reads=3, describe_reads=3)
+    event = update_event(w, stack, w.extend_props())
+    index.on_event(copy.deepcopy(event), None)  # the first invocation buys
+    mark = w.plane.mark()
+    outcome = w.driver.send(event)  # the duplicate finds MARK1 bought, not shown
+    assert w.plane.operations_since(mark)[:3] == [
+        "DescribeTrainingPlan",
+        "DescribeTrainingPlanExtensionHistory",
+        "ListTags",
+    ]
+    assert "SearchTrainingPlanOfferings" not in w.plane.operations_since(mark)
+    assert outcome.polls == 4  # until the history shows it (and it is paid)
+    return outcome
+
+
+@scenario(Expect(calls=1, bought=1, data=EXTENDED, markers={MARK1: "pending tpeo-cheap"}))
+def a_duplicated_invocation_finding_the_purchase_still_pending_waits_for_it(w: World) -> Outcome:
+    stack = bought(w)
+    w.plane.lag_extensions(history_reads=3, describe_reads=3)
+    # The first invocation's AddTags `bought` is refused: its marker stays `pending`.
+    w.plane.inject("AddTags", Fault("error", code="AccessDeniedException", message="no"), after=1)
+    event = update_event(w, stack, w.extend_props())
+    first = index.on_event(copy.deepcopy(event), None)
+    assert first["Data"]["ExtendedAt"] == "2030-01-01T00:00:30Z"  # it went on: bought
+    mark = w.plane.mark()
+    outcome = w.driver.send(event)
+    assert "SearchTrainingPlanOfferings" not in w.plane.operations_since(mark)
+    return outcome
+
+
+@scenario(
+    Expect(
+        calls=1,
+        bought=1,
+        data={**EXTENDED, "ExtendedAt": "2030-01-01T00:02:30Z"},
+        markers={MARK2: "bought tpeo-cheap"},
+    )
+)
+def a_crash_between_marking_and_extending_blocks_until_the_marker_is_cleared(
+    w: World,
+) -> Outcome:
+    stack = bought(w)
+    event = update_event(w, stack, w.extend_props(**SHORT))
+    with crashing_extend(after_sending=False), pytest.raises(Crash):
+        w.driver.send(event)
+    assert markers(w) == {MARK1: "pending tpeo-cheap"}
+    retried = w.driver.send(event)  # the same event again: waits, never buys past MARK1
+    assert retried.reason == may_have_been_bought(MARK1)
+    assert w.plane.operations().count("ExtendTrainingPlan") == 0
+    clear_marker(MARK1)  # the history lists nothing: the operator clears it
+    return stack.update(w.extend_props(**SHORT))
+
+
+@scenario(Expect(calls=1, bought=1, data=EXTENDED, markers={MARK1: "pending tpeo-cheap"}))
+def a_crash_between_extending_and_marking_bought_never_buys_again(w: World) -> Outcome:
+    stack = bought(w)
+    w.plane.lag_extensions(history_reads=2, describe_reads=2)
+    event = update_event(w, stack, w.extend_props())
+    with crashing_extend(after_sending=True), pytest.raises(Crash):
+        w.driver.send(event)
+    mark = w.plane.mark()
+    outcome = w.driver.send(event)  # retried: MARK1 is pending and not shown yet
+    assert "SearchTrainingPlanOfferings" not in w.plane.operations_since(mark)
+    assert outcome.polls == 3
+    return outcome
+
+
+@scenario(Expect(calls=0, bought=0, error=not_marked("AccessDeniedException: denied"), markers={}))
+def a_refused_marker_write_buys_nothing(w: World) -> Outcome:
+    stack = bought(w)
+    w.plane.error("AddTags", "AccessDeniedException", message="denied")
+    stack.update(w.extend_props())
+    # Refused at the first attempt: not written, nothing to delete.
+    assert "DeleteTags" not in w.plane.operations()
+    return stack.history[-2]
+
+
+@scenario(
+    Expect(calls=0, bought=0, error=not_marked("ThrottlingException: Rate exceeded"), markers={})
+)
+def a_marker_write_throttled_past_its_retries_buys_nothing(w: World) -> Outcome:
+    stack = bought(w)
+    w.plane.throttle("AddTags", times=3)
+    stack.update(w.extend_props())
+    assert w.plane.operations().count("AddTags") == 3  # botocore's three attempts
+    # Retried: an earlier attempt may have been applied, so it is deleted to be sure.
+    assert w.plane.calls_to("DeleteTags") == [{"ResourceArn": ARN, "TagKeys": [MARK1]}]
+    return stack.history[-2]
+
+
+@scenario(Expect(calls=1, bought=1, data=EXTENDED_NOW, markers={MARK1: "bought tpeo-cheap"}))
+def a_marker_write_throttled_once_is_retried_and_buys_once(w: World) -> Outcome:
+    stack = bought(w)
+    w.plane.throttle("AddTags", times=1)
+    return stack.update(w.extend_props())
+
+
+@scenario(Expect(calls=1, bought=1, data=EXTENDED_NOW, markers={MARK1: "bought tpeo-cheap"}))
+def a_marker_write_whose_answer_is_lost_is_retried_and_buys_once(w: World) -> Outcome:
+    # Written, answer dropped: botocore sends it again (AddTags overwrites: idempotent).
+    stack = bought(w)
+    w.plane.lose_response("AddTags", how="drop")
+    return stack.update(w.extend_props())
+
+
+@scenario(
+    Expect(
+        calls=0,
+        bought=0,
+        error=not_marked("InternalFailure: An internal error occurred")
+        + "; deleting its marker failed too (AccessDeniedException: denied), so deploys wait "
+        f"for it until you clear it with `aws sagemaker delete-tags --resource-arn {ARN} "
+        f"--tag-keys {MARK1}`",
+        markers={MARK1: "pending tpeo-cheap"},
+    )
+)
+def a_marker_maybe_written_and_not_deleted_says_how_to_clear_it(w: World) -> Outcome:
+    stack = bought(w)
+    w.plane.lose_response("AddTags", how="server_error")  # written, answered 500
+    w.plane.server_error("AddTags", times=2)  # botocore's two retries
+    w.plane.error("DeleteTags", "AccessDeniedException", message="denied")
+    stack.update(w.extend_props())
+    return stack.history[-2]
+
+
+@scenario(
+    Expect(
+        calls=0,
+        bought=0,
+        error="reading the training plan's purchase markers again after marking extension "
+        f"{EXT48} pending failed (ThrottlingException: Rate exceeded), so ExtendTrainingPlan "
+        "was not called and nothing was bought; deploy again",
+        markers={},
+    )
+)
+def markers_not_read_again_buy_nothing(w: World) -> Outcome:
+    stack = bought(w)
+    w.plane.throttle("ListTags", times=1, after=1)  # the second read: one attempt
+    stack.update(w.extend_props())
+    return stack.history[-2]
+
+
+@scenario(
+    Expect(
+        calls=1,
+        bought=0,
+        error=(
+            f"ExtendTrainingPlan for {EXT48} was refused (ResourceNotFound: injected "
+            f"ResourceNotFound), so nothing was bought; fix the cause, then {RERUN}; deleting "
+            "its marker failed too (AccessDeniedException: denied), so deploys wait for it "
+            f"until you clear it with `aws sagemaker delete-tags --resource-arn {ARN} "
+            f"--tag-keys {MARK1}`"
+        ),
+        markers={MARK1: "pending tpeo-cheap"},
+    )
+)
+def a_refusal_whose_marker_is_not_deleted_says_how_to_clear_it(w: World) -> Outcome:
+    stack = bought(w)
+    w.plane.error("ExtendTrainingPlan", "ResourceNotFound")
+    w.plane.error("DeleteTags", "AccessDeniedException", message="denied")
+    stack.update(w.extend_props(**SHORT))
+    failed = stack.history[-2]
+    # A refusal bought nothing, but the marker is what counts: the next deploy waits.
+    w.plane.extension_offerings[PLAN] = []  # (and would find nothing to buy anyway)
+    mark = w.plane.mark()
+    assert stack.update(w.extend_props(**SHORT)).ok and stack.rolled_back
+    assert stack.history[-2].reason == may_have_been_bought(MARK1)
+    assert "SearchTrainingPlanOfferings" not in w.plane.operations_since(mark)
+    return failed
+
+
+@scenario(Expect(calls=1, bought=1, data=EXTENDED_NOW, markers={MARK1: "bought tpeo-cheap"}))
+def a_concurrent_event_reading_after_this_ones_marker_waits_and_buys_nothing(
+    w: World,
+) -> Outcome:
+    stack = bought(w)
+    event = update_event(w, stack, w.extend_props())
+    other: list[dict[str, Any]] = []
+    # The duplicate's on_event runs between this one's AddTags and its second read.
+    duplicate = {("ListTags", 1): lambda: other.append(index.on_event(copy.deepcopy(event), None))}
+    with interleaved(duplicate):
+        outcome = w.driver.send(event)
+    (result,) = other
+    assert "ExtendedAt" not in result["Data"]  # it found MARK1 pending and bought nothing
+    waited = w.driver.complete(event, result)
+    assert waited.ok and waited.data == EXTENDED, waited.reason
+    return outcome
+
+
+@scenario(Expect(calls=1, bought=1, data=EXTENDED, markers={MARK2: "bought tpeo-cheap"}))
+def a_concurrent_event_buying_between_this_ones_reads_makes_it_back_off(w: World) -> Outcome:
+    stack = bought(w)
+    event = update_event(w, stack, w.extend_props())
+    other: list[Outcome] = []
+    # The duplicate runs whole after this one read the markers, before it writes MARK1.
+    with interleaved({("AddTags", 0): lambda: other.append(w.driver.send(event))}):
+        outcome = w.driver.send(event)
+    assert other[0].ok and other[0].data == EXTENDED_NOW  # the one that bought
+    assert w.plane.calls_to("DeleteTags") == [{"ResourceArn": ARN, "TagKeys": [MARK1]}]
+    return outcome
+
+
+@scenario(
+    Expect(
+        calls=0,
+        bought=0,
+        error=f"training plan {PLAN} is extended by 0 h, not the 48 h extension {EXT48} asks "
+        "for; deploy again to extend it",
+        markers={},
+    )
+)
+def two_events_that_both_marked_before_either_read_both_back_off(w: World) -> Outcome:
+    stack = bought(w)
+    # The other event (MARK2) wrote after this one's first read and before its second;
+    # it reads MARK1 in turn, backs off and deletes MARK2 (modelled with its calls).
+    other = {
+        ("ListTags", 1): lambda: add_marker(MARK2, "pending tpeo-cheap"),
+        ("DeleteTags", 0): lambda: clear_marker(MARK2),
+    }
+    with interleaved(other):
+        stack.update(w.extend_props())
+    assert {"ResourceArn": ARN, "TagKeys": [MARK1]} in w.plane.calls_to("DeleteTags")
+    assert "ExtendTrainingPlan" not in w.plane.operations()
+    return stack.history[-2]
+
+
+@scenario(
+    Expect(
+        calls=0,
+        bought=0,
+        approvals=0,
+        error=may_have_been_bought(MARK1),
+        markers={MARK1: "pending tpeo-cheap"},
+    )
+)
+def a_pending_marker_of_a_smaller_extension_blocks_a_larger_one(w: World) -> Outcome:
+    stack = bought(w)
+    add_marker(MARK1, "pending tpeo-cheap")  # EXT48's purchase, never shown
+    stack.update(w.extend_props(96, **SHORT))
+    assert "SearchTrainingPlanOfferings" not in w.plane.operations()[-30:]
+    return stack.history[-2]
+
+
+@scenario(
+    Expect(
+        calls=2,
+        bought=2,  # one Failed (payment), adding nothing
+        data=EXTENDED_NOW,
+        markers={MARK1: "bought tpeo-cheap", MARK2: "bought tpeo-cheap"},
+    )
+)
+def a_failed_extension_releases_its_marker_and_the_next_deploy_buys_again(w: World) -> Outcome:
+    stack = bought(w)
+    w.plane.extension_statuses = (("Failed", "Failed"),)
+    assert stack.update(w.extend_props()).ok and stack.rolled_back
+    w.plane.extension_statuses = (("Active", "Completed"),)
+    return stack.update(w.extend_props())
 
 
 # --- guardrails: nothing is bought -------------------------------------------------------
@@ -531,6 +930,16 @@ def test_the_extension_matrix_covers_the_acceptance_faults() -> None:
         "rollback_after_another_resource_failed_keeps_the_extension_and_buys_no_second",
         "extension_above_its_cap_is_refused",
         "no_extension_offering_buys_nothing",
+        # the purchase marker: every interleaving of issue 12's extend item
+        "a_duplicated_invocation_before_the_purchase_shows_waits_and_buys_nothing",
+        "a_concurrent_event_reading_after_this_ones_marker_waits_and_buys_nothing",
+        "a_concurrent_event_buying_between_this_ones_reads_makes_it_back_off",
+        "two_events_that_both_marked_before_either_read_both_back_off",
+        "a_crash_between_marking_and_extending_blocks_until_the_marker_is_cleared",
+        "a_crash_between_extending_and_marking_bought_never_buys_again",
+        "a_refused_marker_write_buys_nothing",
+        "a_marker_write_throttled_past_its_retries_buys_nothing",
+        "a_500_that_bought_nothing_is_never_rebought_until_the_marker_is_cleared",
     ):
         assert required in SCENARIOS
 
@@ -542,12 +951,19 @@ def test_extension_fault_matrix(name: str, world: World) -> None:
     outcome = case.run(world)
     elapsed = time.monotonic() - started
 
-    sold = len(world.plane.extensions.get(PLAN, []))
-    ours = sold - sum(1 for e in world.plane.extensions.get(PLAN, []) if "earlier" in e.offering_id)
-    assert ours <= case.expect.approvals, f"extended {ours} times for {case.expect.approvals}"
+    extensions = world.plane.extensions.get(PLAN, [])
+    sold = len(extensions)
+    # What adds time: ours, except purchases that Failed (payment), which add none.
+    ours = [e for e in extensions if "earlier" not in e.offering_id]
+    adding = [e for e in ours if e.statuses[-1][0] != "Failed"]
+    assert len(adding) <= case.expect.approvals, (
+        f"extended {len(adding)} times for {case.expect.approvals}"
+    )
     assert sold == case.expect.bought
     assert world.plane.operations().count("ExtendTrainingPlan") == case.expect.calls
     assert max(world.plane.create_counts().values(), default=0) <= 1
+    if case.expect.markers is not None:
+        assert markers(world) == case.expect.markers
     if case.expect.error is not None:
         assert not outcome.ok, outcome
         assert outcome.reason == case.expect.error.replace("{URL}", world.plane.url)

@@ -8,7 +8,9 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from tests.conftest import ROOT, Synthesized
 from tests.fakes import iam
@@ -82,3 +84,51 @@ def test_without_the_extension_statement_nothing_is_bought(world: World, roles) 
     )
     assert "ExtendTrainingPlan" not in world.plane.operations()
     assert world.plane.extensions == {}
+
+
+LITE_EXT = "novapod-ext-lite-31e61478-ext48h-ef01e65d"
+LITE_MARK = f"novapod-extension:{LITE_EXT}:000000000001"
+
+
+def test_the_synthesized_roles_mark_the_purchase_on_the_plan(world: World, roles) -> None:
+    on_event, is_complete, props = roles
+    stack = strict_stack(world, on_event=on_event, is_complete=is_complete, account=EXAMPLE_ACCOUNT)
+    _bought_lite(world)
+    assert stack.create(props).ok
+    assert world.plane.calls_to("AddTags") == [
+        {"ResourceArn": LITE_ARN, "Tags": [{"Key": LITE_MARK, "Value": value}]}
+        for value in ("pending tpeo-lite", "bought tpeo-lite")
+    ]
+
+
+def test_without_the_marker_statement_nothing_is_bought(world: World, roles) -> None:
+    on_event, is_complete, props = roles
+    stack = strict_stack(
+        world,
+        on_event=on_event.without("MarkExtensionPurchases"),
+        is_complete=is_complete,
+        account=EXAMPLE_ACCOUNT,
+    )
+    _bought_lite(world)
+    outcome = stack.create(props)
+    assert outcome.reason == (
+        f"marking extension {LITE_EXT} pending on the training plan failed "
+        f"({denied(on_event, 'sagemaker:AddTags', LITE_ARN)}), so ExtendTrainingPlan was not "
+        "called and nothing was bought; deploy again"
+    )
+    assert "ExtendTrainingPlan" not in world.plane.operations()
+
+
+def test_the_marker_statement_writes_no_other_tag(world: World, roles) -> None:
+    on_event, _, _ = roles
+    world.plane.account = EXAMPLE_ACCOUNT
+    _bought_lite(world)
+    world.plane.act_as(on_event)
+    sagemaker = boto3.client("sagemaker")
+    with pytest.raises(ClientError) as raised:
+        sagemaker.add_tags(ResourceArn=LITE_ARN, Tags=[{"Key": "owner", "Value": "mallory"}])
+    assert raised.value.response["Error"]["Code"] == "AccessDeniedException"
+    with pytest.raises(ClientError):
+        sagemaker.delete_tags(ResourceArn=LITE_ARN, TagKeys=["project", LITE_MARK])
+    sagemaker.add_tags(ResourceArn=LITE_ARN, Tags=[{"Key": LITE_MARK, "Value": "pending x"}])
+    sagemaker.delete_tags(ResourceArn=LITE_ARN, TagKeys=[LITE_MARK])

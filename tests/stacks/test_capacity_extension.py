@@ -14,6 +14,7 @@ TEAM_ARN = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/team-p5-janua
 EXTENSION_ACTIONS = {
     "sagemaker:ExtendTrainingPlan",
     "sagemaker:DescribeTrainingPlanExtensionHistory",
+    "sagemaker:ListTags",  # the purchase markers
 }
 
 
@@ -56,6 +57,9 @@ def test_no_extension_properties_or_permissions_without_extend(synth) -> None:
     assert not any(k.startswith("Exten") for k in plan["Properties"])
     text = json.dumps(resources(template, "AWS::IAM::Policy"))
     assert "ExtendTrainingPlan" not in text and "ExtensionHistory" not in text
+    # No purchase markers either: no tag reads, deletions or writes but on purchase.
+    assert "ListTags" not in text and "DeleteTags" not in text
+    assert "novapod-extension" not in text and "MarkExtensionPurchases" not in text
 
 
 def test_extension_permissions_cover_only_the_plans_extended(synth) -> None:
@@ -70,8 +74,26 @@ def test_extension_permissions_cover_only_the_plans_extended(synth) -> None:
         TEAM_ARN,
     ]
     read = _statements(template, "IsCompleteRole")["ReadExtensions"]
-    assert _listed(read["Action"]) == ["sagemaker:DescribeTrainingPlanExtensionHistory"]
+    assert _listed(read["Action"]) == [
+        "sagemaker:DescribeTrainingPlanExtensionHistory",
+        "sagemaker:ListTags",
+    ]
     assert _listed(read["Resource"]) == resources_
+
+
+def test_the_purchase_marker_may_write_and_delete_only_its_own_tags(synth) -> None:
+    template = synth(EXTENDED).templates["capacity"]
+    mark = _statements(template, "OnEventRole")["MarkExtensionPurchases"]
+    assert mark["Effect"] == "Allow"
+    assert sorted(_listed(mark["Action"])) == ["sagemaker:AddTags", "sagemaker:DeleteTags"]
+    assert _listed(mark["Resource"]) == [
+        "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-ext-*",
+        TEAM_ARN,
+    ]
+    assert mark["Condition"] == {
+        "ForAllValues:StringLike": {"aws:TagKeys": ["novapod-extension:*"]}
+    }
+    assert "MarkExtensionPurchases" not in _statements(template, "IsCompleteRole")
 
 
 def test_the_extended_stack_passes_cfn_lint(synth) -> None:

@@ -21,6 +21,7 @@ from constructs import Construct
 from novapod.config import TrainingPlanSpec
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.provider import HandlerProvider, default_policy, handler_code
+from novapod.constructs.training_plan.handler.marker import KEY_PATTERN as MARKER_KEYS
 from novapod.naming import extension_name, training_plan_name, training_plan_name_prefix
 from novapod.planning import PlanRequest
 
@@ -164,13 +165,15 @@ class TrainingPlanProvider(Construct):
         )
 
     def _allow_extensions(self, own_plans: str | None, extended_arns: Sequence[str]) -> None:
-        """ExtendTrainingPlan and DescribeTrainingPlanExtensionHistory on the plans extended.
+        """ExtendTrainingPlan, DescribeTrainingPlanExtensionHistory and the purchase
+        marker's tag calls on the plans extended (nowhere else).
 
-        Both act on a training plan (the history is asked for by the plan's ARN, an
-        extension offering belongs to one plan); the IAM reference available offline
-        predates the two actions, so they are scoped to the plan like CreateTrainingPlan
-        and DescribeTrainingPlan. Should the service authorize them on '*' instead, the
-        call is refused (AccessDenied, HTTP 400) and the handler says nothing was bought.
+        Extending and the history act on a training plan (the history is asked for by
+        the plan's ARN, an extension offering belongs to one plan); the IAM reference
+        available offline predates the two actions, so they are scoped to the plan like
+        CreateTrainingPlan and DescribeTrainingPlan. Should the service authorize them on
+        '*' instead, the call is refused (AccessDenied, HTTP 400) and the handler says
+        nothing was bought.
         """
         plans = [p for p in (own_plans, *extended_arns) if p is not None]
         self.on_event.add_to_role_policy(
@@ -179,14 +182,30 @@ class TrainingPlanProvider(Construct):
                 actions=[
                     "sagemaker:ExtendTrainingPlan",
                     "sagemaker:DescribeTrainingPlanExtensionHistory",
+                    "sagemaker:ListTags",
                 ],
                 resources=plans,
+            )
+        )
+        # The purchase marker is a tag on the plan (handler/marker.py): the Service
+        # Authorization Reference lists AddTags, DeleteTags and ListTags on the
+        # training-plan resource type, with aws:TagKeys for the first two
+        # (list_amazonsagemaker.html), so the handler writes and deletes its own keys only.
+        self.on_event.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="MarkExtensionPurchases",
+                actions=["sagemaker:AddTags", "sagemaker:DeleteTags"],
+                resources=plans,
+                conditions={"ForAllValues:StringLike": {"aws:TagKeys": [MARKER_KEYS]}},
             )
         )
         self.is_complete.add_to_role_policy(
             iam.PolicyStatement(
                 sid="ReadExtensions",
-                actions=["sagemaker:DescribeTrainingPlanExtensionHistory"],
+                actions=[
+                    "sagemaker:DescribeTrainingPlanExtensionHistory",
+                    "sagemaker:ListTags",
+                ],
                 resources=plans,
             )
         )

@@ -13,9 +13,11 @@ rollback or a re-run never extends twice. Extensions "cannot be cancelled or mod
 (https://docs.aws.amazon.com/sagemaker/latest/dg/training-plan-extension.html): a
 rollback or a delete leaves them, and says so.
 
-The one window this cannot close: an extension bought but not yet shown by either read
+Reads alone leave one window: an extension bought but not yet shown by either read
 when a second event for the same approval reads them. The service offers no token to
-close it; the confirming reads after a lost answer (index.py) wait for it.
+close it, so a durable marker on the plan does (`marker.py`): written before the call,
+checked before any purchase, and any event that finds one pending waits for it to show
+instead of buying.
 """
 
 from __future__ import annotations
@@ -295,22 +297,6 @@ def not_sent_extend_message(extension_name: str, detail: str) -> str:
         f"ExtendTrainingPlan for {extension_name} never reached SageMaker ({detail}), so "
         "nothing was bought; re-run the deploy, which reads the plan's extensions first and "
         "never extends twice"
-    )
-
-
-def ambiguous_extend_message(
-    extension_name: str, detail: str, *, read_error: str | None = None
-) -> str:
-    """The extension may have been bought although no read shows it yet."""
-    seen = (
-        f"reading the plan's extensions failed too ({read_error})"
-        if read_error is not None
-        else "neither the plan's extension history nor its end time shows it yet"
-    )
-    return (
-        f"ExtendTrainingPlan for {extension_name} failed ({detail}) and {seen}, so it may have "
-        "been bought: the next deploy reads them again and does not extend twice once it "
-        "shows; do not change extend until then"
     )
 
 

@@ -9,10 +9,11 @@ nothing, an ambiguous failure (5xx, timeout, lost answer) is followed by describ
 that adopt a plan that now exists, and otherwise says the plan may have been bought.
 An `extend` on the plan (ExtendTrainingPlan, which has no token at all) is bought the
 same way: approved by name before any call, only what the plan's extension history and
-end time do not show yet, within its own cap, at most once per event, and after an
-ambiguous failure only confirmed by reading again (`extension.py`). Delete never
-touches the plan nor undoes an extension. Decisions live in `decisions.py` and
-`extension.py`; this module only
+end time do not show yet, within its own cap, at most once per event, and only under a
+durable marker tagged on the plan before the call (`marker.py`): an event that finds a
+purchase marked but not shown waits for it and never buys past it. Delete never touches
+the plan nor undoes an extension. Decisions live in `decisions.py`, `extension.py` and
+`marker.py`; this module only
 performs the calls they ask for and logs every step as one JSON line (the Lambda's
 CloudWatch log group is where a `cdk deploy` user follows a purchase).
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -29,7 +31,7 @@ import boto3  # type: ignore[import-untyped]
 from botocore.config import Config  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from . import decisions, extension, offerings
+from . import decisions, extension, marker, offerings
 from .decisions import PlanProperties, TrainingPlanError
 from .extension import ExtensionProperties
 
@@ -401,17 +403,39 @@ def _history(sagemaker: Any, plan_arn: str) -> list[dict[str, Any]]:
     return entries
 
 
-def _extension_state(
-    sagemaker: Any, plan_name: str, plan_arn: str, extend: ExtensionProperties
-) -> tuple[dict[str, Any] | None, list[dict[str, Any]], int]:
-    """(the plan described now, its extension history, hours extended by either read)."""
-    plan = _describe(sagemaker, plan_name)
-    history = _aws(
-        f"DescribeTrainingPlanExtensionHistory for training plan {plan_name}",
-        lambda: _history(sagemaker, plan_arn),
-    )
-    seen = extension.extended_hours(plan or {}, history, extend.bought_hours)
-    return plan, history, seen
+def _markers(sagemaker: Any, plan_arn: str) -> list[marker.Marker]:
+    """The purchase markers among the plan's tags (ListTags, botocore's paginator)."""
+    paginator = sagemaker.get_paginator("list_tags")
+    tags: list[dict[str, Any]] = []
+    for page in paginator.paginate(ResourceArn=plan_arn):
+        tags += page.get("Tags", [])
+    return marker.parse_markers(tags)
+
+
+def _marker_token() -> str:
+    """New for every on_event invocation: a duplicated invocation writes its own key."""
+    return uuid.uuid4().hex[:12]
+
+
+def _refused_at_once(exc: BaseException) -> bool:
+    """A 4xx refusal of the first attempt: a retried call may have been applied by an
+    earlier attempt whose answer was lost (botocore counts RetryAttempts)."""
+    if not isinstance(exc, ClientError) or create_failure(exc) != "refused":
+        return False
+    attempts = exc.response.get("ResponseMetadata", {}).get("RetryAttempts")
+    return isinstance(attempts, int) and attempts == 0
+
+
+def _delete_marker(sagemaker: Any, plan_arn: str, own: marker.Marker) -> str | None:
+    """Delete this event's marker of a purchase that did not happen; the error, if any."""
+    try:
+        sagemaker.delete_tags(ResourceArn=plan_arn, TagKeys=[own.key])
+    except (ClientError, BotoCoreError) as exc:
+        detail = _error_detail(exc)
+        _log("unmark-failed", f"deleting {own.key} failed ({detail})", marker=own.key)
+        return detail
+    _log("unmark", f"deleted {own.key}: this event bought nothing", marker=own.key)
+    return None
 
 
 def _extend(
@@ -423,25 +447,35 @@ def _extend(
         lambda: _history(sagemaker, arn),
     )
     seen = extension.extended_hours(plan, history, extend.bought_hours)
-    missing = extension.missing_hours(seen, extend.hours)
+    markers = _aws(f"ListTags for training plan {name}", lambda: _markers(sagemaker, arn))
+    before = marker.gate(markers, history, seen)
+    missing = extension.missing_hours(before.counted, extend.hours)
     _log(
         "extension-history",
-        f"training plan {name} is extended by {seen} h ({len(history)} extensions listed); "
-        f"{extend.name} asks for {extend.hours} h in total, so {missing} h are missing",
+        f"training plan {name} is extended by {before.counted} h ({len(history)} extensions "
+        f"listed, {len(markers)} purchase markers); {extend.name} asks for {extend.hours} h "
+        f"in total, so {missing} h are missing",
         plan_name=name,
         extension=extend.name,
-        extended_hours=seen,
+        extended_hours=before.counted,
         missing_hours=missing,
+        markers=[m.key for m in markers],
     )
+    if before.blocking:
+        for waiting in before.blocking:
+            _log(
+                "await-marker", marker.waiting_message(waiting), plan_name=name, marker=waiting.key
+            )
+        return _result(props, name, arn, None)
     if missing == 0:
         message = f"extension {extend.name} is in place; nothing is bought"
-        if seen > extend.hours:
-            message = extension.never_undone_message(name, seen, extend.hours)
+        if before.counted > extend.hours:
+            message = extension.never_undone_message(name, before.counted, extend.hours)
         _log("adopt-extension", message, plan_name=name, extension=extend.name)
         return _result(props, name, arn, None)
     if plan.get("Status") not in extension.EXTENDABLE_STATUSES:
         raise TrainingPlanError(extension.not_extendable_message(plan, extend))
-    problem = extension.sellable_problem(name, extend, seen)
+    problem = extension.sellable_problem(name, extend, before.counted)
     if problem is not None:
         _log("refuse", problem, plan_name=name, extension=extend.name)
         raise TrainingPlanError(problem)
@@ -472,6 +506,9 @@ def _extend(
         _log("refuse", refusal, plan_name=name, extension=extend.name)
         raise TrainingPlanError(refusal)
     offering_id = chosen["TrainingPlanExtensionOfferingId"]
+    own = marker.new_marker(extend.name, extend.hours, offering_id, _marker_token())
+    if not _mark_pending(sagemaker, own, plan=plan, before=before, history=history, seen=seen):
+        return _result(props, name, arn, None)
     # One attempt only: botocore must never resend a purchase on its own.
     buyer = _client("sagemaker", max_attempts=1, read_timeout=CREATE_READ_TIMEOUT_SECONDS)
     _log(
@@ -488,25 +525,103 @@ def _extend(
     try:
         buyer.extend_training_plan(TrainingPlanExtensionOfferingId=offering_id)
     except Exception as exc:
-        return _after_failed_extend(props, extend, plan, exc=exc, extended_at=extended_at)
+        return _after_failed_extend(
+            sagemaker, props, extend, own, plan=plan, exc=exc, extended_at=extended_at
+        )
     _log(
         "extended",
         f"bought extension {extend.name} of training plan {name}; waiting until it shows",
         plan_name=name,
         extension=extend.name,
     )
+    bought = own.as_bought()
+    try:
+        sagemaker.add_tags(ResourceArn=arn, Tags=[bought.tag()])
+    except (ClientError, BotoCoreError) as exc:
+        # Still `pending`: it resolves once the history lists the offering, and until
+        # then no event buys past it. Nothing to undo, so the deploy goes on.
+        _log(
+            "mark-failed",
+            f"marking {own.key} bought failed ({_error_detail(exc)}); it stays pending "
+            f"until the history lists {offering_id}",
+            marker=own.key,
+        )
+    else:
+        _log("mark", f"marked {own.key} bought ({offering_id})", marker=own.key)
     return _result(props, name, arn, None, extended_at=extended_at)
 
 
+def _mark_pending(
+    sagemaker: Any,
+    own: marker.Marker,
+    *,
+    plan: Mapping[str, Any],
+    before: marker.Gate,
+    history: list[dict[str, Any]],
+    seen: int,
+) -> bool:
+    """Write this event's marker, then read the markers again (marker.py, steps 2-3):
+    True to buy; False when another event got there first (its purchase is awaited)."""
+    name, arn = plan["TrainingPlanName"], plan["TrainingPlanArn"]
+    try:
+        sagemaker.add_tags(ResourceArn=arn, Tags=[own.tag()])
+    except (ClientError, BotoCoreError) as exc:
+        message = marker.not_marked_message(own.extension_name, _error_detail(exc))
+        # Unless refused at the first attempt, some attempt may have written it: delete it,
+        # or say how to.
+        if not _refused_at_once(exc):
+            left = _delete_marker(sagemaker, arn, own)
+            if left is not None:
+                message += marker.stale_marker_note(arn, own.key, left)
+        _log("refuse", message, plan_name=name, extension=own.extension_name)
+        raise TrainingPlanError(message) from exc
+    _log(
+        "mark",
+        f"marked extension {own.extension_name} pending with {own.key} ({own.offering_id}) "
+        "before calling ExtendTrainingPlan",
+        plan_name=name,
+        marker=own.key,
+    )
+    try:
+        # One attempt: a failure only means not buying now (the time budget's margin).
+        reread = _markers(_client("sagemaker", max_attempts=1), arn)
+    except (ClientError, BotoCoreError) as exc:
+        message = marker.not_reread_message(own.extension_name, _error_detail(exc))
+        left = _delete_marker(sagemaker, arn, own)
+        if left is not None:
+            message += marker.stale_marker_note(arn, own.key, left)
+        raise TrainingPlanError(message) from exc
+    reason = marker.back_off_reason(own, reread, before, history, seen)
+    if reason is None:
+        return True
+    _log(
+        "back-off",
+        f"not calling ExtendTrainingPlan for {own.extension_name}: {reason}; this event buys "
+        "nothing and waits for the other purchase to show",
+        plan_name=name,
+        marker=own.key,
+    )
+    left = _delete_marker(sagemaker, arn, own)
+    if left is not None:
+        raise TrainingPlanError(
+            f"extension {own.extension_name} was not bought ({reason})"
+            + marker.stale_marker_note(arn, own.key, left)
+        )
+    return False
+
+
 def _after_failed_extend(
+    sagemaker: Any,
     props: PlanProperties,
     extend: ExtensionProperties,
-    plan: dict[str, Any],
+    own: marker.Marker,
     *,
+    plan: dict[str, Any],
     exc: Exception,
     extended_at: datetime,
 ) -> dict[str, Any]:
-    """Say nothing was bought only when the service refused; else read again."""
+    """A refusal bought nothing: delete the marker. Anything else may have bought it:
+    the marker stays pending and is_complete waits until a read shows it."""
     name, arn = plan["TrainingPlanName"], plan["TrainingPlanArn"]
     detail = _error_detail(exc)
     kind = create_failure(exc)
@@ -518,35 +633,25 @@ def _after_failed_extend(
         error=detail,
         kind=kind,
     )
-    if kind == "refused":
-        raise TrainingPlanError(extension.refused_extend_message(extend.name, detail)) from exc
-    if kind == "not_sent":
-        raise TrainingPlanError(extension.not_sent_extend_message(extend.name, detail)) from exc
-    # Two reads per look (describe, history): one attempt each keeps the worst case
-    # inside on_event's timeout; the looks themselves are the retries.
-    reader = _client("sagemaker", max_attempts=1)
-    read_error: str | None = None
-    for delay in CONFIRM_DELAYS_SECONDS:
-        _sleep(delay)
-        try:
-            _, _, seen = _extension_state(reader, name, arn, extend)
-        except TrainingPlanError as failed:
-            read_error = str(failed)
-            _log("confirm-extension", read_error, plan_name=name, extension=extend.name)
-            continue
-        read_error = None
-        _log(
-            "confirm-extension",
-            f"training plan {name} is extended by {seen} h of {extend.hours} h",
-            plan_name=name,
-            extension=extend.name,
-            after_seconds=delay,
+    if kind in ("refused", "not_sent"):
+        message = (
+            extension.refused_extend_message(extend.name, detail)
+            if kind == "refused"
+            else extension.not_sent_extend_message(extend.name, detail)
         )
-        if seen >= extend.hours:
-            return _result(props, name, arn, None, extended_at=extended_at)
-    raise TrainingPlanError(
-        extension.ambiguous_extend_message(extend.name, detail, read_error=read_error)
-    ) from exc
+        left = _delete_marker(sagemaker, arn, own)
+        if left is not None:
+            message += marker.stale_marker_note(arn, own.key, left)
+        raise TrainingPlanError(message) from exc
+    _log(
+        "await-extension",
+        f"ExtendTrainingPlan for {extend.name} may have bought it: {own.key} stays pending, "
+        "so no event extends the plan again, and the deploy waits until the extension "
+        "history or the end time shows it",
+        plan_name=name,
+        marker=own.key,
+    )
+    return _result(props, name, arn, None, extended_at=extended_at)
 
 
 # --- is_complete ------------------------------------------------------------------------
@@ -610,12 +715,12 @@ def _extension_ready(
     timed_out: bool,
 ) -> dict[str, str] | None:
     """The extension's attributes once the plan shows it paid, else None (keep waiting)."""
-    name = str(plan["TrainingPlanName"])
+    name, arn = str(plan["TrainingPlanName"]), str(plan["TrainingPlanArn"])
     extended_at = decisions.as_utc((event.get("Data") or {}).get("ExtendedAt"))
     try:
         history = _aws(
             f"DescribeTrainingPlanExtensionHistory for training plan {name}",
-            lambda: _history(_client("sagemaker"), str(plan["TrainingPlanArn"])),
+            lambda: _history(_client("sagemaker"), arn),
         )
     except TrainingPlanError as failed:
         _keep_waiting(
@@ -627,6 +732,33 @@ def _extension_ready(
         )
         return None
     seen = extension.extended_hours(plan, history, extend.bought_hours)
+    if seen < extend.hours:
+        # A purchase marked on the plan but not shown yet: wait for it, never past it.
+        try:
+            # One attempt: the next poll is the retry (is_complete's time budget).
+            markers = _markers(_client("sagemaker", max_attempts=1), arn)
+        except (ClientError, BotoCoreError) as exc:
+            _keep_waiting(
+                name,
+                since,
+                timed_out,
+                last_error=f"ListTags for training plan {name} failed ({_error_detail(exc)})",
+                failing_call="ListTags",
+            )
+            return None
+        waiting = marker.unresolved(markers, history, seen)
+        if waiting:
+            _log(
+                "poll-extension",
+                marker.waiting_message(waiting[0]),
+                plan_name=name,
+                marker=waiting[0].key,
+                since=decisions.iso(since),
+            )
+            if timed_out:
+                waited = int((_now() - since).total_seconds())
+                raise TrainingPlanError(marker.marker_timeout_message(arn, waiting[0], waited))
+            return None
     verdict = extension.extension_verdict(name, extend, history, seen, extended_at)
     _log(
         "poll-extension",
