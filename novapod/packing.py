@@ -11,20 +11,22 @@ How, and why so. A plan's name is a digest of its count and duration (novapod.na
 and a name is a purchase: the same jobs must give the same shape on every machine.
 1. Per candidate count: a lower bound on the hours (the longest chain of `after`, the
    jobs' instance-hours over the count, the jobs too wide to run two at a time) and
-   greedy schedules (serial schedule generation under a few fixed priority rules,
-   integer arithmetic only). When a greedy schedule's whole days meet the bound, that
-   count's days are proven; most plans end here, without the solver.
+   greedy schedules (serial schedule generation under a few fixed priority rules, each
+   improved by double justification; integer arithmetic only). When a greedy
+   schedule's whole days meet the bound, that count's days are proven; most plans end
+   here, without the solver.
 2. Otherwise OR-Tools CP-SAT (architecture.md: scheduling is delegated to a maintained
    solver) looks for fewer days. Its maintainers say it is deterministic with one worker
    and not across versions (google/or-tools#1145), and that a wall-clock limit is never
    deterministic (google/or-tools#4195): so one worker, a fixed seed, a limit in
    deterministic time (work counted, not seconds; sat_parameters.proto
    max_deterministic_time) and an exact pin of ortools in pyproject.toml. A proven
-   optimum is a value, the same whatever path the search took; a count whose days are
-   not proven within the limit keeps what was found, and the plan carries the gap to
-   its proven lower bound (`lower_bound_instance_hours`).
-3. A final left shift (pure Python) moves each job as early as the others allow, so the
-   schedule does not depend on where the solver happened to leave slack.
+   optimum is a value, the same whatever path the search took (OR-Tools does not
+   promise the same search on another CPU or operating system; a proven shape does not
+   need it); a count whose days are not proven within the limit keeps what was found,
+   and the plan carries the gap to its proven lower bound (`lower_bound_instance_hours`).
+3. A final left shift (pure Python) moves each job as early as the others allow, rather
+   than wherever the solver left it within the days.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 HOURS_PER_DAY = 24
-# CP-SAT settings (see the module docstring). The limit is deterministic time, about a
-# second of one core's work per solve; plans of tens of jobs are proven well within it.
+# CP-SAT settings (see the module docstring). The limit is deterministic time, whose
+# unit approximates a second of one core's work, per solve: plans of a few tens of jobs
+# are settled within it (benchmarks/plan_time.py), larger ones stop there with a gap.
 SOLVER_SEED = 20260301
 SOLVER_DETERMINISTIC_LIMIT = 0.25
 
@@ -270,10 +273,9 @@ class _Solved:
     days_bound: int  # proven: no schedule on this count takes fewer days
 
 
-def _solve(
-    tasks: Sequence[Task], count: int, low_days: int, high_days: int, hint: Sequence[int] | None
-) -> _Solved:
-    """The fewest days in [low_days, high_days] on `count` instances, by CP-SAT."""
+def _solve(tasks: Sequence[Task], count: int, low_days: int, high_days: int) -> _Solved:
+    """The fewest days in [low_days, high_days] on `count` instances, by CP-SAT. (The
+    greedy schedules are no hint: they take more days than asked for.)"""
     # Imported here: most plans are proven by the greedy schedules, and synthesis should
     # not pay for loading the solver (about 0.4 s) when it is not needed.
     from ortools.sat.python import cp_model  # noqa: PLC0415
@@ -292,9 +294,6 @@ def _solve(
     for i, before in enumerate(_predecessors(tasks)):
         for p in before:
             model.add(starts[i] >= starts[p] + tasks[p].hours)
-    if hint is not None and _makespan(tasks, hint) <= horizon:
-        for var, value in zip(starts, hint, strict=True):
-            model.add_hint(var, value)
     model.minimize(days)
 
     solver = cp_model.CpSolver()
@@ -304,7 +303,7 @@ def _solve(
     status = solver.solve(model)
     if status == cp_model.OPTIMAL:
         found = [int(solver.value(s)) for s in starts]
-        return _Solved(found, whole_days(_makespan(tasks, found)))
+        return _Solved(found, int(solver.value(days)))
     if status == cp_model.FEASIBLE:
         found = [int(solver.value(s)) for s in starts]
         return _Solved(found, max(low_days, math.ceil(solver.best_objective_bound)))
@@ -375,7 +374,7 @@ def _pack_free(
             high = min(high, _most_days_beating(best, count))
         if high < lows[count]:
             continue
-        solved = _solve(tasks, count, lows[count], high, starts)
+        solved = _solve(tasks, count, lows[count], high)
         bounds[count] = max(bounds[count], min(solved.days_bound, found))
         if solved.starts is not None:
             solved_days = whole_days(_makespan(tasks, solved.starts))
@@ -407,7 +406,7 @@ def _pack_in(
             break
         if not solver:
             continue
-        solved = _solve(tasks, count, low, days, starts)
+        solved = _solve(tasks, count, low, days)
         if solved.starts is not None:
             best = _Candidate(count, days, solved.starts)
             break
