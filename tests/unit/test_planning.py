@@ -946,6 +946,46 @@ def test_render_table_text_is_exactly_the_plan() -> None:
     assert render_table(_sample_plan(), names) == SAMPLE_TABLE
 
 
+TWO_CPT_TABLE = """\
+Jobs
+name  model  technique  instance type   count  hours/run  runs  inst-h
+a     lite   cpt        ml.p5.48xlarge     16         24     1     384
+b     lite   cpt        ml.p5.48xlarge     16         24     1     384
+
+Training plans
+name         instance type   count  hours  start after  end before  required  reserved  waste  \
+ratio  jobs
+p5-48xlarge  ml.p5.48xlarge     16     48  -            -                768       768      0  \
+1.00x  a, b
+total                                                                    768       768      0  \
+1.00x
+{advice}
+On demand (instance types training plans do not sell)
+(none)
+"""
+NO_SPLIT = """
+Split advice (never applied: move jobs with plan: or instance_group)
+(none: no split into plans that sell reserves fewer instance-hours)
+"""
+
+
+def test_render_table_says_when_no_split_reserves_less() -> None:
+    # Two 16-instance days: 16 x 2 days or 32 x 1 day (768, a tie: fewer instances); two
+    # plans of 16 x 1 day reserve as much, so there is nothing to advise.
+    independent = _plan(
+        Workload("a", "lite", "cpt", hours_per_run=24),
+        Workload("b", "lite", "cpt", hours_per_run=24),
+    )
+    assert planning_module.split_advice(independent) == []
+    assert render_table(independent, advice=[]) == TWO_CPT_TABLE.format(advice=NO_SPLIT)
+    # b waits for a: one group of jobs, which no split may part; no section at all.
+    chained = _plan(
+        Workload("a", "lite", "cpt", hours_per_run=24),
+        Workload("b", "lite", "cpt", hours_per_run=24, after=("a",)),
+    )
+    assert render_table(chained, advice=[]) == TWO_CPT_TABLE.format(advice="")
+
+
 def test_render_table_of_an_empty_plan() -> None:
     text = render_table(_plan())
     assert "Training plans\n(none)" in text
