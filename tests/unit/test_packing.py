@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import jsonschema
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -221,6 +222,25 @@ def test_bounds_count_the_chain_the_area_and_the_wide_jobs() -> None:
     assert packing.lower_bound_hours(area, 8) == 25
     wide = [packing.Task("x", 5, 10), packing.Task("y", 5, 7), packing.Task("z", 1, 1)]
     assert packing.lower_bound_hours(wide, 8) == 17  # 5 + 5 > 8: one at a time
+    assert packing.lower_bound_hours([], 8) == 0
+
+
+@pytest.mark.parametrize(
+    ("best", "count", "days"),
+    [
+        ((1, 3), 2, 1),  # 2 x 1 < 1 x 3; 2 x 2 is more
+        ((8, 3), 8, 2),  # the same count must take fewer days
+        ((8, 3), 16, 1),  # 16 x 1 < 24; 16 x 2 is more
+        ((8, 2), 4, 4),  # fewer instances may tie: 4 x 4 = 8 x 2
+        ((8, 5), 4, 10),
+    ],
+)
+def test_the_solver_only_looks_for_shapes_that_beat_the_best(
+    best: tuple[int, int], count: int, days: int
+) -> None:
+    found = packing._most_days_beating(packing._Candidate(*best, starts=[]), count)
+    assert found == days
+    assert isinstance(found, int)  # a bound of the solver's integer variable
 
 
 # --------------------------------------------------------------------------- the example
