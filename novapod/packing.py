@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -451,10 +451,10 @@ def split_plan(
 
     Jobs that wait for each other stay in one plan: plans start when their offerings
     do, so an order across plans could not be kept. The search is greedy and
-    deterministic: cuts of the job groups sorted by width, hours and instance-hours,
-    then single moves between the two sides while they help, then the same for each
-    side; shapes are compared by the greedy schedules and the result is packed with
-    the solver. `counts`: every count plans sell.
+    deterministic: each group of jobs alone, and cuts of the groups sorted by width,
+    hours and instance-hours, then single moves between the two sides while they help,
+    then the same for each side; shapes are compared by the greedy schedules, and the
+    result is packed with the solver. `counts`: every count plans sell.
     """
     whole = pack(tasks, _counts_for(tasks, counts), max_days=max_days)
     if whole is None:
@@ -513,8 +513,13 @@ def _quick(
     counts: Sequence[int],
     max_days: int | None,
 ) -> float:
+    """A part's reserved instance-hours by the greedy schedules; by the solver too when
+    the greedy ones do not fit the days allowed (they may not, where the solver does)."""
     members = _members(part, units)
-    found = pack(members, _counts_for(members, counts), max_days=max_days, solver=False)
+    allowed = _counts_for(members, counts)
+    found = pack(members, allowed, max_days=max_days, solver=False)
+    if found is None and max_days is not None:
+        found = pack(members, allowed, max_days=max_days)
     return math.inf if found is None else found.reserved_instance_hours
 
 
@@ -560,14 +565,17 @@ def _halve(
     def area(u: int) -> int:
         return sum(t.instance_count * t.hours for t in units[u])
 
-    best: tuple[float, list[int], list[int]] | None = None
+    candidates = [([u], [x for x in part if x != u]) for u in part]  # each group alone
     for key in (width, hours, area):
         ranked = sorted(part, key=lambda u: (-key(u), u))
-        for cut in range(1, len(ranked)):
-            a, b = sorted(ranked[:cut]), sorted(ranked[cut:])
-            c = cost(a, b)
-            if best is None or c < best[0]:
-                best = (c, a, b)
+        candidates += [
+            (sorted(ranked[:cut]), sorted(ranked[cut:])) for cut in range(1, len(ranked))
+        ]
+    best: tuple[float, list[int], list[int]] | None = None
+    for a, b in candidates:
+        c = cost(a, b)
+        if best is None or c < best[0]:
+            best = (c, a, b)
     assert best is not None
     total, a, b = best
     improved = True
@@ -586,18 +594,3 @@ def _halve(
     if total >= _quick(part, units, counts, max_days):
         return None
     return [a, b]
-
-
-# --------------------------------------------------------------------------- checks
-
-
-def peak_usage(slots: Iterable[Slot]) -> int:
-    """The most instances in use at any hour."""
-    events: list[tuple[int, int]] = []
-    for slot in slots:
-        events += [(slot.start_hour, slot.instance_count), (slot.end_hour, -slot.instance_count)]
-    peak = used = 0
-    for _, change in sorted(events, key=lambda e: (e[0], e[1])):
-        used += change
-        peak = max(peak, used)
-    return peak
