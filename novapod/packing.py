@@ -347,6 +347,14 @@ def pack(
     return _pack_free(tuple(tasks), ordered, max_days, solver)
 
 
+def clear_cache() -> None:
+    """Forget the packings kept by `pack` (tests pack anew)."""
+    _pack_free.cache_clear()
+    _pack_in.cache_clear()
+
+
+# Kept: synthesis and `novapod plan` ask for the same plans several times, and the split
+# search for the same groups of jobs.
 @lru_cache(maxsize=4096)
 def _pack_free(
     tasks: tuple[Task, ...], counts: tuple[int, ...], max_days: int | None, solver: bool

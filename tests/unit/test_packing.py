@@ -29,6 +29,14 @@ from novapod.planning import (
 )
 from tests.conftest import ROOT
 
+
+@pytest.fixture(autouse=True)
+def _fresh_packings() -> None:
+    """Pack anew in every test: packing.pack keeps its results, and a bug behind a kept
+    result (mutmut forks from a warmed-up process) must still fail these tests."""
+    packing.clear_cache()
+
+
 # --------------------------------------------------------------------------- properties
 
 # (model, technique) rows on p5 whose instance counts the catalog documents.

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from novapod import packing
 from novapod import planning as planning_module
 from novapod.planning import (
     CAPACITY_PLAN_JSON_SCHEMA,
@@ -89,8 +90,10 @@ PPO_TABLE = [
 def _fresh_sizing_view() -> None:
     """Build the planner's view of the catalog in every test, not once per process: a
     bug in building it (planning._requirement) must fail these tests, also when the
-    cache was filled before the test ran (mutmut forks from a warmed-up process)."""
+    cache was filled before the test ran (mutmut forks from a warmed-up process). The
+    same for the packings the planner keeps (packing.pack)."""
     planning_module._catalog.cache_clear()
+    packing.clear_cache()
 
 
 def _plan(*workloads: Workload, plans: tuple[PlanSettings, ...] = ()) -> CapacityPlan:
