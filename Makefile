@@ -21,7 +21,7 @@ export NOVAPOD_CONFIG ?= $(CONFIG)
 help:
 	@echo "make synth   synthesize $(CONFIG) with the pinned CDK CLI into cdk.out/"
 	@echo "make test    ruff, mypy and pytest"
-	@echo "make bench   synthesis benchmarks (not part of the tests)"
+	@echo "make bench   synthesis and planner benchmarks (not part of the tests)"
 	@echo "make compliance  checkov (pinned, in $(COMPLIANCE_VENV)/) over every shipped config's templates"
 	@echo "make mutation  mutation score of the purchase path (not part of make test)"
 	@echo "make pipeline-synth PIPELINE=FILE  synthesize the CDK Pipelines app (pipeline_app.py) into cdk.out/"
@@ -97,6 +97,7 @@ test: lint typecheck unit
 bench: setup
 	$(BIN)/python benchmarks/synth_time.py
 	$(BIN)/python benchmarks/deploy_critical_path.py
+	$(BIN)/python benchmarks/plan_time.py
 
 # mutmut mutates the modules listed in pyproject.toml [tool.mutmut] inside mutants/ and,
 # per mutant, runs the fast tests that call the mutated function; results are cached in

@@ -109,11 +109,15 @@ def _schema(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     config = _load(args)
     plan = config.capacity_plan()
+    if args.gantt:
+        print(planning.render_gantt(plan), end="")
+        return EXIT_OK
     names = config.purchase_names(plan)
+    advice = planning.split_advice(plan)  # advice only: the config is never changed
     if args.json:
-        print(json.dumps(planning.capacity_plan_json(plan, names), indent=2))
+        print(json.dumps(planning.capacity_plan_json(plan, names, advice), indent=2))
     else:
-        print(planning.render_table(plan, names))
+        print(planning.render_table(plan, names, advice))
         adopted = [spec for spec in config.capacity.training_plans if spec.adopted]
         if adopted:
             print("\nAdopted plans (described and checked at deploy, never bought)")
@@ -397,7 +401,13 @@ def _parser() -> argparse.ArgumentParser:
         "plan", help="size the jobs and the training plans they need (reads only)"
     )
     plan.add_argument("config", nargs="?", help=config_help)
-    plan.add_argument("--json", action="store_true", help="machine-readable output")
+    plan_output = plan.add_mutually_exclusive_group()
+    plan_output.add_argument(
+        "--json", action="store_true", help="machine-readable output, with each plan's schedule"
+    )
+    plan_output.add_argument(
+        "--gantt", action="store_true", help="each plan's schedule as text bars over its days"
+    )
     plan.set_defaults(run=_plan)
     offerings = commands.add_parser(
         "offerings",

@@ -134,6 +134,7 @@ def workload(config: NovapodConfig, job: Job) -> planning.Workload:
         instance_type=instance_type,
         instance_count=variant.instance_count(job.replicas),
         plan=config.job_plan(job),
+        after=job.predecessors,
     )
 
 

@@ -84,6 +84,40 @@ def test_plan_json_follows_the_published_schema(capsys) -> None:
     assert plan["target_resources"] == ["hyperpod-cluster"]
     assert [j["name"] for j in document["jobs"]] == ["sft-lora", "eval"]
     assert document["jobs"][0]["instance_hours"] == 480
+    # The schedule: eval starts from sft-lora's checkpoint, so after its 4 x 30 h.
+    assert plan["schedule"] == [
+        {"job": "sft-lora", "start_hour": 0, "end_hour": 120, "instance_count": 4},
+        {"job": "eval", "start_hour": 120, "end_hour": 128, "instance_count": 1},
+    ]
+    assert plan["lower_bound_instance_hours"] == 576
+    assert document["totals"] == {
+        "required_instance_hours": 488,
+        "reserved_instance_hours": 576,
+        "waste_instance_hours": 88,
+    }
+    assert document["split_advice"] == []  # one chain of jobs: nothing to split
+
+
+GANTT = """\
+lite-sft: 4 x ml.p5.48xlarge for 144 h (6 days); one cell = 2 h
+job       count    hours  |1           |2           |3           |4           |5           \
+|6           |  (day)
+sft-lora      4    0-120  |############|############|############|############|############\
+|............|
+eval          1  120-128  |............|............|............|............|............\
+|####........|
+"""
+
+
+def test_plan_gantt_draws_the_schedule(capsys) -> None:
+    assert main(["plan", str(ROOT / "config/examples/single-rig-purchase.yaml"), "--gantt"]) == 0
+    assert capsys.readouterr().out == GANTT
+
+
+def test_plan_json_and_gantt_are_one_or_the_other() -> None:
+    result = run("plan", "config/examples/single-rig-purchase.yaml", "--json", "--gantt")
+    assert result.returncode == 2
+    assert "argument --gantt: not allowed with argument --json" in result.stderr
 
 
 def test_plan_table_lists_jobs_and_plans(capsys) -> None:
@@ -92,6 +126,11 @@ def test_plan_table_lists_jobs_and_plans(capsys) -> None:
     assert main(["plan", str(ROOT / "config/examples/single-rig-purchase.yaml")]) == 0
     out = capsys.readouterr().out
     assert "lite-sft" in out and "sft-lora" in out and "ml.p5.48xlarge" in out
+    lines = out.splitlines()
+    assert "total" in lines[lines.index("Training plans") + 3].split()
+    assert "1.18x" in lines[lines.index("Training plans") + 2].split()  # 576 / 488
+    # One chain of jobs: there is no split to advise, and no section to say so.
+    assert "Split advice" not in out
 
 
 def test_plan_reports_planning_errors_as_config_errors(tmp_path) -> None:
@@ -162,6 +201,7 @@ def run_in(environment: dict[str, str], *args: str) -> subprocess.CompletedProce
         ("validate", "config/examples/rig-plus-standard.yaml"),
         ("plan", "config/examples/two-rigs-two-plans.yaml"),
         ("plan", "config/examples/single-rig-purchase.yaml", "--json"),
+        ("plan", "config/examples/nova-jobs.yaml", "--gantt"),
         ("schema",),
     ],
     ids=lambda a: "-".join(a).replace("/", "_"),

@@ -523,7 +523,9 @@ def test_planner_findings_about_an_unlisted_plan_are_reported_at_capacity() -> N
     )
     issues = issues_of(data)
     assert list(issues) == ["capacity"], issues
-    assert issues["capacity"].startswith("training plan p5-48xlarge would need 100000 h of jobs")
+    assert issues["capacity"].startswith(
+        "training plan p5-48xlarge would need 100000 h but a plan lasts at most 182 days"
+    )
 
 
 def test_whole_number_settings_read_as_written_in_messages() -> None:
@@ -585,6 +587,25 @@ def test_the_planner_sizes_a_job_on_its_groups_plan() -> None:
     assert requests == {
         "sft-plan": (8, ("sft", "eval")),
         "ppo-plan": (8, ("ppo",)),  # plans sell 8, not 7
+    }
+
+
+def test_the_planner_keeps_the_order_from_and_after_give() -> None:
+    """On the 8 instances of plan main all four would start at hour 0; `from: job:` and
+    `after` hold two of them back."""
+    data = config(
+        SFT,  # 4 instances, 10 h
+        {**EVAL, "from": "job:sft"},
+        {**EVAL, "name": "base-eval"},
+        {**EVAL, "name": "judge", "after": ["base-eval"]},
+    )
+    (request,) = parse_config(data).capacity_plan().training_plans
+    assert request.name == "main"
+    assert {s.job: (s.start_hour, s.end_hour) for s in request.schedule} == {
+        "sft": (0, 10),
+        "eval": (10, 11),
+        "base-eval": (0, 1),
+        "judge": (1, 2),
     }
 
 

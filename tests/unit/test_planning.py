@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from novapod import packing
 from novapod import planning as planning_module
 from novapod.planning import (
     CAPACITY_PLAN_JSON_SCHEMA,
@@ -89,8 +90,10 @@ PPO_TABLE = [
 def _fresh_sizing_view() -> None:
     """Build the planner's view of the catalog in every test, not once per process: a
     bug in building it (planning._requirement) must fail these tests, also when the
-    cache was filled before the test ran (mutmut forks from a warmed-up process)."""
+    cache was filled before the test ran (mutmut forks from a warmed-up process). The
+    same for the packings the planner keeps (packing.pack)."""
     planning_module._catalog.cache_clear()
+    packing.clear_cache()
 
 
 def _plan(*workloads: Workload, plans: tuple[PlanSettings, ...] = ()) -> CapacityPlan:
@@ -371,16 +374,45 @@ def test_a_plan_count_smaller_than_a_job_is_refused() -> None:
 
 
 def test_a_plan_duration_shorter_than_its_jobs_is_refused() -> None:
+    # b waits for a: 20 h then 5 h, whatever the count.
     with pytest.raises(PlanningError) as error:
         _plan(
             Workload("a", "micro", "sft-lora", hours_per_run=10, runs=2),
-            Workload("b", "micro", "evaluation", hours_per_run=5),
+            Workload("b", "micro", "evaluation", hours_per_run=5, after=("a",)),
             plans=(PlanSettings("p5-48xlarge", duration_hours=24),),
         )
     assert str(error.value) == (
         "training plan p5-48xlarge: duration_hours 24 is shorter than the 25 h its jobs "
-        "(a, b) need one after another; set duration_hours to 48 or more"
+        "(a, b) need even on 64 instances; set duration_hours to 48 or more"
     )
+    # With its count fixed too, the message names that count.
+    with pytest.raises(PlanningError) as error:
+        _plan(
+            Workload("a", "micro", "sft-lora", hours_per_run=10, runs=2),
+            Workload("b", "micro", "sft-lora", hours_per_run=10),
+            plans=(PlanSettings("p5-48xlarge", instance_count=2, duration_hours=24),),
+        )
+    assert str(error.value) == (
+        "training plan p5-48xlarge: duration_hours 24 is shorter than the 30 h its jobs "
+        "(a, b) need on its 2 instances; set duration_hours to 48 or more"
+    )
+
+
+def test_a_given_duration_takes_the_fewest_instances_that_hold_the_jobs() -> None:
+    # One after another on 2 instances they need 25 h; side by side on 4 they fit a day.
+    plan = _plan(
+        Workload("a", "micro", "sft-lora", hours_per_run=10, runs=2),
+        Workload("b", "micro", "evaluation", hours_per_run=5),
+        plans=(PlanSettings("p5-48xlarge", duration_hours=24),),
+    )
+    [request] = plan.training_plans
+    assert (request.instance_count, request.duration_hours) == (4, 24)
+    assert [(s.job, s.start_hour, s.end_hour) for s in request.schedule] == [
+        ("a", 0, 20),
+        ("b", 0, 5),
+    ]
+    # The settings fix the duration, not the shape: the bound is still reported.
+    assert request.lower_bound_instance_hours == 96
 
 
 @pytest.mark.parametrize(
@@ -544,19 +576,117 @@ def test_durations_round_up_to_whole_days(hours: float, duration: int) -> None:
     assert request.duration_hours == duration
 
 
-def test_jobs_sharing_a_plan_add_up_their_hours() -> None:
+def test_jobs_sharing_a_plan_run_side_by_side_when_they_fit() -> None:
     plan = _plan(
-        Workload("sft", "micro", "sft-lora", hours_per_run=10, runs=2),
-        Workload("ppo", "micro", "ppo"),  # 8 h
-        Workload("eval", "micro", "evaluation", hours_per_run=0.5, runs=4),
+        Workload("sft", "micro", "sft-lora", hours_per_run=10, runs=2),  # 2 x 20 h
+        Workload("ppo", "micro", "ppo"),  # 7 x 8 h
+        Workload("eval", "micro", "evaluation", hours_per_run=0.5, runs=4),  # 1 x 2 h
     )
     [request] = plan.training_plans
     assert request.jobs == ("sft", "ppo", "eval")
-    assert request.duration_hours == 48  # 20 + 8 + 2 = 30 h
-    assert request.instance_count == 8  # PPO's 7
+    # 8 instances: sft beside eval, then ppo (2 + 7 > 8): 28 h, two days. 16 instances
+    # would hold all three in one day, the same 384 instance-hours: fewer instances win.
+    assert (request.instance_count, request.duration_hours) == (8, 48)
+    assert [(s.job, s.start_hour, s.end_hour, s.instance_count) for s in request.schedule] == [
+        ("sft", 0, 20, 2),
+        ("ppo", 20, 28, 7),
+        ("eval", 0, 2, 1),
+    ]
     assert request.required_instance_hours == 2 * 20 + 7 * 8 + 1 * 2
     assert request.reserved_instance_hours == 8 * 48
     assert request.waste_instance_hours == 8 * 48 - 98
+    assert request.lower_bound_instance_hours == 8 * 48
+
+
+def test_side_by_side_on_more_instances_wins_when_it_reserves_less() -> None:
+    # Three 24-instance CPT days: one after another on 32 instances for 3 days (2304),
+    # two at a time on 64 for 2 days (3072): 32 wins. Four 16-instance days: 16 x 4 days
+    # (1536), 32 x 2 days (1536, a tie: fewer instances), 64 x 1 day (1536, same).
+    three = _plan(*(Workload(f"c{i}", "pro", "cpt", hours_per_run=24) for i in range(3)))
+    assert [(p.instance_count, p.duration_hours) for p in three.training_plans] == [(32, 72)]
+    four = _plan(*(Workload(f"c{i}", "lite", "cpt", hours_per_run=24) for i in range(4)))
+    assert [(p.instance_count, p.duration_hours) for p in four.training_plans] == [(16, 96)]
+    # Five 12-hour 16-instance jobs: 16 x 3 days (1152) or 32 x 2 days (1536) or 64 x 1
+    # day (1536): 16. Five of 6 instances for 20 h: 8 x 5 days (960) or 32 x 1 day (768).
+    five = _plan(
+        *(Workload(f"s{i}", "pro", "sft-full", hours_per_run=20) for i in range(5)),
+    )
+    [request] = five.training_plans
+    assert (request.instance_count, request.duration_hours) == (32, 24)
+    assert any(
+        note == "training plan p5-48xlarge: 32 instances, more than the 8 its largest job "
+        "needs, run its jobs side by side in 1 days: fewer instance-hours than fewer "
+        "instances for longer"
+        for note in five.notes
+    )
+
+
+def test_jobs_wait_for_the_jobs_they_come_after() -> None:
+    plan = _plan(
+        Workload("sft", "micro", "sft-full", hours_per_run=10),
+        Workload("dpo", "micro", "dpo-full", hours_per_run=6, after=("sft",)),
+        Workload("eval", "micro", "evaluation", hours_per_run=2, after=("dpo", "sft")),
+        Workload("base-eval", "micro", "evaluation", hours_per_run=3),
+    )
+    [request] = plan.training_plans
+    assert (request.instance_count, request.duration_hours) == (2, 24)
+    assert {s.job: (s.start_hour, s.end_hour) for s in request.schedule} == {
+        "sft": (0, 10),
+        "dpo": (10, 16),
+        "eval": (16, 18),
+        "base-eval": (16, 19),  # both instances are busy until then; then beside eval
+    }
+
+
+def test_a_job_waiting_for_one_on_another_plan_is_noted() -> None:
+    plan = _plan(
+        Workload("sft", "micro", "sft-full", hours_per_run=10, plan="first"),
+        Workload("eval", "micro", "evaluation", hours_per_run=2, plan="second", after=("sft",)),
+    )
+    assert (
+        "job eval (training plan second) waits for sft (training plan first): plans are "
+        "scheduled apart, so start second after sft ends (start_after)"
+    ) in plan.notes
+    # Within its own plan it starts at once: the other plan's job is not its to wait for.
+    second = plan.training_plans[1]
+    assert [(s.job, s.start_hour) for s in second.schedule] == [("eval", 0)]
+
+
+def test_unknown_or_circular_waits_are_refused() -> None:
+    with pytest.raises(PlanningError) as error:
+        plan_jobs([Workload("a", "micro", "cpt", hours_per_run=1, after=("b",))])
+    assert str(error.value) == "job a waits for b, which is not another job; use one of "
+    with pytest.raises(PlanningError) as error:
+        plan_jobs(
+            [
+                Workload("a", "micro", "cpt", hours_per_run=1, after=("b",)),
+                Workload("b", "micro", "cpt", hours_per_run=1, after=("a",)),
+                Workload("c", "micro", "cpt", hours_per_run=1),
+            ]
+        )
+    assert str(error.value) == (
+        "jobs a, b wait for each other in a cycle; remove one of those dependencies"
+    )
+
+
+def test_a_window_shorter_than_the_longest_plan_caps_the_duration() -> None:
+    # Alone on 8 instances, four 16 h CPT jobs need 64 h: three days. A two-day window
+    # takes 16 instances, two at a time, in 32 h.
+    jobs = [Workload(f"c{i}", "micro", "cpt", hours_per_run=16, plan="w") for i in range(4)]
+    window = PlanSettings(
+        "w", start_after="2027-03-01T00:00:00Z", end_before="2027-03-03T12:00:00Z"
+    )
+    assert [(p.instance_count, p.duration_hours) for p in _plan(*jobs).training_plans] == [(8, 72)]
+    [request] = _plan(*jobs, plans=(window,)).training_plans
+    assert (request.instance_count, request.duration_hours) == (16, 48)
+    # A window under the one job's hours is refused with the hours it needs.
+    tight = PlanSettings("w", start_after="2027-03-01T00:00:00Z", end_before="2027-03-02T12:00:00Z")
+    with pytest.raises(PlanningError) as error:
+        _plan(Workload("long", "micro", "cpt", hours_per_run=30, plan="w"), plans=(tight,))
+    assert str(error.value) == (
+        "training plan w: the window from start_after to end_before holds 1 day, fewer "
+        "than the 30 h its jobs need; widen the window or give some jobs another plan"
+    )
 
 
 def test_more_than_182_days_is_refused_with_a_split_suggestion() -> None:
@@ -569,17 +699,31 @@ def test_more_than_182_days_is_refused_with_a_split_suggestion() -> None:
         message
     )
 
-    with pytest.raises(PlanningError, match="would need 4380 h"):
+    # One waiting for the other: 4380 h however many instances the plan has.
+    with pytest.raises(PlanningError) as error:
         _plan(
             Workload("a", "micro", "cpt", hours_per_run=2190, plan="one"),
-            Workload("b", "micro", "cpt", hours_per_run=2190, plan="one"),
+            Workload("b", "micro", "cpt", hours_per_run=2190, plan="one", after=("a",)),
         )
-    # The same jobs in two plans fit.
+    assert str(error.value).startswith(
+        "training plan one would need 4380 h even on 64 instances but a plan lasts at most "
+        "182 days (4368 h)"
+    )
+    # Side by side they fit one plan of twice the instances; in two plans, each its own.
+    side_by_side = _plan(
+        Workload("a", "micro", "cpt", hours_per_run=2190, plan="one"),
+        Workload("b", "micro", "cpt", hours_per_run=2190, plan="one"),
+    )
+    [one] = side_by_side.training_plans
+    assert (one.instance_count, one.duration_hours) == (16, 2208)
     split = _plan(
         Workload("a", "micro", "cpt", hours_per_run=2190, plan="one"),
         Workload("b", "micro", "cpt", hours_per_run=2190, plan="two"),
     )
-    assert [p.duration_hours for p in split.training_plans] == [2208, 2208]
+    assert [(p.instance_count, p.duration_hours) for p in split.training_plans] == [
+        (8, 2208),
+        (8, 2208),
+    ]
 
 
 def test_workloads_without_a_plan_group_by_instance_type() -> None:
@@ -687,6 +831,21 @@ def test_json_output_matches_its_schema() -> None:
     }
     assert first["jobs"] == ["cpt-pro", "ppo-pro"]
     assert first["waste_instance_hours"] == 32 * 96 - (720 + 572)
+    # 24 + 11 > 32: one after another; the longer first (its chain is longer).
+    assert first["schedule"] == [
+        {"job": "cpt-pro", "start_hour": 52, "end_hour": 82, "instance_count": 24},
+        {"job": "ppo-pro", "start_hour": 0, "end_hour": 52, "instance_count": 11},
+    ]
+    assert first["lower_bound_instance_hours"] == 3072
+    assert evals["schedule"] == [
+        {"job": "eval", "start_hour": 0, "end_hour": 2, "instance_count": 1}
+    ]
+    assert document["totals"] == {
+        "required_instance_hours": 1293.5,
+        "reserved_instance_hours": 3096,
+        "waste_instance_hours": 1802.5,
+    }
+    assert "split_advice" not in document  # only when asked for
     assert evals["start_after"] == "2026-03-01T00:00:00Z"
     assert document["on_demand"] == ["distill"]
     assert any("286" in note for note in document["notes"])
@@ -702,6 +861,13 @@ def test_json_output_matches_its_schema() -> None:
         (lambda d: d.update(cost=1), "Additional properties"),
         (lambda d: d["jobs"][0].update(technique="rft"), "is not one of"),
         (lambda d: d["training_plans"][0].update(name="P5"), "does not match"),
+        (
+            lambda d: d["training_plans"][0]["schedule"][0].update(start_hour=-1),
+            "less than the minimum",
+        ),
+        (lambda d: d["training_plans"][0]["schedule"][0].pop("end_hour"), "'end_hour' is a"),
+        (lambda d: d["totals"].update(cost=1), "Additional properties"),
+        (lambda d: d.update(split_advice=[{"plan": "p"}]), "'required_instance_hours' is a"),
     ],
 )
 def test_schema_rejects_malformed_plans(
@@ -734,7 +900,9 @@ def test_render_table_lists_jobs_plans_waste_and_notes() -> None:
     assert "waste" in lines[plans + 1]
     p5_row = lines[plans + 2].split()
     assert p5_row[:4] == ["p5-48xlarge", P5, "32", "96"]
-    assert p5_row[6:9] == ["1292", "3072", "1780"]  # required, reserved, waste
+    assert p5_row[6:10] == ["1292", "3072", "1780", "2.38x"]  # required, reserved, waste
+    total = lines[plans + 4].split()
+    assert total == ["total", "1293.5", "3096", "1802.5", "2.39x"]
     assert "distill: 1 x ml.r5.24xlarge, 4 instance-hours" in lines
     notes = lines.index("Notes")
     assert lines.index("On demand (instance types training plans do not sell)") < notes
@@ -742,7 +910,8 @@ def test_render_table_lists_jobs_plans_waste_and_notes() -> None:
 
 
 # The whole text `novapod plan` prints for the sample plan, typed in: column widths,
-# alignment (numbers right), the names section and the notes are all part of it.
+# alignment (numbers right), reserved over required per plan and in total (1292 + 1.5
+# required, 3072 + 24 reserved), the names section and the notes are all part of it.
 SAMPLE_TABLE = """\
 Jobs
 name     model  technique     instance type   count  hours/run  runs  inst-h
@@ -753,11 +922,13 @@ eval     pro    evaluation    ml.p5.48xlarge      1        1.5     1     1.5
 
 Training plans
 name         instance type   count  hours  start after           end before            \
-required  reserved  waste  jobs
+required  reserved   waste   ratio  jobs
 p5-48xlarge  ml.p5.48xlarge     32     96  -                     -                     \
-    1292      3072   1780  cpt-pro, ppo-pro
+    1292      3072    1780   2.38x  cpt-pro, ppo-pro
 evals        ml.p5.48xlarge      1     24  2026-03-01T00:00:00Z  2026-03-10T00:00:00Z  \
-     1.5        24   22.5  eval
+     1.5        24    22.5  16.00x  eval
+total                                                                                  \
+  1293.5      3096  1802.5   2.39x
 
 Names the plans are bought under (purchase.approve must say the same)
 p5-48xlarge: novapod-dev-p5-48xlarge-0123abcd
@@ -776,6 +947,46 @@ next count plans sell
 def test_render_table_text_is_exactly_the_plan() -> None:
     names = {"p5-48xlarge": "novapod-dev-p5-48xlarge-0123abcd"}
     assert render_table(_sample_plan(), names) == SAMPLE_TABLE
+
+
+TWO_CPT_TABLE = """\
+Jobs
+name  model  technique  instance type   count  hours/run  runs  inst-h
+a     lite   cpt        ml.p5.48xlarge     16         24     1     384
+b     lite   cpt        ml.p5.48xlarge     16         24     1     384
+
+Training plans
+name         instance type   count  hours  start after  end before  required  reserved  waste  \
+ratio  jobs
+p5-48xlarge  ml.p5.48xlarge     16     48  -            -                768       768      0  \
+1.00x  a, b
+total                                                                    768       768      0  \
+1.00x
+{advice}
+On demand (instance types training plans do not sell)
+(none)
+"""
+NO_SPLIT = """
+Split advice (never applied: move jobs with plan: or instance_group)
+(none: no split into plans that sell reserves fewer instance-hours)
+"""
+
+
+def test_render_table_says_when_no_split_reserves_less() -> None:
+    # Two 16-instance days: 16 x 2 days or 32 x 1 day (768, a tie: fewer instances); two
+    # plans of 16 x 1 day reserve as much, so there is nothing to advise.
+    independent = _plan(
+        Workload("a", "lite", "cpt", hours_per_run=24),
+        Workload("b", "lite", "cpt", hours_per_run=24),
+    )
+    assert planning_module.split_advice(independent) == []
+    assert render_table(independent, advice=[]) == TWO_CPT_TABLE.format(advice=NO_SPLIT)
+    # b waits for a: one group of jobs, which no split may part; no section at all.
+    chained = _plan(
+        Workload("a", "lite", "cpt", hours_per_run=24),
+        Workload("b", "lite", "cpt", hours_per_run=24, after=("a",)),
+    )
+    assert render_table(chained, advice=[]) == TWO_CPT_TABLE.format(advice="")
 
 
 def test_render_table_of_an_empty_plan() -> None:
@@ -839,13 +1050,31 @@ def test_every_plan_fits_its_jobs(workloads: list[Workload]) -> None:
         largest = max(job.instance_count for job in members)
         assert request.instance_count in PLAN_INSTANCE_COUNTS
         assert request.instance_count >= largest
-        smaller = [c for c in PLAN_INSTANCE_COUNTS if c < request.instance_count]
-        assert not smaller or smaller[-1] < largest  # the smallest count that fits
 
-        hours = math.fsum(job.hours_per_run * job.runs for job in members)
         assert request.duration_hours % 24 == 0
-        assert request.duration_hours >= max(hours, 24)
-        assert request.duration_hours - 24 < hours or request.duration_hours == 24
+        assert 24 <= request.duration_hours <= 4368
+        # Never more than the same jobs one after another on the largest job's count
+        # (whole hours each, as the planner schedules them).
+        one_after_another = sum(math.ceil(job.hours_per_run * job.runs - 1e-9) for job in members)
+        assert request.reserved_instance_hours <= sellable_instance_count(largest) * 24 * max(
+            1, math.ceil(one_after_another / 24)
+        )
+        assert request.reserved_instance_hours >= request.required_instance_hours - 1e-6
+        assert request.lower_bound_instance_hours is not None
+        assert request.lower_bound_instance_hours <= request.reserved_instance_hours
+
+        # Every job once, inside the plan, for its hours; never more instances than it has.
+        assert [slot.job for slot in request.schedule] == list(request.jobs)
+        for slot, job in zip(request.schedule, members, strict=True):
+            assert slot.instance_count == job.instance_count
+            assert slot.start_hour >= 0
+            assert slot.end_hour - slot.start_hour >= job.hours_per_run * job.runs - 1e-9
+            assert slot.end_hour <= request.duration_hours
+        for hour in range(request.duration_hours):
+            in_use = sum(
+                s.instance_count for s in request.schedule if s.start_hour <= hour < s.end_hour
+            )
+            assert in_use <= request.instance_count
 
         assert all(job.instance_type == request.instance_type for job in members)
         assert request.waste_instance_hours == pytest.approx(
