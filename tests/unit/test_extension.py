@@ -93,7 +93,7 @@ def test_an_extension_lets_grown_jobs_fit_the_bought_plan() -> None:
         (
             "capacity.training_plans[0]",
             "training plan lite-sft: duration_hours 144 is shorter than the 158 h its jobs "
-            "(sft-lora, eval) need one after another; set duration_hours to 168 or more",
+            "(sft-lora, eval) need even on 64 instances; set duration_hours to 168 or more",
         )
     ]
 
