@@ -521,13 +521,10 @@ def _quick(
     counts: Sequence[int],
     max_days: int | None,
 ) -> float:
-    """A part's reserved instance-hours by the greedy schedules; by the solver too when
-    the greedy ones do not fit the days allowed (they may not, where the solver does)."""
+    """A part's reserved instance-hours by the greedy schedules (an upper bound: the
+    chosen split is packed with the solver at the end)."""
     members = _members(part, units)
-    allowed = _counts_for(members, counts)
-    found = pack(members, allowed, max_days=max_days, solver=False)
-    if found is None and max_days is not None:
-        found = pack(members, allowed, max_days=max_days)
+    found = pack(members, _counts_for(members, counts), max_days=max_days, solver=False)
     return math.inf if found is None else found.reserved_instance_hours
 
 

@@ -197,6 +197,7 @@ def test_the_solver_finds_a_shorter_schedule_than_the_greedy_rules() -> None:
     solved = packing.pack(tasks, (16, 32, 64))
     assert solved is not None
     assert (solved.instance_count, solved.duration_hours) == (16, 72)
+    assert max(slot.end_hour for slot in solved.slots) <= 72
     assert solved.proven and solved.lower_bound_instance_hours == 16 * 72
     assert {s.job: (s.start_hour, s.end_hour) for s in solved.slots} == {
         "j0": (0, 12),
@@ -219,6 +220,8 @@ def test_a_given_duration_the_greedy_rules_miss_is_met_by_the_solver() -> None:
     assert greedy is not None and greedy.instance_count == 32
     found = packing.pack(tasks, (16, 32, 64), days=3)
     assert found is not None and found.instance_count == 16
+    assert max(slot.end_hour for slot in found.slots) <= 72  # inside the plan
+    assert found.lower_bound_instance_hours == 16 * 72
     # Two days need 32 (j2 and j4 side by side); one day is shorter than the chain.
     assert packing.pack(tasks, (16,), days=2) is None
     assert packing.pack(tasks, (16, 32), days=2) is not None
