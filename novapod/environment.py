@@ -98,6 +98,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             config=config,
             network=network.handle,
             key=storage.key,
+            ledger=storage.ledger,
             env=env,
             description=f"novapod {config.name}: training plans (bought with approval, or adopted)",
         )

@@ -18,37 +18,31 @@ adopts the old names. tests/unit/test_naming.py pins the names as literals.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 
+from novapod.constructs.handler_core import names
 from novapod.planning import PlanRequest
 
 TRAINING_PLAN_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}$")
 MAX_NAME = 64
-_DIGEST_CHARS = 8
+_DIGEST_CHARS = names.DIGEST_CHARS
 
 
 def purchase_inputs(request: PlanRequest) -> dict[str, object]:
     """What is bought. `retry` joins only when set, so names without one never changed."""
-    inputs: dict[str, object] = {
-        "instance_type": request.instance_type,
-        "instance_count": request.instance_count,
-        "duration_hours": request.duration_hours,
-        "start_after": request.start_after,
-        "end_before": request.end_before,
-        "target_resources": sorted(request.target_resources),
-    }
-    if request.retry:
-        inputs["retry"] = request.retry
-    return inputs
+    return names.purchase_inputs(
+        instance_type=request.instance_type,
+        instance_count=request.instance_count,
+        duration_hours=request.duration_hours,
+        start_after=request.start_after,
+        end_before=request.end_before,
+        target_resources=request.target_resources,
+        retry=request.retry,
+    )
 
 
-def purchase_digest(inputs: dict[str, object]) -> str:
-    """The name's last part: a digest of `purchase_inputs`. Never change the encoding
-    without a migration that adopts the old names (every plan would be bought again)."""
-    canonical = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:_DIGEST_CHARS]
+# The handler recomputes the same digest from the properties it buys with.
+purchase_digest = names.purchase_digest
 
 
 def name_head(environment: str, plan: str) -> str:

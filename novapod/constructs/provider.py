@@ -31,6 +31,9 @@ Compliance (NIST 800-53 R5, HIPAA, checkov; see novapod/constructs/acknowledge.p
 
 from __future__ import annotations
 
+import hashlib
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -70,16 +73,65 @@ FRAMEWORK_REASONS = {
 }
 
 
-def handler_code(root: Path) -> lambda_.Code:
+def handler_code(root: Path, *, core: bool = False) -> lambda_.Code:
     """A handler's Lambda asset: only the `handler/` package under `root` (the construct
-    beside it, caches and READMEs stay out), as every custom resource here ships it."""
-    return lambda_.Code.from_asset(
-        str(root), exclude=["*.py", "**/__pycache__", "**/*.pyc", "!handler/*.py"]
-    )
+    beside it, caches and READMEs stay out), as every custom resource here ships it.
+
+    `core=True` also bundles `handler_core/` (the purchase ledger, names): the asset then
+    mirrors the source layout under a package of its own, `novapod_lambda/<construct>/
+    handler/` beside `novapod_lambda/handler_core/`, so the handlers' relative imports
+    (`from ...handler_core import ledger`) work in both; the handler strings are
+    `core_handler_module(root)`.*. Staged at synth into a directory named by the digest of
+    its files (the asset's hash is of the content; no Docker, deterministic).
+    """
+    if not core:
+        return lambda_.Code.from_asset(
+            str(root), exclude=["*.py", "**/__pycache__", "**/*.pyc", "!handler/*.py"]
+        )
+    return lambda_.Code.from_asset(str(_stage_with_core(root)))
+
+
+CORE_PACKAGE = "novapod_lambda"
+_CORE_ROOT = Path(__file__).resolve().parent / "handler_core"
+
+
+def core_handler_module(root: Path) -> str:
+    """The handlers' module in an asset made with `handler_code(core=True)`."""
+    return f"{CORE_PACKAGE}.{root.name}.handler.index"
+
+
+def _stage_with_core(root: Path) -> Path:
+    files = {
+        f"{CORE_PACKAGE}/__init__.py": b"",
+        f"{CORE_PACKAGE}/{root.name}/__init__.py": b"",
+    }
+    for folder, prefix in (
+        (root / "handler", f"{root.name}/handler"),
+        (_CORE_ROOT, "handler_core"),
+    ):
+        for source in sorted(folder.glob("*.py")):
+            files[f"{CORE_PACKAGE}/{prefix}/{source.name}"] = source.read_bytes()
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+    stage = Path(tempfile.gettempdir()) / "novapod-assets" / digest.hexdigest()[:32]
+    if not stage.is_dir():
+        # Built beside, then renamed: parallel synths (test workers) never see half of it.
+        stage.parent.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=stage.parent))
+        for name, content in files.items():
+            (partial / name).parent.mkdir(parents=True, exist_ok=True)
+            (partial / name).write_bytes(content)
+        try:
+            partial.rename(stage)
+        except OSError:
+            shutil.rmtree(partial, ignore_errors=True)  # another process staged it first
+    return stage
 
 
 class HandlerProvider(Construct):
-    """`on_event` and `is_complete` functions (handler strings `handler.index.*`).
+    """`on_event` and `is_complete` functions (handler strings `<handler_module>.*`,
+    `handler.index.*` unless the asset bundles the handler core).
 
     `on_event_logs` and `is_complete_logs` are their log groups (what the handlers
     print: the decision on each event, the state on each poll).
@@ -99,6 +151,7 @@ class HandlerProvider(Construct):
         log_retention_days: int,
         encryption_key: kms.IKey | None = None,
         placement: PrivatePlacement | None = None,
+        handler_module: str = "handler.index",
     ) -> None:
         super().__init__(scope, id_)
         self._purpose = purpose
@@ -112,14 +165,14 @@ class HandlerProvider(Construct):
         self.on_event = self._function(
             "OnEvent",
             code=code,
-            handler="handler.index.on_event",
+            handler=f"{handler_module}.on_event",
             timeout=on_event_timeout,
             log_group=self.on_event_logs,
         )
         self.is_complete = self._function(
             "IsComplete",
             code=code,
-            handler="handler.index.is_complete",
+            handler=f"{handler_module}.is_complete",
             timeout=is_complete_timeout,
             log_group=self.is_complete_logs,
         )

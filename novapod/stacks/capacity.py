@@ -1,7 +1,8 @@
 """CapacityStack: training plans bought (guarded) or adopted, as custom resources.
 
 It depends on the network (subnet IDs per zone) and on the storage stack (the key of
-its log groups), never on the EKS stack, so it deploys side by side with it.
+its log groups, the purchase ledger), never on the EKS stack, so it deploys side by
+side with it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from constructs import Construct
 
 from novapod.config import NovapodConfig
 from novapod.constructs.network import VpcHandle
+from novapod.constructs.purchase_ledger import PurchaseLedger
 from novapod.constructs.training_plan.construct import TrainingPlan, TrainingPlanProvider
 
 
@@ -32,6 +34,7 @@ class CapacityStack(Stack):
         *,
         config: NovapodConfig,
         network: VpcHandle,
+        ledger: PurchaseLedger,
         key: kms.IKey | None = None,
         **kwargs: Any,
     ) -> None:
@@ -47,6 +50,7 @@ class CapacityStack(Stack):
             extended_arns=[s.existing_arn for s, _ in requests if s.existing_arn and s.extend],
             # Its log groups: the storage stack's key, so this stack deploys after storage.
             encryption_key=key,
+            ledger=ledger,
         )
         subnets = network.subnet_ids_by_zone()
         self.plans: dict[str, TrainingPlan] = {}

@@ -1,5 +1,5 @@
-"""StorageStack (stateful): KMS key, S3 buckets, optional FSx for Lustre (and the VPC
-flow logs when there is no eks stack).
+"""StorageStack (stateful): KMS key, S3 buckets, the purchase ledger, optional FSx for
+Lustre (and the VPC flow logs when there is no eks stack).
 
 Everything here is retained on stack deletion and has a pinned logical ID, so
 refactoring the construct tree can never replace a bucket, key or file system.
@@ -22,6 +22,7 @@ from novapod.constructs.buckets import access_log_bucket, encrypted_bucket
 from novapod.constructs.flow_logs import VpcFlowLog
 from novapod.constructs.lustre import LinkedLustre
 from novapod.constructs.network import VpcHandle
+from novapod.constructs.purchase_ledger import PurchaseLedger
 
 # Logical IDs of stateful resources: changing one replaces data. Tests pin them.
 PINNED_IDS = {
@@ -32,6 +33,7 @@ PINNED_IDS = {
     "lustre": "LustreFileSystem",
     "lifecycle_scripts": "LifecycleScriptsBucket",
     "lustre_association": "LustreDataRepositoryAssociation",
+    "purchase_ledger": "PurchaseLedger",
 }
 
 
@@ -97,6 +99,12 @@ class StorageStack(Stack):
             infrequent_access_days=storage.artifacts_infrequent_access_days,
         )
         _pin(self.artifacts_bucket, PINNED_IDS["artifacts"])
+        # Every purchase (training plans, extensions, Bedrock imports) is claimed here
+        # with a conditional write before its call, and recorded: the audit trail that
+        # `novapod purchases` reads.
+        self.ledger = PurchaseLedger(
+            self, "PurchaseLedger", key=self.key, logical_id=PINNED_IDS["purchase_ledger"]
+        )
 
         self.lustre: LinkedLustre | None = None
         if storage.lustre is not None:
@@ -143,6 +151,12 @@ class StorageStack(Stack):
         CfnOutput(self, "DataBucketName", value=self.data_bucket.bucket_name)
         CfnOutput(self, "ArtifactsBucketName", value=self.artifacts_bucket.bucket_name)
         CfnOutput(self, "KeyArn", value=self.key.key_arn)
+        CfnOutput(
+            self,
+            "PurchaseLedgerTableName",
+            value=self.ledger.table_name,
+            description="DynamoDB table of every purchase (novapod purchases CONFIG reads it)",
+        )
 
     def _let_cloudwatch_logs_use_the_key(self) -> None:
         """Log groups of every stack of the environment are encrypted with this key.

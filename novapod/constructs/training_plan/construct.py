@@ -20,7 +20,13 @@ from constructs import Construct
 
 from novapod.config import TrainingPlanSpec
 from novapod.constructs.acknowledge import acknowledge, nag_resource
-from novapod.constructs.provider import HandlerProvider, default_policy, handler_code
+from novapod.constructs.provider import (
+    HandlerProvider,
+    core_handler_module,
+    default_policy,
+    handler_code,
+)
+from novapod.constructs.purchase_ledger import PurchaseLedger
 from novapod.constructs.training_plan.handler.marker import KEY_PATTERN as MARKER_KEYS
 from novapod.naming import extension_name, training_plan_name, training_plan_name_prefix
 from novapod.planning import PlanRequest
@@ -59,6 +65,7 @@ class TrainingPlanProvider(Construct):
         pending_timeout_minutes: int,
         extended_arns: Sequence[str] = (),
         extends: bool = False,
+        ledger: PurchaseLedger,
         log_retention_days: int = 365,
         encryption_key: kms.IKey | None = None,
     ) -> None:
@@ -67,11 +74,14 @@ class TrainingPlanProvider(Construct):
         super().__init__(scope, id_)
         stack = Stack.of(self)
         self.pending_timeout_seconds = pending_timeout_minutes * 60
+        self.environment = environment
+        self.ledger_table = ledger.table_name
         total = min(pending_timeout_minutes + PROVIDER_MARGIN_MINUTES, MAX_TOTAL_MINUTES)
         self.handlers = HandlerProvider(
             self,
             "Handlers",
-            code=handler_code(HANDLER_ROOT),
+            code=handler_code(HANDLER_ROOT, core=True),
+            handler_module=core_handler_module(HANDLER_ROOT),
             purpose="TrainingPlan",
             on_event_timeout=ON_EVENT_TIMEOUT,
             is_complete_timeout=IS_COMPLETE_TIMEOUT,
@@ -87,6 +97,9 @@ class TrainingPlanProvider(Construct):
         )
         self.on_event = self.handlers.on_event
         self.is_complete = self.handlers.is_complete
+        # Both claim and settle purchases (on_event buys, is_complete reconciles).
+        for function in (self.on_event, self.is_complete):
+            ledger.grant_purchases(function, environment)
         own_plans = stack.format_arn(
             service="sagemaker",
             resource="training-plan",
@@ -265,6 +278,9 @@ class TrainingPlan(Construct):
             "SubnetIdsByZoneId": {zone: list(ids) for zone, ids in subnet_ids_by_zone.items()},
             "Tags": [{"Key": k, "Value": v} for k, v in sorted(tags.items())],
             "PendingTimeoutSeconds": str(provider.pending_timeout_seconds),
+            # Every purchase is claimed in the ledger, under the environment's partition.
+            "LedgerTable": provider.ledger_table,
+            "Environment": provider.environment,
         }
         if spec.existing_arn is not None:
             self.plan_name = spec.existing_arn.rsplit("/", 1)[1]
@@ -298,6 +314,8 @@ class TrainingPlan(Construct):
                 properties["StartTimeAfter"] = request.start_after
             if request.end_before:
                 properties["EndTimeBefore"] = request.end_before
+            if request.retry:  # part of the name's digest, which the handler recomputes
+                properties["Retry"] = str(request.retry)
         if spec.extend is not None:
             # Validation made approve equal to this name; the handler checks again.
             extension = extension_name(self.plan_name, spec.extend.duration_hours)

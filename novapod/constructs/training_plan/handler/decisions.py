@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
+from ...handler_core import names
+
 ChoicePolicy = Literal["cheapest", "earliest"]
 Mode = Literal["purchase", "adopt"]
 Step = Literal["adopt", "purchase"]
@@ -114,6 +116,14 @@ class PlanProperties:
     pending_timeout_seconds: int
     subnet_ids_by_zone_id: Mapping[str, tuple[str, ...]]
     tags: tuple[tuple[str, str], ...]
+    # The purchase ledger (handler_core/ledger.py): its table and this environment's
+    # partition. Required wherever the resource may buy (a plan or an extension).
+    ledger_table: str | None = None
+    environment: str | None = None
+    retry: int = 0
+    # StartTimeAfter and EndTimeBefore as given: the name's digest covers these strings.
+    raw_start: str | None = None
+    raw_end: str | None = None
 
     @property
     def purchase_approved(self) -> bool:
@@ -199,6 +209,11 @@ def parse_properties(raw: Mapping[str, Any]) -> PlanProperties:
         or DEFAULT_PENDING_TIMEOUT_SECONDS,
         subnet_ids_by_zone_id=subnets,
         tags=tags,
+        ledger_table=_optional_str(raw, "LedgerTable"),
+        environment=_optional_str(raw, "Environment"),
+        retry=_int(raw, "Retry", 1, 1000, required=False) or 0,
+        raw_start=_optional_str(raw, "StartTimeAfter"),
+        raw_end=_optional_str(raw, "EndTimeBefore"),
     )
 
 
@@ -985,3 +1000,45 @@ def plan_data(
         "UpfrontFee": str(plan.get("UpfrontFee", "")),
         "CurrencyCode": str(plan.get("CurrencyCode", "")),
     }
+
+
+# --- what the name says is bought -------------------------------------------------------
+
+
+def name_problem(props: PlanProperties) -> str | None:
+    """Why PlanName does not name what these properties buy (None when it does).
+
+    The name is the approval and ends with the digest of what is bought
+    (handler_core/names.py, the same function novapod.naming uses at synth), so the
+    handler recomputes it from the very properties it buys with: a template edited by
+    hand, or a construct bug, cannot buy 64 instances under the approval of 4.
+    """
+    if props.mode != "purchase":
+        return None
+    digest = names.purchase_digest(
+        names.purchase_inputs(
+            instance_type=str(props.instance_type),
+            instance_count=int(props.instance_count or 0),
+            duration_hours=int(props.duration_hours or 0),
+            start_after=props.raw_start,
+            end_before=props.raw_end,
+            target_resources=props.target_resources,
+            retry=props.retry,
+        )
+    )
+    if props.plan_name.endswith(f"-{digest}"):
+        return None
+    return (
+        f"PlanName {props.plan_name} does not name what this resource would buy "
+        f"({props.instance_count} x {props.instance_type} for {props.duration_hours} h, "
+        f"whose name ends in -{digest}), so nothing was bought: the name is the approval, and "
+        "the template must come from `cdk synth` of the approved config, not from a hand edit"
+    )
+
+
+def ledger_missing_message(plan_name: str) -> str:
+    return (
+        f"training plan {plan_name} was not bought: the resource names no purchase ledger "
+        "(LedgerTable and Environment), and novapod buys only under a claim in it; "
+        "synthesize with this novapod version, whose storage stack holds the ledger"
+    )

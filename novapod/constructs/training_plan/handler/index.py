@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -31,7 +30,8 @@ import boto3  # type: ignore[import-untyped]
 from botocore.config import Config  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from . import decisions, extension, marker, offerings
+from ...handler_core import ledger
+from . import claims, decisions, extension, marker, offerings
 from .decisions import PlanProperties, TrainingPlanError
 from .extension import ExtensionProperties
 
@@ -45,6 +45,8 @@ MAX_ATTEMPTS = 3
 CONFIRM_DELAYS_SECONDS: tuple[float, ...] = (0, 2, 5)
 # Top-level key of on_event's result; the Provider passes it to every is_complete.
 WAIT_STARTED_AT = "WaitStartedAt"
+# Every plan novapod buys is tagged with its environment (NovapodConfig.resource_tags).
+ENVIRONMENT_TAG = "novapod:environment"
 
 T = TypeVar("T")
 
@@ -143,6 +145,180 @@ def _described(name: str, plan: Mapping[str, Any] | None) -> str:
     return f"training plan {name} exists and is {plan.get('Status')}{message}"
 
 
+# --- the purchase ledger ----------------------------------------------------------------
+
+
+def _claimant() -> str:
+    """New for every invocation (tests replace it)."""
+    return ledger.new_claimant()
+
+
+def _ledger(props: PlanProperties) -> ledger.Ledger:
+    if not props.ledger_table or not props.environment:
+        raise TrainingPlanError(decisions.ledger_missing_message(props.plan_name))
+    return ledger.Ledger(_client("dynamodb"), props.ledger_table, props.environment, clock=_now)
+
+
+def _read_entry(book: ledger.Ledger, kind: str, name: str, what: str) -> ledger.Entry | None:
+    """The item, strongly read; fail closed (nothing bought) when it cannot be read."""
+    try:
+        return book.read(kind, name)
+    except ledger.LedgerError as failed:
+        message = ledger.unavailable_message(what, failed)
+        _log("ledger-failed", message, purchase=ledger.purchase_key(kind, name))
+        raise TrainingPlanError(message) from failed
+
+
+def _settle(
+    book: ledger.Ledger, entry: ledger.Entry, state: ledger.State, **fields: Any
+) -> ledger.Entry:
+    """Best effort after the fact (the purchase is decided): a failed write leaves the
+    item where it was, and the next read settles it again from the service."""
+    try:
+        settled = book.advance(entry, state, **fields)
+    except (ledger.LedgerError, ledger.ClaimConflictError) as exc:
+        _log(
+            "ledger-settle-failed",
+            f"recording {entry.key} as {state} failed ({exc}); it stays {entry.state} until "
+            "a later read settles it from the service",
+            purchase=entry.key,
+        )
+        return entry
+    _log("ledger", f"recorded {entry.key} as {state}", purchase=entry.key, state=state)
+    return settled
+
+
+def _claim(
+    book: ledger.Ledger,
+    kind: str,
+    name: str,
+    current: ledger.Entry | None,
+    *,
+    request_id: str,
+    what: str,
+    **fields: Any,
+) -> ledger.Entry | None:
+    """This invocation's claim, or None when another invocation claimed first."""
+    try:
+        claimed = book.claim(
+            kind,
+            name,
+            current=current,
+            request_id=request_id,
+            claimant=_claimant(),
+            fields=fields,
+        )
+    except ledger.ClaimConflictError as lost:
+        _log(
+            "claim-lost",
+            f"another invocation claimed {ledger.purchase_key(kind, name)} first "
+            f"({ledger.describe(lost.current) if lost.current else 'item gone'}); this event "
+            "buys nothing and waits for that purchase",
+            purchase=ledger.purchase_key(kind, name),
+        )
+        return None
+    except ledger.LedgerError as failed:
+        message = ledger.unavailable_message(what, failed)
+        _log("ledger-failed", message, purchase=ledger.purchase_key(kind, name))
+        raise TrainingPlanError(message) from failed
+    _log(
+        "claim",
+        f"claimed {claimed.key} (attempt {claimed.attempt}) before searching",
+        purchase=claimed.key,
+        attempt=claimed.attempt,
+        took_over=current is not None and current.state == ledger.CLAIMED,
+    )
+    return claimed
+
+
+def _calling(
+    book: ledger.Ledger, claimed: ledger.Entry, what: str, **fields: Any
+) -> ledger.Entry | None:
+    """`calling`, written right before the one purchase call; None when another
+    invocation took the claim over meanwhile (then this one must not call)."""
+    try:
+        calling = book.advance(claimed, ledger.CALLING, **fields)
+    except ledger.ClaimConflictError as lost:
+        _log(
+            "back-off",
+            f"{claimed.key} moved before the purchase call "
+            f"({ledger.describe(lost.current) if lost.current else 'item gone'}); this event "
+            "does not call and buys nothing",
+            purchase=claimed.key,
+        )
+        return None
+    except ledger.LedgerError as failed:
+        message = ledger.unavailable_message(what, failed)
+        _log("ledger-failed", message, purchase=claimed.key)
+        raise TrainingPlanError(message) from failed
+    _log("ledger", f"recorded {calling.key} as calling", purchase=calling.key, **fields)
+    return calling
+
+
+def _release(book: ledger.Ledger, claimed: ledger.Entry, reason: str) -> None:
+    """Nothing was called: give the claim up, so the next deploy need not take it over."""
+    _settle(book, claimed, ledger.RELEASED, Detail=reason)
+
+
+def _plan_owner(sagemaker: Any, plan: Mapping[str, Any]) -> str | None:
+    """The plan's novapod:environment tag (every plan novapod buys carries it)."""
+    paginator = sagemaker.get_paginator("list_tags")
+    for page in paginator.paginate(ResourceArn=plan["TrainingPlanArn"]):
+        for tag in page.get("Tags", []):
+            if tag.get("Key") == ENVIRONMENT_TAG:
+                return str(tag.get("Value"))
+    return None
+
+
+def _refuse_foreign(sagemaker: Any, props: PlanProperties, plan: Mapping[str, Any]) -> None:
+    """Never adopt another environment's plan into this ledger (names can collide)."""
+    name = str(plan["TrainingPlanName"])
+    owner = _aws(f"ListTags for training plan {name}", lambda: _plan_owner(sagemaker, plan))
+    if owner is not None and owner != props.environment:
+        message = claims.foreign_plan_message(name, owner, str(props.environment))
+        _log("refuse", message, plan_name=name, owner=owner)
+        raise TrainingPlanError(message)
+
+
+def _record_existing(
+    sagemaker: Any,
+    book: ledger.Ledger,
+    props: PlanProperties,
+    plan: Mapping[str, Any],
+    *,
+    entry: ledger.Entry | None,
+    request_id: str,
+) -> None:
+    """The plan exists: make the ledger say it is bought. A plan the ledger does not know
+    (bought before the ledger, by a novapod that tagged markers) is adopted once its
+    environment tag is ours; an unsettled item of ours is settled by the plan's presence."""
+    name = str(plan["TrainingPlanName"])
+    fields = {
+        "Arn": plan["TrainingPlanArn"],
+        "UpfrontFee": str(plan.get("UpfrontFee", "")),
+        "Currency": str(plan.get("CurrencyCode", "")),
+    }
+    if entry is None:
+        _refuse_foreign(sagemaker, props, plan)
+        try:
+            book.record(
+                claims.PLAN,
+                name,
+                ledger.BOUGHT,
+                request_id=request_id,
+                claimant=_claimant(),
+                fields={**fields, "Source": "adopted", "Approval": props.approved_plan_name},
+            )
+        except ledger.ClaimConflictError:
+            return  # recorded meanwhile by another invocation
+        except ledger.LedgerError as failed:
+            message = ledger.unavailable_message(f"training plan {name}", failed)
+            raise TrainingPlanError(message) from failed
+        _log("ledger", f"adopted plan#{name} into the purchase ledger as bought", plan_name=name)
+    elif entry.state != ledger.BOUGHT:
+        _settle(book, entry, ledger.BOUGHT, Source="reconciled", **fields)
+
+
 # --- on_event ---------------------------------------------------------------------------
 
 
@@ -153,6 +329,7 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     props = decisions.parse_properties(event["ResourceProperties"])
     extend = extension.parse_extension(event["ResourceProperties"], props.lookup_name)
     keeps_name = request_type == "Update" and props.plan_name == event.get("PhysicalResourceId")
+    request_id = str(event.get("RequestId") or "")
     _log(
         "start",
         f"{request_type} of training plan {props.plan_name} ({props.mode})",
@@ -162,7 +339,7 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         keeps_name=keeps_name,
     )
     if not keeps_name:
-        refusal = decisions.purchase_refusal(props)
+        refusal = decisions.purchase_refusal(props) or decisions.name_problem(props)
         if refusal is not None:
             _log("refuse", refusal, plan_name=props.plan_name)
             raise TrainingPlanError(refusal)
@@ -171,6 +348,7 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         if refusal is not None:
             _log("refuse", refusal, plan_name=props.plan_name, extension=extend.name)
             raise TrainingPlanError(refusal)
+    book = _ledger(props) if props.mode == "purchase" or extend is not None else None
     sagemaker = _client("sagemaker")
     described = _describe(sagemaker, props.lookup_name)
     _log(
@@ -183,6 +361,27 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         message = extension.no_plan_message(props.lookup_name, extend)
         _log("refuse", message, plan_name=props.lookup_name, extension=extend.name)
         raise TrainingPlanError(message)
+    entry = None
+    if props.mode == "purchase" and book is not None:
+        entry = _read_entry(book, claims.PLAN, props.plan_name, f"training plan {props.plan_name}")
+        _log(
+            "ledger-read",
+            ledger.describe(entry) if entry else f"plan#{props.plan_name} is not in the ledger",
+            plan_name=props.plan_name,
+        )
+    if (
+        described is None
+        and entry is not None
+        and entry.state in ledger.UNSETTLED | {ledger.BOUGHT}
+    ):
+        # A purchase may be (or is) under way: never buy past it; is_complete looks.
+        _log(
+            "await-purchase",
+            f"{ledger.describe(entry)} and the plan is not visible yet: this event buys "
+            "nothing and waits for it to show",
+            plan_name=props.plan_name,
+        )
+        return _result(props, props.plan_name, "", None, awaiting=claims.PLAN)
     step = decisions.next_step(described, props, may_purchase=not keeps_name)
     if step == "adopt" and described is not None:
         _log(
@@ -192,11 +391,17 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
             plan_name=described["TrainingPlanName"],
             status=described["Status"],
         )
+        if book is not None and props.mode == "purchase":
+            _record_existing(sagemaker, book, props, described, entry=entry, request_id=request_id)
         if extend is not None:
-            return _extend(sagemaker, props, extend, described)
+            assert book is not None
+            if props.mode == "adopt":
+                _refuse_foreign(sagemaker, props, described)
+            return _extend(sagemaker, book, props, extend, described, request_id=request_id)
         _log_kept_extensions(event, props)
         return _result(props, described["TrainingPlanName"], described["TrainingPlanArn"], None)
-    return _purchase(sagemaker, props)
+    assert book is not None
+    return _purchase(sagemaker, book, props, entry, request_id)
 
 
 def _retain(event: Mapping[str, Any]) -> dict[str, Any]:
@@ -218,20 +423,95 @@ def _result(
     purchased_at: datetime | None,
     *,
     extended_at: datetime | None = None,
+    awaiting: str | None = None,
 ) -> dict[str, Any]:
+    """on_event's answer. `awaiting`: a purchase this event did not see through (another
+    invocation's, or an ambiguous one) that is_complete must settle before anything."""
     data = {"PlanName": plan_name, "PlanArn": plan_arn}
     if purchased_at is not None:
         data["PurchasedAt"] = decisions.iso(purchased_at)
     if extended_at is not None:
         data["ExtendedAt"] = decisions.iso(extended_at)
-    return {
+    result: dict[str, Any] = {
         "PhysicalResourceId": props.plan_name,
         "Data": data,
         WAIT_STARTED_AT: decisions.iso(_now()),
     }
+    if awaiting is not None:
+        result[claims.AWAITING] = awaiting
+    return result
 
 
-def _purchase(sagemaker: Any, props: PlanProperties) -> dict[str, Any]:
+def _purchase(
+    sagemaker: Any,
+    book: ledger.Ledger,
+    props: PlanProperties,
+    entry: ledger.Entry | None,
+    request_id: str,
+) -> dict[str, Any]:
+    what = f"training plan {props.plan_name}"
+    claimed = _claim(
+        book,
+        claims.PLAN,
+        props.plan_name,
+        entry,
+        request_id=request_id,
+        what=what,
+        Approval=props.approved_plan_name,
+    )
+    if claimed is None:
+        return _result(props, props.plan_name, "", None, awaiting=claims.PLAN)
+    try:
+        chosen = _choose_offering(sagemaker, props)
+    except TrainingPlanError as refused:
+        _release(book, claimed, str(refused))
+        raise
+    offering_id = chosen["TrainingPlanOfferingId"]
+    kwargs: dict[str, Any] = {
+        "TrainingPlanName": props.plan_name,
+        "TrainingPlanOfferingId": offering_id,
+    }
+    if props.tags:
+        kwargs["Tags"] = props.tag_list()
+    # One attempt only: botocore must never resend a purchase on its own.
+    buyer = _client("sagemaker", max_attempts=1, read_timeout=CREATE_READ_TIMEOUT_SECONDS)
+    calling = _calling(
+        book,
+        claimed,
+        what,
+        OfferingId=offering_id,
+        UpfrontFee=str(chosen.get("UpfrontFee", "")),
+        Currency=str(chosen.get("CurrencyCode", "")),
+        CallingAt=decisions.iso(_now()),
+    )
+    if calling is None:
+        return _result(props, props.plan_name, "", None, awaiting=claims.PLAN)
+    _log(
+        "create",
+        f"calling CreateTrainingPlan for training plan {props.plan_name} with offering "
+        f"{offering_id} (one attempt, never resent)",
+        plan_name=props.plan_name,
+        offering_id=offering_id,
+    )
+    purchased_at = _now()
+    try:
+        arn = buyer.create_training_plan(**kwargs)["TrainingPlanArn"]
+    except Exception as exc:
+        return _after_failed_create(
+            sagemaker, book, calling, props, exc=exc, purchased_at=purchased_at
+        )
+    _settle(book, calling, ledger.BOUGHT, Arn=arn, BoughtAt=decisions.iso(purchased_at))
+    _log(
+        "bought",
+        f"bought training plan {props.plan_name} ({arn}); waiting until it is Scheduled",
+        plan_name=props.plan_name,
+        plan_arn=arn,
+    )
+    return _result(props, props.plan_name, arn, purchased_at)
+
+
+def _choose_offering(sagemaker: Any, props: PlanProperties) -> dict[str, Any]:
+    """The offering to buy: searched, screened, chosen and within the cap, else raise."""
     request = props.offering_request()
     ec2 = _client("ec2")
     found = _aws(
@@ -271,16 +551,16 @@ def _purchase(sagemaker: Any, props: PlanProperties) -> dict[str, Any]:
     if refusal is not None:
         _log("refuse", refusal, plan_name=props.plan_name)
         raise TrainingPlanError(refusal)
-    offering_id = chosen["TrainingPlanOfferingId"]
     start = decisions.iso(decisions.offering_start(chosen))
     _log(
         "choose",
-        f"chose offering {offering_id} ({request.choice_policy}): {chosen.get('UpfrontFee')} "
-        f"{chosen.get('CurrencyCode')} within MaxUpfrontFee {props.max_upfront_fee} "
-        f"{props.currency}, {request.instance_count} x {request.instance_type} in "
-        f"{chosen['AvailabilityZone']} ({chosen['AvailabilityZoneId']}) from {start}",
+        f"chose offering {chosen['TrainingPlanOfferingId']} ({request.choice_policy}): "
+        f"{chosen.get('UpfrontFee')} {chosen.get('CurrencyCode')} within MaxUpfrontFee "
+        f"{props.max_upfront_fee} {props.currency}, {request.instance_count} x "
+        f"{request.instance_type} in {chosen['AvailabilityZone']} "
+        f"({chosen['AvailabilityZoneId']}) from {start}",
         plan_name=props.plan_name,
-        offering_id=offering_id,
+        offering_id=chosen["TrainingPlanOfferingId"],
         upfront_fee=chosen.get("UpfrontFee"),
         currency=chosen.get("CurrencyCode"),
         zone=chosen["AvailabilityZone"],
@@ -288,39 +568,19 @@ def _purchase(sagemaker: Any, props: PlanProperties) -> dict[str, Any]:
         start=start,
         policy=request.choice_policy,
     )
-    kwargs: dict[str, Any] = {
-        "TrainingPlanName": props.plan_name,
-        "TrainingPlanOfferingId": offering_id,
-    }
-    if props.tags:
-        kwargs["Tags"] = props.tag_list()
-    # One attempt only: botocore must never resend a purchase on its own.
-    buyer = _client("sagemaker", max_attempts=1, read_timeout=CREATE_READ_TIMEOUT_SECONDS)
-    _log(
-        "create",
-        f"calling CreateTrainingPlan for training plan {props.plan_name} with offering "
-        f"{offering_id} (one attempt, never resent)",
-        plan_name=props.plan_name,
-        offering_id=offering_id,
-    )
-    purchased_at = _now()
-    try:
-        arn = buyer.create_training_plan(**kwargs)["TrainingPlanArn"]
-    except Exception as exc:
-        return _after_failed_create(sagemaker, props, exc, purchased_at)
-    _log(
-        "bought",
-        f"bought training plan {props.plan_name} ({arn}); waiting until it is Scheduled",
-        plan_name=props.plan_name,
-        plan_arn=arn,
-    )
-    return _result(props, props.plan_name, arn, purchased_at)
+    return chosen
 
 
 def _after_failed_create(
-    sagemaker: Any, props: PlanProperties, exc: Exception, purchased_at: datetime
+    sagemaker: Any,
+    book: ledger.Ledger,
+    calling: ledger.Entry,
+    props: PlanProperties,
+    *,
+    exc: Exception,
+    purchased_at: datetime,
 ) -> dict[str, Any]:
-    """Say nothing was bought only when the service refused; else adopt or warn."""
+    """Say nothing was bought only when the service refused; else adopt or wait."""
     name = props.plan_name
     detail = _error_detail(exc)
     kind = create_failure(exc)
@@ -332,19 +592,40 @@ def _after_failed_create(
         kind=kind,
     )
     if kind == "refused":
+        _settle(book, calling, ledger.REFUSED, Error=detail)
         raise TrainingPlanError(
             decisions.refused_create_message(name, detail, _error_code(exc))
         ) from exc
     if kind == "not_sent":
+        _settle(book, calling, ledger.RELEASED, Detail=f"never sent: {detail}")
         raise TrainingPlanError(decisions.not_sent_create_message(name, detail)) from exc
+    ambiguous = calling
+    if kind == "ambiguous":
+        ambiguous = _settle(book, calling, ledger.AMBIGUOUS, Error=detail)
     plan, describe_error = _confirm(sagemaker, name)
     if plan is None:
-        raise TrainingPlanError(
+        # AWS may show the plan a minute or two later: is_complete keeps looking for
+        # claims.RECONCILE_SECONDS before failing with "may have been bought".
+        _log(
+            "await-purchase",
             decisions.ambiguous_create_message(name, detail, describe_error=describe_error)
-        ) from exc
-    decisions.validate_plan(plan, props)
+            + "; waiting for the plan to show",
+            plan_name=name,
+        )
+        return _result(props, name, "", purchased_at, awaiting=claims.PLAN)
     # ResourceInUse: the plan existed before our call, so this event did not buy it.
     ours = kind != "name_taken"
+    if not ours:
+        _refuse_foreign(sagemaker, props, plan)
+    _settle(
+        book,
+        ambiguous,
+        ledger.BOUGHT,
+        Arn=plan["TrainingPlanArn"],
+        Source="confirmed" if ours else "existed",
+        BoughtAt=decisions.iso(purchased_at),
+    )
+    _check_bought_plan(plan, props, bought=ours)
     _log(
         "adopt-after-failed-create",
         f"training plan {name} exists after the failed call ({plan.get('Status')}); adopting "
@@ -353,6 +634,18 @@ def _after_failed_create(
         bought_by_this_event=ours,
     )
     return _result(props, name, plan["TrainingPlanArn"], purchased_at if ours else None)
+
+
+def _check_bought_plan(plan: Mapping[str, Any], props: PlanProperties, *, bought: bool) -> None:
+    """validate_plan, saying so when the plan that does not fit was bought by us."""
+    try:
+        decisions.validate_plan(plan, props)
+    except TrainingPlanError as unusable:
+        if not bought:
+            raise
+        raise TrainingPlanError(
+            claims.unusable_bought_plan_message(str(plan.get("TrainingPlanName")), str(unusable))
+        ) from unusable
 
 
 def _confirm(sagemaker: Any, name: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -404,7 +697,7 @@ def _history(sagemaker: Any, plan_arn: str) -> list[dict[str, Any]]:
 
 
 def _markers(sagemaker: Any, plan_arn: str) -> list[marker.Marker]:
-    """The purchase markers among the plan's tags (ListTags, botocore's paginator)."""
+    """The purchase markers earlier versions tagged on the plan (ListTags, paginated)."""
     paginator = sagemaker.get_paginator("list_tags")
     tags: list[dict[str, Any]] = []
     for page in paginator.paginate(ResourceArn=plan_arn):
@@ -412,70 +705,154 @@ def _markers(sagemaker: Any, plan_arn: str) -> list[marker.Marker]:
     return marker.parse_markers(tags)
 
 
-def _marker_token() -> str:
-    """New for every on_event invocation: a duplicated invocation writes its own key."""
-    return uuid.uuid4().hex[:12]
-
-
-def _refused_at_once(exc: BaseException) -> bool:
-    """A 4xx refusal of the first attempt: a retried call may have been applied by an
-    earlier attempt whose answer was lost (botocore counts RetryAttempts)."""
-    if not isinstance(exc, ClientError) or create_failure(exc) != "refused":
-        return False
-    attempts = exc.response.get("ResponseMetadata", {}).get("RetryAttempts")
-    return isinstance(attempts, int) and attempts == 0
-
-
-def _delete_marker(sagemaker: Any, plan_arn: str, own: marker.Marker) -> str | None:
-    """Delete this event's marker of a purchase that did not happen; the error, if any."""
-    try:
-        sagemaker.delete_tags(ResourceArn=plan_arn, TagKeys=[own.key])
-    except (ClientError, BotoCoreError) as exc:
-        detail = _error_detail(exc)
-        _log("unmark-failed", f"deleting {own.key} failed ({detail})", marker=own.key)
-        return detail
-    _log("unmark", f"deleted {own.key}: this event bought nothing", marker=own.key)
-    return None
+def _bought_hours(
+    props: PlanProperties, extend: ExtensionProperties, plan: Mapping[str, Any]
+) -> int:
+    """The hours the plan was bought for: ours when we bought it, else the plan's own
+    DurationHours (an adopted plan's config may say less than the plan has)."""
+    if props.mode == "adopt" and isinstance(plan.get("DurationHours"), int):
+        return int(plan["DurationHours"])
+    return extend.bought_hours
 
 
 def _extend(
-    sagemaker: Any, props: PlanProperties, extend: ExtensionProperties, plan: dict[str, Any]
+    sagemaker: Any,
+    book: ledger.Ledger,
+    props: PlanProperties,
+    extend: ExtensionProperties,
+    plan: dict[str, Any],
+    *,
+    request_id: str,
 ) -> dict[str, Any]:
     name, arn = plan["TrainingPlanName"], plan["TrainingPlanArn"]
+    what = f"extension {extend.name}"
     history = _aws(
         f"DescribeTrainingPlanExtensionHistory for training plan {name}",
         lambda: _history(sagemaker, arn),
     )
-    seen = extension.extended_hours(plan, history, extend.bought_hours)
-    markers = _aws(f"ListTags for training plan {name}", lambda: _markers(sagemaker, arn))
-    before = marker.gate(markers, history, seen)
-    missing = extension.missing_hours(before.counted, extend.hours)
+    entry = _read_entry(book, claims.EXTENSION, extend.name, what)
     _log(
-        "extension-history",
-        f"training plan {name} is extended by {before.counted} h ({len(history)} extensions "
-        f"listed, {len(markers)} purchase markers); {extend.name} asks for {extend.hours} h "
-        f"in total, so {missing} h are missing",
+        "ledger-read",
+        ledger.describe(entry) if entry else f"extension#{extend.name} is not in the ledger",
         plan_name=name,
         extension=extend.name,
-        extended_hours=before.counted,
-        missing_hours=missing,
-        markers=[m.key for m in markers],
     )
-    if before.blocking:
-        for waiting in before.blocking:
-            _log(
-                "await-marker", marker.waiting_message(waiting), plan_name=name, marker=waiting.key
-            )
-        return _result(props, name, arn, None)
+    if entry is not None and entry.state in ledger.UNSETTLED:
+        entry = _reconcile_extension(book, entry, history)
+    if entry is not None and entry.state == ledger.BOUGHT:
+        _log(
+            "adopt-extension", f"{ledger.describe(entry)}; nothing is bought", extension=extend.name
+        )
+        return _result(props, name, arn, None, awaiting=claims.EXTENSION)
+    if entry is not None and entry.state in ledger.UNSETTLED:
+        _log(
+            "await-extension",
+            f"{ledger.describe(entry)} and the extension history does not show its outcome "
+            "yet: this event buys nothing and waits for it",
+            plan_name=name,
+            extension=extend.name,
+        )
+        return _result(props, name, arn, None, awaiting=claims.EXTENSION)
+    seen = extension.extended_hours(plan, history, _bought_hours(props, extend, plan))
+    if entry is None:
+        adopted = _adopt_legacy_extension(
+            sagemaker, book, extend, plan, history=history, seen=seen, request_id=request_id
+        )
+        if adopted is not None:
+            return _result(props, name, arn, None, awaiting=claims.EXTENSION)
+    claimed = _claim(
+        book,
+        claims.EXTENSION,
+        extend.name,
+        entry,
+        request_id=request_id,
+        what=what,
+        Approval=extend.approved_name,
+        Plan=name,
+    )
+    if claimed is None:
+        return _result(props, name, arn, None, awaiting=claims.EXTENSION)
+    try:
+        chosen, missing = _choose_extension(sagemaker, extend, plan, history, seen)
+    except TrainingPlanError as refused:
+        _release(book, claimed, str(refused))
+        raise
+    if chosen is None:  # the plan has the total already: nothing to buy
+        _settle(book, claimed, ledger.BOUGHT, Source="adopted", Hours=seen)
+        return _result(props, name, arn, None, awaiting=claims.EXTENSION)
+    offering_id = chosen["TrainingPlanExtensionOfferingId"]
+    # One attempt only: botocore must never resend a purchase on its own.
+    buyer = _client("sagemaker", max_attempts=1, read_timeout=CREATE_READ_TIMEOUT_SECONDS)
+    calling = _calling(
+        book,
+        claimed,
+        what,
+        OfferingId=offering_id,
+        Baseline=claims.baseline(history, offering_id, claimed.attempts),
+        Hours=missing,
+        UpfrontFee=str(chosen.get("UpfrontFee", "")),
+        Currency=str(chosen.get("CurrencyCode", "")),
+        CallingAt=decisions.iso(_now()),
+    )
+    if calling is None:
+        return _result(props, name, arn, None, awaiting=claims.EXTENSION)
+    _log(
+        "extend",
+        f"calling ExtendTrainingPlan for {extend.name} with offering {offering_id} "
+        f"({chosen.get('UpfrontFee')} {chosen.get('CurrencyCode')} within "
+        f"ExtensionMaxUpfrontFee {extend.max_upfront_fee} {extend.currency}; one attempt, "
+        "never resent)",
+        plan_name=name,
+        extension=extend.name,
+        offering_id=offering_id,
+    )
+    extended_at = _now()
+    try:
+        buyer.extend_training_plan(TrainingPlanExtensionOfferingId=offering_id)
+    except Exception as exc:
+        return _after_failed_extend(book, calling, props, extend, plan=plan, exc=exc)
+    _settle(book, calling, ledger.BOUGHT, BoughtAt=decisions.iso(extended_at))
+    _log(
+        "extended",
+        f"bought extension {extend.name} of training plan {name}; waiting until it shows",
+        plan_name=name,
+        extension=extend.name,
+    )
+    return _result(props, name, arn, None, extended_at=extended_at, awaiting=claims.EXTENSION)
+
+
+def _choose_extension(
+    sagemaker: Any,
+    extend: ExtensionProperties,
+    plan: Mapping[str, Any],
+    history: list[dict[str, Any]],
+    seen: int,
+) -> tuple[dict[str, Any] | None, int]:
+    """(the extension offering to buy, the hours it adds), or (None, 0) when the plan
+    already has the total; raise when nothing may be bought."""
+    name, arn = plan["TrainingPlanName"], plan["TrainingPlanArn"]
+    unknown = claims.unknown_hours(history)
+    if unknown:
+        raise TrainingPlanError(claims.unknown_hours_message(extend.name, unknown))
+    missing = extension.missing_hours(seen, extend.hours)
+    _log(
+        "extension-history",
+        f"training plan {name} is extended by {seen} h ({len(history)} extensions listed); "
+        f"{extend.name} asks for {extend.hours} h in total, so {missing} h are missing",
+        plan_name=name,
+        extension=extend.name,
+        extended_hours=seen,
+        missing_hours=missing,
+    )
     if missing == 0:
         message = f"extension {extend.name} is in place; nothing is bought"
-        if before.counted > extend.hours:
-            message = extension.never_undone_message(name, before.counted, extend.hours)
+        if seen > extend.hours:
+            message = extension.never_undone_message(name, seen, extend.hours)
         _log("adopt-extension", message, plan_name=name, extension=extend.name)
-        return _result(props, name, arn, None)
+        return None, 0
     if plan.get("Status") not in extension.EXTENDABLE_STATUSES:
         raise TrainingPlanError(extension.not_extendable_message(plan, extend))
-    problem = extension.sellable_problem(name, extend, before.counted)
+    problem = extension.sellable_problem(name, extend, seen)
     if problem is not None:
         _log("refuse", problem, plan_name=name, extension=extend.name)
         raise TrainingPlanError(problem)
@@ -505,123 +882,112 @@ def _extend(
     if refusal is not None:
         _log("refuse", refusal, plan_name=name, extension=extend.name)
         raise TrainingPlanError(refusal)
-    offering_id = chosen["TrainingPlanExtensionOfferingId"]
-    own = marker.new_marker(extend.name, extend.hours, offering_id, _marker_token())
-    if not _mark_pending(sagemaker, own, plan=plan, before=before, history=history, seen=seen):
-        return _result(props, name, arn, None)
-    # One attempt only: botocore must never resend a purchase on its own.
-    buyer = _client("sagemaker", max_attempts=1, read_timeout=CREATE_READ_TIMEOUT_SECONDS)
-    _log(
-        "extend",
-        f"calling ExtendTrainingPlan for {extend.name} with offering {offering_id} "
-        f"({chosen.get('UpfrontFee')} {chosen.get('CurrencyCode')} within "
-        f"ExtensionMaxUpfrontFee {extend.max_upfront_fee} {extend.currency}; one attempt, "
-        "never resent)",
-        plan_name=name,
-        extension=extend.name,
-        offering_id=offering_id,
-    )
-    extended_at = _now()
-    try:
-        buyer.extend_training_plan(TrainingPlanExtensionOfferingId=offering_id)
-    except Exception as exc:
-        return _after_failed_extend(
-            sagemaker, props, extend, own, plan=plan, exc=exc, extended_at=extended_at
-        )
-    _log(
-        "extended",
-        f"bought extension {extend.name} of training plan {name}; waiting until it shows",
-        plan_name=name,
-        extension=extend.name,
-    )
-    bought = own.as_bought()
-    try:
-        sagemaker.add_tags(ResourceArn=arn, Tags=[bought.tag()])
-    except (ClientError, BotoCoreError) as exc:
-        # Still `pending`: it resolves once the history lists the offering, and until
-        # then no event buys past it. Nothing to undo, so the deploy goes on.
-        _log(
-            "mark-failed",
-            f"marking {own.key} bought failed ({_error_detail(exc)}); it stays pending "
-            f"until the history lists {offering_id}",
-            marker=own.key,
-        )
-    else:
-        _log("mark", f"marked {own.key} bought ({offering_id})", marker=own.key)
-    return _result(props, name, arn, None, extended_at=extended_at)
+    return chosen, missing
 
 
-def _mark_pending(
+def _reconcile_extension(
+    book: ledger.Ledger, entry: ledger.Entry, history: list[dict[str, Any]]
+) -> ledger.Entry:
+    """Settle a `calling` or `ambiguous` extension item from the history, if it shows."""
+    outcome = claims.extension_outcome(entry, history)
+    _log(
+        "reconcile",
+        f"{ledger.describe(entry)}: the extension history shows its offering "
+        f"{entry.get('OfferingId') or '?'} beyond the {entry.get('Baseline') or 0} earlier "
+        f"entries as {outcome}",
+        purchase=entry.key,
+        outcome=outcome,
+    )
+    if outcome == "shown":
+        return _settle(book, entry, ledger.BOUGHT, Source="reconciled")
+    if outcome == "failed":
+        return _settle(book, entry, ledger.FAILED, Error="the history lists it Failed")
+    return entry
+
+
+def _adopt_legacy_extension(
     sagemaker: Any,
-    own: marker.Marker,
-    *,
+    book: ledger.Ledger,
+    extend: ExtensionProperties,
     plan: Mapping[str, Any],
-    before: marker.Gate,
+    *,
     history: list[dict[str, Any]],
     seen: int,
-) -> bool:
-    """Write this event's marker, then read the markers again (marker.py, steps 2-3):
-    True to buy; False when another event got there first (its purchase is awaited)."""
-    name, arn = plan["TrainingPlanName"], plan["TrainingPlanArn"]
-    try:
-        sagemaker.add_tags(ResourceArn=arn, Tags=[own.tag()])
-    except (ClientError, BotoCoreError) as exc:
-        message = marker.not_marked_message(own.extension_name, _error_detail(exc))
-        # Unless refused at the first attempt, some attempt may have written it: delete it,
-        # or say how to.
-        if not _refused_at_once(exc):
-            left = _delete_marker(sagemaker, arn, own)
-            if left is not None:
-                message += marker.stale_marker_note(arn, own.key, left)
-        _log("refuse", message, plan_name=name, extension=own.extension_name)
-        raise TrainingPlanError(message) from exc
-    _log(
-        "mark",
-        f"marked extension {own.extension_name} pending with {own.key} ({own.offering_id}) "
-        "before calling ExtendTrainingPlan",
-        plan_name=name,
-        marker=own.key,
+    request_id: str,
+) -> ledger.Entry | None:
+    """An extension the ledger does not know: one bought before the ledger (shown by the
+    plan, or pending under a tag marker of that version) is adopted into it without
+    buying, and resolved markers are deleted; None when there is nothing to adopt."""
+    arn = plan["TrainingPlanArn"]
+    markers = _aws(
+        f"ListTags for training plan {plan['TrainingPlanName']}", lambda: _markers(sagemaker, arn)
     )
-    try:
-        # One attempt: a failure only means not buying now (the time budget's margin).
-        reread = _markers(_client("sagemaker", max_attempts=1), arn)
-    except (ClientError, BotoCoreError) as exc:
-        message = marker.not_reread_message(own.extension_name, _error_detail(exc))
-        left = _delete_marker(sagemaker, arn, own)
-        if left is not None:
-            message += marker.stale_marker_note(arn, own.key, left)
-        raise TrainingPlanError(message) from exc
-    reason = marker.back_off_reason(own, reread, before, history, seen)
-    if reason is None:
-        return True
-    _log(
-        "back-off",
-        f"not calling ExtendTrainingPlan for {own.extension_name}: {reason}; this event buys "
-        "nothing and waits for the other purchase to show",
-        plan_name=name,
-        marker=own.key,
-    )
-    left = _delete_marker(sagemaker, arn, own)
-    if left is not None:
-        raise TrainingPlanError(
-            f"extension {own.extension_name} was not bought ({reason})"
-            + marker.stale_marker_note(arn, own.key, left)
+    waiting = [
+        m for m in marker.unresolved(markers, history, seen) if m.extension_name == extend.name
+    ]
+    adopted: ledger.Entry | None = None
+    if seen >= extend.hours or waiting:
+        state = ledger.BOUGHT if seen >= extend.hours else ledger.AMBIGUOUS
+        offering = waiting[0].offering_id if state == ledger.AMBIGUOUS else ""
+        fields: dict[str, Any] = {
+            "Source": "adopted",
+            "Plan": plan["TrainingPlanName"],
+            "Hours": seen,
+        }
+        if state == ledger.AMBIGUOUS:
+            fields |= {
+                "Source": "marker",
+                "OfferingId": offering,
+                "Baseline": len(claims.entries_of(history, offering)),
+                "Error": f"tag {waiting[0].key} of an earlier novapod marks it {waiting[0].state}",
+            }
+        try:
+            adopted = book.record(
+                claims.EXTENSION,
+                extend.name,
+                state,
+                request_id=request_id,
+                claimant=_claimant(),
+                fields=fields,
+            )
+        except ledger.ClaimConflictError as lost:
+            adopted = lost.current
+        except ledger.LedgerError as failed:
+            raise TrainingPlanError(
+                ledger.unavailable_message(f"extension {extend.name}", failed)
+            ) from failed
+        _log(
+            "ledger",
+            f"adopted extension#{extend.name} into the purchase ledger as {state}",
+            extension=extend.name,
         )
-    return False
+    for resolved in (m for m in markers if m not in waiting):
+        _delete_marker(sagemaker, arn, resolved)
+    return adopted
+
+
+def _delete_marker(sagemaker: Any, plan_arn: str, old: marker.Marker) -> None:
+    """Delete a resolved marker of an earlier version (it takes one of the plan's 50 tag
+    slots); a failure only leaves it for the next deploy."""
+    try:
+        sagemaker.delete_tags(ResourceArn=plan_arn, TagKeys=[old.key])
+    except (ClientError, BotoCoreError) as exc:
+        _log("unmark-failed", f"deleting {old.key} failed ({_error_detail(exc)})", marker=old.key)
+        return
+    _log("unmark", f"deleted the resolved purchase marker {old.key}", marker=old.key)
 
 
 def _after_failed_extend(
-    sagemaker: Any,
+    book: ledger.Ledger,
+    calling: ledger.Entry,
     props: PlanProperties,
     extend: ExtensionProperties,
-    own: marker.Marker,
     *,
     plan: dict[str, Any],
     exc: Exception,
-    extended_at: datetime,
 ) -> dict[str, Any]:
-    """A refusal bought nothing: delete the marker. Anything else may have bought it:
-    the marker stays pending and is_complete waits until a read shows it."""
+    """A refusal bought nothing: the item says refused. Anything else may have bought
+    it: the item says ambiguous and is_complete waits until the history shows it."""
     name, arn = plan["TrainingPlanName"], plan["TrainingPlanArn"]
     detail = _error_detail(exc)
     kind = create_failure(exc)
@@ -633,25 +999,22 @@ def _after_failed_extend(
         error=detail,
         kind=kind,
     )
-    if kind in ("refused", "not_sent"):
-        message = (
-            extension.refused_extend_message(extend.name, detail)
-            if kind == "refused"
-            else extension.not_sent_extend_message(extend.name, detail)
-        )
-        left = _delete_marker(sagemaker, arn, own)
-        if left is not None:
-            message += marker.stale_marker_note(arn, own.key, left)
-        raise TrainingPlanError(message) from exc
+    if kind == "refused":
+        _settle(book, calling, ledger.REFUSED, Error=detail)
+        raise TrainingPlanError(extension.refused_extend_message(extend.name, detail)) from exc
+    if kind == "not_sent":
+        _settle(book, calling, ledger.RELEASED, Detail=f"never sent: {detail}")
+        raise TrainingPlanError(extension.not_sent_extend_message(extend.name, detail)) from exc
+    _settle(book, calling, ledger.AMBIGUOUS, Error=detail)
     _log(
         "await-extension",
-        f"ExtendTrainingPlan for {extend.name} may have bought it: {own.key} stays pending, "
-        "so no event extends the plan again, and the deploy waits until the extension "
-        "history or the end time shows it",
+        f"ExtendTrainingPlan for {extend.name} may have bought it: the ledger holds it "
+        "ambiguous, so no event extends the plan again, and the deploy waits until the "
+        "extension history shows it",
         plan_name=name,
-        marker=own.key,
+        purchase=calling.key,
     )
-    return _result(props, name, arn, None, extended_at=extended_at)
+    return _result(props, name, arn, None, awaiting=claims.EXTENSION)
 
 
 # --- is_complete ------------------------------------------------------------------------
@@ -664,6 +1027,7 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     extend = extension.parse_extension(event["ResourceProperties"], props.lookup_name)
     name = props.lookup_name
     bought_at = (event.get("Data") or {}).get("PurchasedAt")
+    awaiting = event.get(claims.AWAITING)
     since = decisions.as_utc(bought_at or event.get(WAIT_STARTED_AT)) or _now()
     timed_out = decisions.pending_timed_out(since, _now(), props.pending_timeout_seconds)
     try:
@@ -672,8 +1036,12 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         # A throttled or failing describe says nothing about the plan, which exists:
         # keep waiting; the Provider polls again.
         return _keep_waiting(name, since, timed_out, last_error=failed.detail)
+    if plan is None and awaiting == claims.PLAN:
+        return _await_plan(props, since)
     if plan is None and not bought_at:
         raise TrainingPlanError(f"training plan {name} no longer exists")
+    if plan is not None and awaiting == claims.PLAN:
+        _settle_seen_plan(props, plan, event)
     # A plan bought moments ago may not be visible yet: wait for it like for Pending.
     verdict = decisions.status_verdict(plan, mode=props.mode) if plan is not None else "pending"
     _log(
@@ -684,7 +1052,7 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         since=decisions.iso(since),
     )
     if plan is not None and verdict == "ready":
-        decisions.validate_plan(plan, props)
+        _check_bought_plan(plan, props, bought=bool(bought_at))
         ec2 = _client("ec2")
         try:
             zones = _aws("DescribeAvailabilityZones", lambda: offerings.zone_name_to_id(ec2))
@@ -698,7 +1066,7 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
             )
         data = decisions.plan_data(plan, zones, props.subnet_ids_by_zone_id)
         if extend is not None:
-            extended = _extension_ready(event, plan, extend, since, timed_out)
+            extended = _extension_ready(props, plan, extend, since=since, timed_out=timed_out)
             if extended is None:
                 return {"IsComplete": False}
             data |= extended
@@ -707,71 +1075,133 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     return _keep_waiting(name, since, timed_out)
 
 
+def _waited(since: datetime) -> int:
+    return int((_now() - since).total_seconds())
+
+
+def _await_plan(props: PlanProperties, since: datetime) -> dict[str, Any]:
+    """The plan is not visible and a purchase may be under way: wait, never buy."""
+    name = props.plan_name
+    try:
+        entry = _ledger(props).read(claims.PLAN, name)
+    except ledger.LedgerError as failed:
+        _log("poll", f"reading plan#{name} from the ledger failed ({failed})", plan_name=name)
+        return {"IsComplete": False}
+    waited = _waited(since)
+    what = f"training plan {name}"
+    _log("poll", ledger.describe(entry) if entry else f"plan#{name} is gone", plan_name=name)
+    if entry is None or entry.state in ledger.RECLAIMABLE:
+        raise TrainingPlanError(
+            claims.other_attempt_ended_message(what, entry)
+            if entry
+            else f"{what} was not bought: its ledger item is gone; deploy again"
+        )
+    if entry.state == ledger.CLAIMED and waited >= claims.CLAIM_WAIT_SECONDS:
+        raise TrainingPlanError(claims.claimed_elsewhere_message(what, entry, waited))
+    if entry.state in ledger.UNSETTLED and waited >= claims.RECONCILE_SECONDS:
+        raise TrainingPlanError(claims.ambiguous_plan_message(name, entry, waited))
+    if entry.state == ledger.BOUGHT and waited >= props.pending_timeout_seconds:
+        raise TrainingPlanError(decisions.pending_timeout_message(name))
+    return {"IsComplete": False}
+
+
+def _settle_seen_plan(
+    props: PlanProperties, plan: Mapping[str, Any], event: Mapping[str, Any]
+) -> None:
+    """The plan a pending purchase awaited is visible: the ledger says bought."""
+    try:
+        book = _ledger(props)
+        entry = book.read(claims.PLAN, props.plan_name)
+    except (ledger.LedgerError, TrainingPlanError) as failed:
+        _log("poll", f"reading plan#{props.plan_name} failed ({failed})", plan_name=props.plan_name)
+        return
+    if entry is not None and entry.state != ledger.BOUGHT:
+        _settle(book, entry, ledger.BOUGHT, Arn=plan["TrainingPlanArn"], Source="reconciled")
+
+
 def _extension_ready(
-    event: Mapping[str, Any],
+    props: PlanProperties,
     plan: Mapping[str, Any],
     extend: ExtensionProperties,
+    *,
     since: datetime,
     timed_out: bool,
 ) -> dict[str, str] | None:
     """The extension's attributes once the plan shows it paid, else None (keep waiting)."""
     name, arn = str(plan["TrainingPlanName"]), str(plan["TrainingPlanArn"])
-    extended_at = decisions.as_utc((event.get("Data") or {}).get("ExtendedAt"))
     try:
         history = _aws(
             f"DescribeTrainingPlanExtensionHistory for training plan {name}",
             lambda: _history(_client("sagemaker"), arn),
         )
-    except TrainingPlanError as failed:
+        book = _ledger(props)
+        entry = book.read(claims.EXTENSION, extend.name)
+    except (TrainingPlanError, ledger.LedgerError) as failed:
         _keep_waiting(
             name,
             since,
             timed_out,
             last_error=str(failed),
-            failing_call="DescribeTrainingPlanExtensionHistory",
+            failing_call="DescribeTrainingPlanExtensionHistory or the purchase ledger",
         )
         return None
-    seen = extension.extended_hours(plan, history, extend.bought_hours)
-    if seen < extend.hours:
-        # A purchase marked on the plan but not shown yet: wait for it, never past it.
-        try:
-            # One attempt: the next poll is the retry (is_complete's time budget).
-            markers = _markers(_client("sagemaker", max_attempts=1), arn)
-        except (ClientError, BotoCoreError) as exc:
-            _keep_waiting(
-                name,
-                since,
-                timed_out,
-                last_error=f"ListTags for training plan {name} failed ({_error_detail(exc)})",
-                failing_call="ListTags",
-            )
+    seen = extension.extended_hours(plan, history, _bought_hours(props, extend, plan))
+    waited = _waited(since)
+    what = f"extension {extend.name}"
+    if entry is not None and entry.state in ledger.UNSETTLED:
+        entry = _reconcile_extension(book, entry, history)
+        if entry.state in ledger.UNSETTLED:
+            if waited >= claims.RECONCILE_SECONDS:
+                raise TrainingPlanError(
+                    claims.ambiguous_extension_message(extend.name, arn, entry, waited)
+                )
             return None
-        waiting = marker.unresolved(markers, history, seen)
-        if waiting:
-            _log(
-                "poll-extension",
-                marker.waiting_message(waiting[0]),
-                plan_name=name,
-                marker=waiting[0].key,
-                since=decisions.iso(since),
-            )
-            if timed_out:
-                waited = int((_now() - since).total_seconds())
-                raise TrainingPlanError(marker.marker_timeout_message(arn, waiting[0], waited))
-            return None
-    verdict = extension.extension_verdict(name, extend, history, seen, extended_at)
+    if entry is None or entry.state in ledger.RECLAIMABLE:
+        if entry is not None and entry.state == ledger.FAILED:
+            raise TrainingPlanError(claims.failed_extension_message(extend.name, entry))
+        raise TrainingPlanError(
+            claims.other_attempt_ended_message(what, entry)
+            if entry
+            else f"{what} was not bought: its ledger item is gone; deploy again"
+        )
+    if entry.state == ledger.CLAIMED:
+        if waited >= claims.CLAIM_WAIT_SECONDS:
+            raise TrainingPlanError(claims.claimed_elsewhere_message(what, entry, waited))
+        return None
+    ready = _bought_extension_shown(book, entry, history, extend, seen=seen, plan_name=name)
     _log(
         "poll-extension",
-        f"training plan {name} is extended by {seen} h of {extend.hours} h ({verdict})",
+        f"training plan {name} is extended by {seen} h of {extend.hours} h "
+        f"({ledger.describe(entry)}; {'ready' if ready else 'pending'})",
         plan_name=name,
         extension=extend.name,
         since=decisions.iso(since),
     )
-    if verdict == "ready":
-        return extension.extension_data(extend, seen)
+    if ready:
+        return extension.extension_data(extend, max(seen, extend.hours))
     if timed_out:
         raise TrainingPlanError(extension.extension_timeout_message(name, extend))
     return None
+
+
+def _bought_extension_shown(
+    book: ledger.Ledger,
+    entry: ledger.Entry,
+    history: list[dict[str, Any]],
+    extend: ExtensionProperties,
+    *,
+    seen: int,
+    plan_name: str,
+) -> bool:
+    """A bought extension is ready once the history shows its attempt paid (by offering
+    and baseline); one adopted without them, once the plan has the total."""
+    if not entry.get("OfferingId"):
+        return extension.extension_verdict(plan_name, extend, history, seen, _now()) == "ready"
+    if claims.extension_outcome(entry, history) == "failed":
+        _settle(book, entry, ledger.FAILED, Error="the history lists it Failed")
+        raise TrainingPlanError(claims.failed_extension_message(extend.name, entry))
+    shown = claims.attempt_entry(entry, history)
+    return shown is not None and shown.get("Status") != "Pending"
 
 
 def _keep_waiting(
