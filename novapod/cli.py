@@ -23,7 +23,7 @@ from typing import Any
 import boto3  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from novapod import extension, pipeline_check, planning, review
+from novapod import extension, pipeline_check, planning, purchases, review
 from novapod.config import (
     ConfigError,
     NovapodConfig,
@@ -32,6 +32,7 @@ from novapod.config import (
     load_config,
     load_pipeline,
 )
+from novapod.constructs.handler_core import ledger
 from novapod.constructs.training_plan.handler import decisions, offerings
 from novapod.naming import training_plan_name
 from novapod.nova import launch, render, results
@@ -354,6 +355,39 @@ def _results(args: argparse.Namespace) -> int:
     return EXIT_OK if found.tables else EXIT_AWS
 
 
+def _purchases(args: argparse.Namespace) -> int:
+    config = _load(args)
+    cfn, dynamodb = _aws_clients(config, "purchases", "cloudformation", "dynamodb")
+    try:
+        table = launch.deployed_names(cfn, config, ["PurchaseLedger"])["PurchaseLedger"]
+    except (BotoCoreError, ClientError) as error:
+        raise _AwsError(f"novapod purchases: an AWS call failed: {error}") from None
+    book = ledger.Ledger(dynamodb, table, config.name)
+    try:
+        if args.release:
+            released = purchases.release(book, args.release)
+            print(f"released {released.key}: {ledger.describe(released)}")
+            return EXIT_OK
+        entries = book.entries()
+    except ledger.LedgerError as error:
+        raise _AwsError(f"novapod purchases: {error}") from None
+    except purchases.PurchasesError as error:
+        print(f"novapod purchases: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    except ledger.ClaimConflictError:
+        print(
+            f"novapod purchases: {args.release} changed while it was released; nothing was "
+            "changed, read it again",
+            file=sys.stderr,
+        )
+        return EXIT_AWS
+    if args.json:
+        print(purchases.purchases_json(config.name, table, entries))
+    else:
+        print(purchases.render_text(config.name, table, entries))
+    return EXIT_OK
+
+
 def _review(args: argparse.Namespace) -> int:
     gates = [g.strip() for g in (args.fail_on or "").split(",") if g.strip()]
     unknown = [g for g in gates if g not in review.GATES]
@@ -416,6 +450,28 @@ def _parser() -> argparse.ArgumentParser:
     offerings.add_argument("config", nargs="?", help=config_help)
     offerings.add_argument("--plan", help="training plan name (from `novapod plan`)")
     offerings.set_defaults(run=_offerings)
+    purchases_cmd = commands.add_parser(
+        "purchases",
+        help="list the purchase ledger: what was bought, when, for how much (read-only)",
+        description=(
+            "Read the environment's purchase ledger (the DynamoDB table named by the "
+            "storage stack's PurchaseLedgerTableName output) with your AWS credentials: "
+            "every training plan, extension and Bedrock import, its state, fee, approval "
+            "and earlier attempts; items whose outcome is unknown are listed first."
+        ),
+        epilog=(
+            "--release KEY marks a claimed, calling or ambiguous item released, so a "
+            "deploy may buy it again: only after checking with AWS that it was not bought "
+            "(the deploy's failure message names the command to check). Needs "
+            "dynamodb:GetItem and dynamodb:Query (and PutItem for --release) on the table."
+        ),
+    )
+    purchases_cmd.add_argument("config", nargs="?", help=config_help)
+    purchases_cmd.add_argument("--json", action="store_true", help="print JSON (the contract)")
+    purchases_cmd.add_argument(
+        "--release", metavar="KEY", help="release an item checked not bought (e.g. plan#NAME)"
+    )
+    purchases_cmd.set_defaults(run=_purchases)
     recipes = commands.add_parser(
         "recipes", help="write the jobs' Nova recipes, launch specs and index (offline)"
     )

@@ -64,6 +64,7 @@ EQUIVALENT_RULES: dict[str, Equivalent] = {
     "IAMNoInlinePolicy": Equivalent(_packs("IAMNoInlinePolicy")),
     "S3BucketReplicationEnabled": Equivalent(_packs("S3BucketReplicationEnabled")),
     "S3DefaultEncryptionKMS": Equivalent(_packs("S3DefaultEncryptionKMS")),
+    "DynamoDBInBackupPlan": Equivalent(_packs("DynamoDBInBackupPlan")),
     "VPCNoUnrestrictedRouteToIGW": Equivalent(_packs("VPCNoUnrestrictedRouteToIGW")),
     "EC2RestrictedCommonPorts": Equivalent(_packs("EC2RestrictedCommonPorts")),
     "VPCDefaultSecurityGroupClosed": Equivalent(_packs("VPCDefaultSecurityGroupClosed")),

@@ -17,6 +17,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from novapod.constructs.acknowledge import acknowledge
 from novapod.constructs.handler_core.ledger import PARTITION_KEY, SORT_KEY
 
 # What a handler does with the table: strongly consistent reads, conditional puts, and
@@ -55,6 +56,14 @@ class PurchaseLedger(Construct):
         resource = self.table.node.default_child
         assert isinstance(resource, dynamodb.CfnTable)
         resource.override_logical_id(logical_id)
+        acknowledge(
+            self.table,
+            "DynamoDBInBackupPlan",
+            "Point-in-time recovery keeps continuous backups of the ledger for 35 days and "
+            "deletion protection with Retain keeps the table itself; an AWS Backup plan "
+            "(its vault, retention and copies) is the account's backup policy to choose, "
+            "which this package does not impose.",
+        )
 
     @property
     def table_name(self) -> str:

@@ -44,6 +44,7 @@ STACK_OUTPUTS: Mapping[str, tuple[str, str]] = {
     "ArtifactsBucket": ("storage", "ArtifactsBucketName"),
     "ClusterName": ("hyperpod", "ClusterName"),
     "MlflowTrackingServerArn": ("nova", "MlflowTrackingServerArn"),
+    "PurchaseLedger": ("storage", "PurchaseLedgerTableName"),
 }
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z]+)\}|\{\{checkpoint:([a-z0-9-]+)\}\}")
 OVERRIDES_FLAG = "--override-parameters"

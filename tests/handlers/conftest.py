@@ -12,7 +12,7 @@ from botocore.retries.standard import ExponentialBackoff
 from novapod.constructs.training_plan.handler import index
 from tests.fakes.aws_control_plane import FakeControlPlane
 from tests.handlers.lifecycle import ProviderDriver
-from tests.handlers.world import T0, FakeClock, World, standard_offerings
+from tests.handlers.world import LEDGER_TABLE, T0, FakeClock, World, standard_offerings
 
 POLL_SECONDS = 30.0
 
@@ -44,8 +44,9 @@ def world(control_plane: FakeControlPlane, monkeypatch: pytest.MonkeyPatch) -> I
     control_plane.now = clock.now  # extensions record ExtendedAt on the handler's clock
     monkeypatch.setattr(index, "_now", clock.now)
     monkeypatch.setattr(index, "_sleep", clock.advance)
-    tokens = iter(range(1, 1000))  # purchase-marker keys: ...:000000000001, ...:000000000002
-    monkeypatch.setattr(index, "_marker_token", lambda: f"{next(tokens):012d}")
+    control_plane.dynamodb.create_table(LEDGER_TABLE, partition_key="Environment", sort_key="Purchase")
+    tokens = iter(range(1, 1000))  # ledger claimants: claimant-0001, claimant-0002, ...
+    monkeypatch.setattr(index, "_claimant", lambda: f"claimant-{next(tokens):04d}")
     # Small timeouts and backoff keep fault scenarios to fractions of a second.
     monkeypatch.setattr(index, "CONNECT_TIMEOUT_SECONDS", 2.0)
     monkeypatch.setattr(index, "READ_TIMEOUT_SECONDS", 1.0)

@@ -68,7 +68,7 @@ MAY_HAVE_BOUGHT = (
     "and DescribeTrainingPlan does not show the plan yet, so it may have been bought: the "
     "next deploy adopts it if it exists; do not change the request until then"
 )
-RETRY_PLAN = "nova-p5-4x48h-1a2b3c-r1"
+RETRY_PLAN = "novapod-test-p5-ad1adc5d"  # retry: 1
 FAILED_DECLINED = (
     f"training plan {PLAN} is Failed (Payment was declined) and reserves no capacity; a plan of "
     "this name exists, so no deploy buys under it again: to buy a new plan, set `retry: N` on "
@@ -650,7 +650,7 @@ def a_retry_name_buys_a_new_plan_beside_the_failed_one(w: World) -> Outcome:
     stack = w.stack()
     assert stack.create(w.props()).reason == FAILED_DECLINED
     # `retry: 1` in the config gives the plan a new name (approved like any purchase).
-    return stack.create(w.props(PlanName=RETRY_PLAN, ApprovedPlanName=RETRY_PLAN))
+    return stack.create(w.props(PlanName=RETRY_PLAN, ApprovedPlanName=RETRY_PLAN, Retry="1"))
 
 
 @scenario(Expect(creates={PLAN: 1}, data=BOUGHT_NOW))

@@ -21,7 +21,11 @@ ZONES = {
     "us-east-1d": "use1-az2",
 }
 OUR_SUBNETS = {"use1-az4": ["subnet-0a"], "use1-az6": ["subnet-0b1", "subnet-0b2"]}
-PLAN = "nova-p5-4x48h-1a2b3c"
+# Plan names end with the digest of what they buy (the handler recomputes it).
+PLAN = "novapod-test-p5-6b8bb2d5"
+# The purchase ledger the handlers claim in (created in the fake by the fixture).
+LEDGER_TABLE = "novapod-test-PurchaseLedger"
+ENVIRONMENT = "test"
 
 
 def offering_request(**overrides: Any) -> OfferingRequest:
@@ -38,7 +42,7 @@ def offering_request(**overrides: Any) -> OfferingRequest:
     return OfferingRequest(**fields)
 
 
-OTHER_PLAN = "nova-p5-4x72h-4d5e6f"
+OTHER_PLAN = "novapod-test-p5-10b11e9f"  # 72 h
 
 
 class FakeClock:
@@ -87,6 +91,8 @@ class World:
             "PendingTimeoutSeconds": "600",
             "SubnetIdsByZoneId": json.dumps(OUR_SUBNETS),
             "Tags": [{"Key": "project", "Value": "novapod"}],
+            "LedgerTable": LEDGER_TABLE,
+            "Environment": ENVIRONMENT,
         }
         props.update(overrides)
         if "PlanName" in overrides and "ApprovedPlanName" not in overrides:
@@ -117,6 +123,8 @@ class World:
             "InstanceType": "ml.p5.48xlarge",
             "InstanceCount": "4",
             "SubnetIdsByZoneId": OUR_SUBNETS,
+            "LedgerTable": LEDGER_TABLE,
+            "Environment": ENVIRONMENT,
         }
         props.update(overrides)
         if "PlanName" in overrides and "ApprovedPlanName" not in overrides:

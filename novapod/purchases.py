@@ -1,0 +1,123 @@
+"""`novapod purchases CONFIG`: the purchase ledger of an environment, read with the
+caller's credentials (and, with `--release`, the one deliberate write a human makes).
+
+The ledger (novapod/constructs/handler_core/ledger.py) holds one item per purchase:
+training plans, plan extensions, Bedrock imports and deployments, with the state of
+the last attempt (claimed, calling, bought, refused, ambiguous, failed, released), what
+was bought, when, for how much and under which approval, and the earlier attempts.
+The table's name is the storage stack's `PurchaseLedgerTableName` output.
+
+JSON (`--json`) is the contract: `{"environment", "table", "purchases": [...],
+"attention": [...]}`, each purchase with the stable keys of `_purchase_json`; `attention`
+lists the keys of items a human must look at (a call whose outcome is unknown, a claim
+that never called).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from novapod.constructs.handler_core import ledger
+from novapod.constructs.handler_core.ledger import Entry
+
+ATTENTION: dict[str, str] = {
+    ledger.AMBIGUOUS: "the purchase call's outcome is unknown: it may have been bought",
+    ledger.CALLING: "a purchase call was about to be made or is under way",
+    ledger.CLAIMED: "claimed by a deploy that has not called the service (yet)",
+    ledger.FAILED: "bought, but the service lists the purchase Failed (nothing added)",
+}
+# A human may release only what may block deploys and was not bought, after checking.
+RELEASABLE = frozenset({ledger.CLAIMED, ledger.CALLING, ledger.AMBIGUOUS})
+RELEASER = "novapod-purchases-release"
+
+
+class PurchasesError(Exception):
+    """A request the ledger cannot serve (unknown key, not releasable); one sentence."""
+
+
+def _fields(entry: Entry) -> dict[str, Any]:
+    keys = {
+        "arn": "Arn",
+        "offering_id": "OfferingId",
+        "upfront_fee": "UpfrontFee",
+        "currency": "Currency",
+        "bought_at": "BoughtAt",
+        "calling_at": "CallingAt",
+        "approval": "Approval",
+        "hours": "Hours",
+        "source": "Source",
+        "error": "Error",
+        "detail": "Detail",
+        "plan": "Plan",
+    }
+    return {ours: entry.get(theirs) for ours, theirs in keys.items()}
+
+
+def _purchase_json(entry: Entry) -> dict[str, Any]:
+    return {
+        "key": entry.key,
+        "kind": entry.kind,
+        "name": entry.name,
+        "state": entry.state,
+        "attempt": entry.attempt,
+        "sequence": entry.sequence,
+        "request_id": entry.request_id,
+        "updated_at": entry.updated_at,
+        **_fields(entry),
+        "attention": ATTENTION.get(entry.state),
+        "earlier_attempts": [dict(a) for a in entry.attempts],
+    }
+
+
+def purchases_json(environment: str, table: str, entries: Sequence[Entry]) -> str:
+    document = {
+        "environment": environment,
+        "table": table,
+        "purchases": [_purchase_json(e) for e in entries],
+        "attention": [e.key for e in entries if e.state in ATTENTION],
+    }
+    return json.dumps(document, indent=2, sort_keys=True, default=str)
+
+
+def render_text(environment: str, table: str, entries: Sequence[Entry]) -> str:
+    """One line per purchase, those needing attention first, then how to read more."""
+    if not entries:
+        return f"no purchases recorded for environment {environment} (ledger {table})"
+    ordered = sorted(entries, key=lambda e: (e.state not in ATTENTION, e.key))
+    lines = [f"purchases of environment {environment} (ledger {table}):"]
+    for entry in ordered:
+        f = _fields(entry)
+        money = f" {f['upfront_fee']} {f['currency']}" if f["upfront_fee"] else ""
+        bought = f" on {f['bought_at']}" if f["bought_at"] else ""
+        what = f" offering {f['offering_id']}" if f["offering_id"] else ""
+        lines.append(
+            f"  {entry.state:<9} {entry.key}{money}{bought}{what} (attempt {entry.attempt}, "
+            f"approval {f['approval'] or '-'}, updated {entry.updated_at})"
+        )
+        if entry.state in ATTENTION:
+            reason = f["error"] or f["detail"]
+            lines.append(
+                f"            ! {ATTENTION[entry.state]}{f' ({reason})' if reason else ''}"
+            )
+    return "\n".join(lines)
+
+
+def release(book: ledger.Ledger, key: str) -> Entry:
+    """Release an item a human has checked was not bought, so deploys may buy again."""
+    kind, _, name = key.partition("#")
+    entry = book.read(kind, name) if name else None
+    if entry is None:
+        raise PurchasesError(f"the purchase ledger has no item {key} (keys look like plan#NAME)")
+    if entry.state not in RELEASABLE:
+        raise PurchasesError(
+            f"{key} is {entry.state}, which is not released by hand (only "
+            f"{', '.join(sorted(RELEASABLE))} items are): nothing was changed"
+        )
+    return book.advance(
+        entry,
+        ledger.RELEASED,
+        claimant=RELEASER,
+        Detail=f"released by hand from {entry.state} with novapod purchases --release",
+    )
