@@ -30,9 +30,10 @@ Tests script it (zones, subnets, offerings, existing plans, a status sequence pe
 plan, stacks and their outputs, buckets and objects), inject faults per operation
 (throttle, 5xx, any error code, slow answers, a call that hangs or whose connection is
 reset before it is worked, a create that succeeds but whose answer is lost, a rival
-that buys the name first) and read back every call it received. Offerings may be near matches (fewer instances, split segments, other zones
-or currencies) that the search returns for any request, as the real search ranks its
-best matches rather than only exact ones.
+that buys the name first) and read back every call it received. Offerings may be
+near matches (fewer or more instances, split segments, other zones or currencies) that
+the search returns for any request, as the real search ranks its best matches rather
+than only exact ones.
 
 With a `principal` set (`act_as`), every call is authorized first against that role's
 statements (`iam.py`, e.g. read from a synthesized template) and refused as the
@@ -330,17 +331,22 @@ class FakeControlPlane:
         segments: Sequence[Segment] = (),
         near_match: bool = False,
     ) -> dict[str, Any]:
-        """An offering whose instances are split evenly over `zones` (usually one), or
-        made of explicit `segments`.
+        """An offering of `instance_count` instances split as evenly as possible over
+        `zones` (usually one; the first zones take the remainder), or made of explicit
+        `segments`.
 
         `near_match`: the search returns it whatever the request asks for, as the
-        service returns its best matches, not only exact ones.
+        service returns its best matches, not only exact ones: fewer or more instances
+        than asked, another type, length, window, zone or currency.
         """
         if not segments:
             if start is None or not zones:
                 raise ValueError("an offering needs zones and a start, or segments")
-            per_zone = instance_count // len(zones)
-            segments = [Segment(z, per_zone, start, duration_hours) for z in zones]
+            per_zone, extra = divmod(instance_count, len(zones))
+            segments = [
+                Segment(zone, per_zone + (1 if index < extra else 0), start, duration_hours)
+                for index, zone in enumerate(zones)
+            ]
         offering: dict[str, Any] = {
             "TrainingPlanOfferingId": offering_id,
             "TargetResources": list(target_resources),

@@ -201,6 +201,35 @@ def test_near_matches_and_segments_are_offered_for_any_search(world: World) -> N
     ]
 
 
+def test_offerings_hold_every_scripted_instance_and_may_be_larger_than_asked(
+    world: World,
+) -> None:
+    # 9 over two zones is 5 + 4 (the fake used to drop the remainder and sell 4 + 4).
+    odd = world.plane.add_offering(
+        "tpo-odd", zones=["us-east-1a", "us-east-1b"], start=T0, fee="1.00", instance_count=9
+    )
+    assert [
+        (r["AvailabilityZone"], r["InstanceCount"]) for r in odd["ReservedCapacityOfferings"]
+    ] == [
+        ("us-east-1a", 5),
+        ("us-east-1b", 4),
+    ]
+    # A near match larger than the search asks for is offered, and sells what it holds.
+    world.plane.add_offering(
+        "tpo-eight", zones=["us-east-1b"], start=T0, fee="1.00", instance_count=8, near_match=True
+    )
+    sagemaker = boto3.client("sagemaker", config=ONE_ATTEMPT)
+    found = sagemaker.search_training_plan_offerings(
+        InstanceType="ml.p5.48xlarge", InstanceCount=4, DurationHours=48
+    )["TrainingPlanOfferings"]
+    assert "tpo-eight" in [o["TrainingPlanOfferingId"] for o in found]
+    assert "tpo-odd" not in [o["TrainingPlanOfferingId"] for o in found]
+    sagemaker.create_training_plan(TrainingPlanName="big", TrainingPlanOfferingId="tpo-eight")
+    plan = sagemaker.describe_training_plan(TrainingPlanName="big")
+    assert (plan["TotalInstanceCount"], plan["AvailableInstanceCount"]) == (8, 8)
+    assert world.plane.violations == []
+
+
 @pytest.mark.parametrize(
     ("inject", "error"),
     [

@@ -110,3 +110,23 @@ def test_offerings_in_another_currency_are_skipped_as_the_deploy_skips_them(
     assert "EUR" in skipped
     assert "a deploy would buy tpo-cheap" in out
     assert fake.calls_to("CreateTrainingPlan") == []
+
+
+def test_a_larger_cheaper_offering_is_skipped_with_its_count(fake, tmp_path, capsys) -> None:
+    # Returned for any search, in our zone, cheaper than tpo-cheap and within the cap.
+    fake.add_offering(
+        "tpo-eight",
+        zones=["us-east-1b"],
+        start=T0 + timedelta(days=2),
+        fee="80000.00",
+        instance_count=8,
+        near_match=True,
+    )
+    path = write(tmp_path, CONFIG + APPROVED.replace("LIMIT", "100000"))
+    assert main(["offerings", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "4 offered, 2 fit the request in one of our zones" in out
+    assert "skipped tpo-eight: it offers 8 instances in total, not 4" in out.splitlines()
+    assert not [line for line in out.splitlines() if line.startswith("*") and "tpo-eight" in line]
+    assert "a deploy would buy tpo-cheap" in out
+    assert fake.calls_to("CreateTrainingPlan") == []

@@ -543,6 +543,7 @@ def near_misses(w: World) -> None:
     day = T0 + timedelta(days=2)
     for offering_id, changes in {
         "tpo-fewer": {"instance_count": 2},
+        "tpo-more": {"instance_count": 8},
         "tpo-p4d": {"instance_type": "ml.p4d.24xlarge"},
         "tpo-72h": {"duration_hours": 72},
         "tpo-february": {"start": T0 + timedelta(days=40)},
@@ -570,11 +571,34 @@ def near_matches_are_checked_and_skipped_before_buying(w: World) -> Outcome:
     return outcome
 
 
+@scenario(Expect(creates={PLAN: 1}, data=BOUGHT_NOW))
+def a_larger_cheaper_offering_is_never_bought(w: World) -> Outcome:
+    # 8 x p5 for 48 h in our zone, returned for any search, cheaper than tpo-cheap and
+    # within the fee cap: a larger purchase than the approved 4-instance one.
+    w.plane.add_offering(
+        "tpo-eight",
+        zones=["us-east-1b"],
+        start=T0 + timedelta(days=2),
+        fee="80000.00",
+        instance_count=8,
+        near_match=True,
+    )
+    outcome = w.stack().create(w.props())
+    creates = w.plane.calls_to("CreateTrainingPlan")
+    assert [(c["TrainingPlanName"], c["TrainingPlanOfferingId"]) for c in creates] == [
+        (PLAN, "tpo-cheap")
+    ]
+    plan = boto3.client("sagemaker").describe_training_plan(TrainingPlanName=PLAN)
+    assert plan["TotalInstanceCount"] == 4
+    return outcome
+
+
 @scenario(
     Expect(
         creates={},
-        error=f"none of the 7 offerings for 4 x ml.p5.48xlarge for 48 h {WINDOW} fits, so no "
-        "plan was bought (tpo-fewer: it offers 2 instances in total, not 4; tpo-p4d: its "
+        error=f"none of the 8 offerings for 4 x ml.p5.48xlarge for 48 h {WINDOW} fits, so no "
+        "plan was bought (tpo-fewer: it offers 2 instances in total, not 4; tpo-more: it "
+        "offers 8 instances in total, not 4; tpo-p4d: its "
         "instance type is ml.p4d.24xlarge, not ml.p5.48xlarge; tpo-72h: it lasts 72 h, not "
         "48 h; tpo-february: it ends 2030-02-12T00:00:00Z, after EndTimeBefore "
         "2030-01-31T00:00:00Z; tpo-jobs: its target resources ['training-job'] lack "

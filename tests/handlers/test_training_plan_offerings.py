@@ -74,3 +74,22 @@ def test_candidates_without_a_vpc_keep_every_single_zone_offering(world: World) 
 def test_no_offering_gives_no_candidates_and_no_choice(world: World) -> None:
     sagemaker, ec2 = clients()
     assert offerings.candidates(sagemaker, ec2, request(instance_count=64)) == ([], None)
+
+
+def test_a_larger_cheaper_offering_is_skipped_with_its_count(world: World) -> None:
+    # Returned for any search, in our zone, cheaper than tpo-cheap: only its 8 instances
+    # (not the 4 asked for) keep it from being chosen.
+    world.plane.add_offering(
+        "tpo-eight",
+        zones=["us-east-1b"],
+        start=T0 + timedelta(days=2),
+        fee="80000.00",
+        instance_count=8,
+        near_match=True,
+    )
+    sagemaker, ec2 = clients()
+    found = offerings.find(sagemaker, ec2, request(currency="USD"))
+    assert ("tpo-eight", ("it offers 8 instances in total, not 4",)) in found.skipped
+    assert "tpo-eight" not in [c["TrainingPlanOfferingId"] for c in found.candidates]
+    assert found.chosen is not None and found.chosen["TrainingPlanOfferingId"] == "tpo-cheap"
+    assert "CreateTrainingPlan" not in world.plane.operations()

@@ -76,6 +76,7 @@ def test_an_exact_offering_has_no_problems() -> None:
     ("candidate", "problem"),
     [
         (offering("t", segment(count=2)), "it offers 2 instances in total, not 4"),
+        (offering("t", segment(count=8)), "it offers 8 instances in total, not 4"),
         (
             offering("t", segment(instance_type="ml.p4d.24xlarge")),
             "its instance type is ml.p4d.24xlarge, not ml.p5.48xlarge",
@@ -131,6 +132,32 @@ def test_split_zones_count_across_segments_and_are_skipped_for_their_zones() -> 
     assert screened.skipped == [
         ("tpo-split", ("its capacity spans 2 zones (us-east-1a, us-east-1b)",))
     ]
+
+
+def test_an_offering_larger_than_the_request_is_skipped_however_it_is_split() -> None:
+    # More instances is a larger purchase than the approved one, never bought: in one
+    # segment, or in two at the same time (4 + 4, also in two zones).
+    offered = [
+        offering("tpo-eight", segment("us-east-1b", count=8), fee="1.00"),
+        offering("tpo-twice", segment("us-east-1b"), segment("us-east-1b"), fee="2.00"),
+        offering("tpo-wide", segment("us-east-1a"), segment("us-east-1b"), fee="3.00"),
+        offering("tpo-ok", segment("us-east-1b"), fee="900.00"),
+    ]
+    screened = decisions.screen_offerings(offered, request(), ZONES)
+    assert [c["TrainingPlanOfferingId"] for c in screened.candidates] == ["tpo-ok"]
+    assert screened.skipped == [
+        ("tpo-eight", ("it offers 8 instances in total, not 4",)),
+        ("tpo-twice", ("it offers 8 instances in total, not 4",)),
+        (
+            "tpo-wide",
+            (
+                "it offers 8 instances in total, not 4",
+                "its capacity spans 2 zones (us-east-1a, us-east-1b)",
+            ),
+        ),
+    ]
+    chosen = decisions.choose_offering(screened.candidates, "cheapest")
+    assert chosen is not None and chosen["TrainingPlanOfferingId"] == "tpo-ok"
 
 
 def test_screening_keeps_fitting_offerings_and_reports_every_skipped_one() -> None:

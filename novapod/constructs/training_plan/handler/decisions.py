@@ -460,6 +460,8 @@ def _capacity_problems(
         )
         return problems
     total = sum(int(r.get("InstanceCount") or 0) for r in capacity)
+    # Either way: fewer cannot run the jobs, more is a larger purchase than the one
+    # approved (the plan name's digest covers the count), so neither is bought.
     if total != request.instance_count:
         problems.append(f"it offers {total} instances in total, not {request.instance_count}")
     return problems
