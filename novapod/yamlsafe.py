@@ -144,10 +144,11 @@ class StrictLoader(yaml.SafeLoader):
         """Resolve `<<` as YAML 1.1 defines it: keys written in the mapping override
         merged ones, and a mapping earlier in `<<: [*a, *b]` overrides a later one.
 
-        PyYAML 6.0.3+ keeps the first pair per key it meets while merging, so a mapping
-        that merges `b: &b {<<: *a, x: 2}` gets a's x instead of b's. Here every merged
-        mapping contributes its own flattened pairs and the last pair per key wins
-        (at the key's first position), which also keeps merged lists from growing.
+        PyYAML 6.0.3+ drops a merged pair whose key is the same str object (`id()`) as
+        an earlier one's, which one-letter keys are in CPython: merging
+        `b: &b {<<: *a, x: 2}` gives a's x instead of b's. Here every merged mapping
+        contributes its own flattened pairs and the last pair per key wins (at the
+        key's first position), which also keeps merged lists from growing.
         """
         merged: list[tuple[Node, Node]] = []
         written: list[tuple[Node, Node]] = []
