@@ -17,6 +17,8 @@ from pathlib import Path
 
 import yaml
 
+from novapod import yamlsafe
+
 ROOT = Path(__file__).resolve().parent.parent
 
 _SYNTH = """
@@ -32,7 +34,7 @@ print(f"{t1 - t0:.3f} {t2 - t1:.3f}")
 
 
 def scenarios(workdir: Path) -> dict[str, Path]:
-    base = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
+    base = yamlsafe.load((ROOT / "config" / "default.yaml").read_text())
     out = {"default (2 zones, 11 endpoints)": ROOT / "config" / "default.yaml"}
     for name, zones, closed in (
         ("4 zones, 11 endpoints", ["use1-az1", "use1-az2", "use1-az4", "use1-az6"], False),

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 from functools import cache
-from importlib import resources
 from typing import Any, Literal
 
 import botocore.loaders  # type: ignore[import-untyped]
 import botocore.model  # type: ignore[import-untyped]
-import yaml
+
+from novapod import yamlsafe
 
 # Managed by novapod as EKS add-ons. CoreDNS is not among them: it is a Deployment, and
 # a managed coredns add-on on a cluster without nodes (HyperPod brings the first ones)
@@ -84,8 +84,7 @@ def support_warning(kubernetes_version: str, on: date | None = None) -> str | No
 
 @cache
 def eks_facts() -> EksFacts:
-    text = resources.files("novapod").joinpath("data/eks.yaml").read_text(encoding="utf-8")
-    return parse_eks_facts(yaml.safe_load(text))
+    return parse_eks_facts(yamlsafe.load_packaged("novapod", "data/eks.yaml"))
 
 
 def parse_eks_facts(data: dict[str, Any]) -> EksFacts:

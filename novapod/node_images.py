@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
 
-import yaml
-
+from novapod import yamlsafe
 from novapod.constructs.cluster_bootstrap.pins import HealthAgentPin
 
 SOURCE = "novapod/data/node_images.yaml"
@@ -68,8 +66,7 @@ class NodeImageRegistries:
 
 @cache
 def node_image_registries() -> NodeImageRegistries:
-    text = resources.files("novapod").joinpath("data/node_images.yaml").read_text(encoding="utf-8")
-    return parse_node_image_registries(yaml.safe_load(text))
+    return parse_node_image_registries(yamlsafe.load_packaged("novapod", "data/node_images.yaml"))
 
 
 def parse_node_image_registries(data: dict[str, Any]) -> NodeImageRegistries:

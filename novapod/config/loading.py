@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from novapod import planning
+from novapod import planning, yamlsafe
 from novapod.config.base import ConfigError
 from novapod.config.messages import _issues
 from novapod.config.pipeline import Deployment, PipelineConfig, PipelineFile, placement_problem
@@ -94,7 +94,8 @@ def load_pipeline(path: str | os.PathLike[str], *, now: datetime | None = None) 
 
 
 def _read_yaml(path: Path) -> Any:
-    """The file's YAML, parsed; unreadable, undecodable or invalid YAML is a ConfigError."""
+    """The file's YAML, parsed; unreadable, undecodable or invalid YAML, or a key written
+    twice in one mapping, is a ConfigError."""
     source = str(path)
     try:
         raw = path.read_bytes()
@@ -102,7 +103,9 @@ def _read_yaml(path: Path) -> Any:
         raise ConfigError([("", f"cannot read the file: {exc.strerror}")], source) from None
     text = decode_config_text(raw, source)
     try:
-        return yaml.safe_load(text)
+        return yamlsafe.load(text)
+    except yamlsafe.DuplicateKeyError as exc:  # safe_load would keep the last silently
+        raise ConfigError(exc.issues, source) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -12,11 +12,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from types import MappingProxyType
 from typing import Any, Literal
 
-import yaml
+from novapod import yamlsafe
 
 _DATA_FILE = "catalog.yaml"
 _INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9-]+\.[a-z0-9]+$")
@@ -261,8 +260,7 @@ class Catalog:
 @cache
 def catalog() -> Catalog:
     """The catalog, parsed and checked once per process."""
-    text = (resources.files("novapod.nova") / _DATA_FILE).read_text(encoding="utf-8")
-    return parse_catalog(yaml.safe_load(text))
+    return parse_catalog(yamlsafe.load_packaged("novapod.nova", _DATA_FILE))
 
 
 def parse_catalog(data: Any) -> Catalog:

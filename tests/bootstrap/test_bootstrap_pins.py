@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from novapod import yamlsafe
 from novapod.constructs.cluster_bootstrap.pins import (
     PinsError,
     default_pins,
@@ -23,7 +23,7 @@ PINS_FILE = ROOT / "novapod" / "data" / "hyperpod_dependencies.yaml"
 
 
 def raw() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load(PINS_FILE.read_text(encoding="utf-8"))
+    data: dict[str, Any] = yamlsafe.load(PINS_FILE.read_text(encoding="utf-8"))
     return data
 
 

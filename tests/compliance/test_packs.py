@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
+from novapod import yamlsafe
 from novapod.config import ConfigError, parse_config
 from tests.conftest import ALL_CONFIGS, DEFAULT_CONFIG
 
@@ -14,13 +14,13 @@ BOTH = ["nist-800-53-r5", "hipaa"]
 
 
 def _config(compliance: object):
-    data = yaml.safe_load(DEFAULT_CONFIG.read_text(encoding="utf-8"))
+    data = yamlsafe.load(DEFAULT_CONFIG.read_text(encoding="utf-8"))
     return parse_config({**data, "compliance": compliance}, "env.yaml")
 
 
 def test_compliance_lists_packs_and_defaults_to_none() -> None:
     assert _config(BOTH).compliance == BOTH
-    assert parse_config(yaml.safe_load(DEFAULT_CONFIG.read_text())).compliance == []
+    assert parse_config(yamlsafe.load(DEFAULT_CONFIG.read_text())).compliance == []
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from novapod import yamlsafe
 from tests.conftest import ROOT, Synthesized
 
 BASE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"
@@ -131,7 +132,7 @@ def approved(data: dict[str, Any], path: Path) -> None:
 def variant_path(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     """variant_path(edit) -> the edited config's file (written once per session)."""
     folder = tmp_path_factory.mktemp("review-configs")
-    base = yaml.safe_load(BASE.read_text())
+    base = yamlsafe.load(BASE.read_text())
     written: dict[str, Path] = {}
 
     def make(change: str) -> Path:

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from novapod import review
+from novapod import review, yamlsafe
 from novapod.cli import main
 from novapod.stacks.hyperpod import CLUSTER_LOGICAL_ID
 from tests.conftest import ROOT
@@ -40,7 +39,7 @@ def resource(report: dict[str, Any], kind: str, logical_id: str) -> dict[str, An
 
 
 def approved_name(path: Path, index: int = 0) -> str:
-    data = yaml.safe_load(path.read_text())
+    data = yamlsafe.load(path.read_text())
     return str(data["capacity"]["training_plans"][index]["purchase"]["approve"])
 
 

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from benchmarks.critical_path import ancestors, resource_graph
+from novapod import yamlsafe
 from tests.conftest import DEFAULT_CONFIG, ROOT, Synthesized, producer_value, resources
 
 DEV = ROOT / "config" / "examples" / "dev-two-zones.yaml"  # no eks, nat_gateways: single
@@ -22,7 +23,7 @@ EGRESS_TYPES = ("AWS::EC2::NatGateway", "AWS::EC2::EIP")
 
 @pytest.fixture(scope="module")
 def single_nat_with_eks(synth, tmp_path_factory) -> Synthesized:
-    data = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    data = yamlsafe.load(DEFAULT_CONFIG.read_text())
     data["network"]["vpc"]["nat_gateways"] = "single"
     path = Path(tmp_path_factory.mktemp("egress")) / "single-nat-eks.yaml"
     path.write_text(yaml.safe_dump(data))

@@ -6,9 +6,9 @@ from datetime import date
 from typing import Any
 
 import pytest
-import yaml
 
 from benchmarks.critical_path import StackTemplate, ancestors, critical_path, resource_graph
+from novapod import yamlsafe
 from novapod.facts import eks_facts, parse_eks_facts, support_warning
 from tests.conftest import DEFAULT_CONFIG, ROOT, Synthesized, joined, producer_value, resources
 
@@ -107,14 +107,12 @@ def test_addons_are_managed_at_pinned_versions(synth) -> None:
 
 
 def test_vpc_cni_pin_satisfies_restricted_groups() -> None:
-    import yaml
-
     from novapod.facts import parse_eks_facts, version_tuple
 
     facts = eks_facts()
     for version, pins in facts.addons.items():
         assert version_tuple(pins["vpc-cni"]) >= version_tuple(facts.min_vpc_cni_for_rig), version
-    data = yaml.safe_load((ROOT / "novapod" / "data" / "eks.yaml").read_text())
+    data = yamlsafe.load((ROOT / "novapod" / "data" / "eks.yaml").read_text())
     data["addons"]["1.33"]["vpc-cni"] = "v1.19.5-eksbuild.1"
     with pytest.raises(
         ValueError, match=r"vpc-cni v1.19.5-eksbuild.1 for 1.33 is older than 1.19.6"
@@ -148,7 +146,7 @@ def test_eks_does_not_depend_on_capacity(synth, path) -> None:
 
 
 def eks_data() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load((ROOT / "novapod" / "data" / "eks.yaml").read_text())
+    data: dict[str, Any] = yamlsafe.load((ROOT / "novapod" / "data" / "eks.yaml").read_text())
     return data
 
 
@@ -156,7 +154,7 @@ def test_every_version_the_config_accepts_has_pinned_addons() -> None:
     from novapod.config import ConfigError, parse_config
 
     facts = eks_facts()
-    base = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    base = yamlsafe.load(DEFAULT_CONFIG.read_text())
     accepted = []
     for version in facts.supported_versions:
         try:
@@ -280,7 +278,7 @@ def admin_logical_ids(admins: list[str]) -> dict[str, str]:
     from novapod.config import parse_config
     from novapod.environment import build_environment, cdk_json_context
 
-    data = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    data = yamlsafe.load(DEFAULT_CONFIG.read_text())
     data["eks"]["admin_principals"] = admins
     stacks = build_environment(App(context=cdk_json_context()), parse_config(data))
     assert stacks.eks is not None

@@ -8,10 +8,10 @@ import json
 from typing import Any
 
 import pytest
-import yaml
 from aws_cdk import App, Environment
 from aws_cdk.assertions import Template
 
+from novapod import yamlsafe
 from novapod.config import load_config, parse_config
 from novapod.constructs.network import PrivatePlacement
 from novapod.environment import cdk_json_context
@@ -104,7 +104,7 @@ def test_scientists_get_an_access_entry_in_their_group_and_no_access_policy(synt
 
 
 def _standalone(scientists: list[str]) -> dict[str, Any]:
-    data = yaml.safe_load(EXAMPLE.read_text())
+    data = yamlsafe.load(EXAMPLE.read_text())
     data = copy.deepcopy(data)
     data["nova"]["scientists"] = scientists
     config = parse_config(data)
@@ -221,7 +221,7 @@ def test_the_restricted_role_reads_datasets_writes_outputs_and_calls_its_functio
 def test_datasets_in_other_buckets_are_granted_by_object_and_listed_by_prefix() -> None:
     from novapod.nova.access import data_grants
 
-    data = yaml.safe_load(EXAMPLE.read_text())
+    data = yamlsafe.load(EXAMPLE.read_text())
     data["jobs"][0]["data"] = {"train": "s3://team-data/sft/train.jsonl"}
     grants = data_grants(parse_config(data))
     assert grants.external == {"team-data": ("sft/train.jsonl",)}
@@ -391,7 +391,7 @@ def test_outputs_say_where_things_are(synth) -> None:
 
 
 def test_launch_specs_use_the_configured_namespace() -> None:
-    data = yaml.safe_load(EXAMPLE.read_text())
+    data = yamlsafe.load(EXAMPLE.read_text())
     data["nova"]["namespace"] = "nova-team"
     config = parse_config(data)
     spec = render.launch_spec(config, config.jobs[0])

@@ -11,6 +11,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from novapod import yamlsafe
 from novapod.config import (
     ConfigError,
     NovapodConfig,
@@ -345,12 +346,12 @@ def test_random_yaml_text_gives_config_or_config_error(tmp_path_factory, text: s
         for line in error.render().splitlines():
             assert line.startswith(f"{path}: ") and "Traceback" not in line
     else:  # only a complete environment parses
-        assert yaml.safe_load(text)["name"] == config.name
+        assert yamlsafe.load(text)["name"] == config.name
 
 
 def test_round_trip_through_yaml() -> None:
     text = yaml.safe_dump(VALID)
-    assert parse_config(yaml.safe_load(text)) == parse_config(VALID)
+    assert parse_config(yamlsafe.load(text)) == parse_config(VALID)
 
 
 # --------------------------------------------------------------------------- capacity
@@ -466,7 +467,7 @@ def test_an_edit_that_changes_the_purchase_needs_a_new_approval(
 
 def test_runs_4_to_5_in_the_purchase_example_is_refused_until_approved_again() -> None:
     """The issue's scenario: one more run lengthens the plan, a second purchase."""
-    data = yaml.safe_load((ROOT / "config" / "examples" / "single-rig-purchase.yaml").read_text())
+    data = yamlsafe.load((ROOT / "config" / "examples" / "single-rig-purchase.yaml").read_text())
     assert data["capacity"]["training_plans"][0]["purchase"]["approve"] == (
         "novapod-nova-lite-lite-sft-31e61478"
     )

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from novapod import extension
+from novapod import extension, yamlsafe
 from novapod.cli import main
 from novapod.config import ConfigError, parse_config
 from novapod.facts import plan_instance_types
@@ -56,7 +56,7 @@ def test_the_name_pattern_reads_back_the_plan_and_the_hours() -> None:
 
 def example(**extend: Any) -> dict[str, Any]:
     """The purchase example, pinned at its bought 144 h, with this extend block."""
-    data = yaml.safe_load(PURCHASE.read_text())
+    data = yamlsafe.load(PURCHASE.read_text())
     plan = data["capacity"]["training_plans"][0]
     plan["duration_hours"] = 144
     if extend:
@@ -197,7 +197,7 @@ def test_a_renamed_plan_needs_a_new_extension_approval() -> None:
 
 
 def test_an_adopted_plan_is_extended_under_its_arn_name() -> None:
-    data = yaml.safe_load((ROOT / "config/examples/adopt-existing-plan.yaml").read_text())
+    data = yamlsafe.load((ROOT / "config/examples/adopt-existing-plan.yaml").read_text())
     plan = data["capacity"]["training_plans"][0]
     plan["duration_hours"] = 336
     plan["extend"] = {"duration_hours": 168}
@@ -250,7 +250,7 @@ def test_the_advice_block_is_yaml_that_validates(tmp_path: Path) -> None:
     assert block == f"{{duration_hours: 24, approve: {EXT24}, max_upfront_fee: 10000}}"
     plan = data["capacity"]["training_plans"][0]
     plan["duration_hours"] = 144
-    plan["extend"] = yaml.safe_load(block)
+    plan["extend"] = yamlsafe.load(block)
     config = parse_config(copy.deepcopy(data), now=NOW)
     assert config.purchase_names() == {"lite-sft": BOUGHT}
 
@@ -297,7 +297,7 @@ def test_the_readme_extend_example_validates() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("### Extending a training plan\n", 1)[1].split("\n### ", 1)[0]
     snippet = section.split("```yaml\n", 1)[1].split("```", 1)[0]
-    (entry,) = yaml.safe_load(snippet)
+    (entry,) = yamlsafe.load(snippet)
     data = example()
     data["capacity"]["training_plans"][0].update(entry)
     data["jobs"][0]["runs"] = 5  # the grown jobs the extension is for

@@ -12,8 +12,8 @@ from importlib import resources
 from typing import Any
 
 import pytest
-import yaml
 
+from novapod import yamlsafe
 from novapod.config import ConfigError, NovapodConfig, parse_config
 from novapod.nova.catalog import CatalogError, catalog, parse_catalog
 from novapod.nova.render import launch_spec, render_recipe
@@ -417,7 +417,7 @@ def test_distillation_is_not_launchable() -> None:
 
 def _document() -> dict[str, Any]:
     text = (resources.files("novapod.nova") / "catalog.yaml").read_text(encoding="utf-8")
-    return copy.deepcopy(yaml.safe_load(text))
+    return copy.deepcopy(yamlsafe.load(text))
 
 
 def test_the_shipped_document_parses() -> None:

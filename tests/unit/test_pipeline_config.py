@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from novapod import yamlsafe
 from novapod.cli import main
 from novapod.config import ConfigError, is_pipeline_file, load_pipeline
 from tests.conftest import DEFAULT_CONFIG, ROOT
@@ -26,7 +27,7 @@ CONNECTION = (
 def pipeline_file(tmp_path: Path, **changes: object) -> Path:
     """The example, with `changes` applied to its pipeline section, written to tmp_path
     with the example environments' paths made absolute."""
-    data = yaml.safe_load(EXAMPLE.read_text())
+    data = yamlsafe.load(EXAMPLE.read_text())
     spec = data["pipeline"]
     for entry in spec["environments"]:
         entry["config"] = str(EXAMPLE.parent / entry["config"])

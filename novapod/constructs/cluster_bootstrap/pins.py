@@ -15,11 +15,12 @@ import json
 import re
 from dataclasses import asdict, dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from novapod import yamlsafe
 
 DATA_FILE = "data/hyperpod_dependencies.yaml"
 NAMESPACE = "kube-system"
@@ -143,15 +144,16 @@ class HyperPodDependencies:
 @cache
 def default_pins() -> HyperPodDependencies:
     """The pins shipped in the package (read once)."""
-    text = resources.files("novapod").joinpath(DATA_FILE).read_text(encoding="utf-8")
-    return parse_pins(yaml.safe_load(text), source=f"novapod/{DATA_FILE}")
+    return parse_pins(yamlsafe.load_packaged("novapod", DATA_FILE), source=f"novapod/{DATA_FILE}")
 
 
 def load_pins(path: str | Path) -> HyperPodDependencies:
     """Pins from another file (tests, a mirror with its own URLs)."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yamlsafe.load(path.read_text(encoding="utf-8"))
+    except yamlsafe.DuplicateKeyError as exc:
+        raise PinsError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
         raise PinsError(f"{path}: not valid YAML ({exc})") from None
     return parse_pins(data, source=str(path))
