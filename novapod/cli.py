@@ -538,8 +538,9 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Compare two cloud assemblies (the cdk.out of the base and of the head) stack by "
             "stack with CDK's diff engine and report, in this order: training plans bought or "
-            "removed and Bedrock imports, stateful resources replaced or removed, IAM "
-            "broadening, security-group openings and endpoint changes, then everything else. "
+            "removed, fee caps changed and Bedrock imports, stateful resources replaced or "
+            "removed, IAM broadening, security-group openings and endpoint changes, then "
+            "everything else. "
             "Needs Node.js and `make setup`; no AWS credentials."
         ),
         epilog=(

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from novapod.review.report import GATES
+from novapod.review.semantics import CAP_TITLE
+from novapod.review.values import amount
 
 COMMENT_LIMIT = 65_536
 # Room kept for what is always written last: the left-out note, closing tags, the footer.
@@ -148,6 +150,8 @@ def _purchases(page: _Page, purchases: Sequence[Mapping[str, Any]]) -> None:
         page.line("No training plan is bought, changed or removed; no Bedrock import changes.")
     for entry in purchases:
         page.item(_purchase_line(entry), "purchases")
+        for change in entry.get("cap_changes", ()):
+            page.item(_cap_line(entry, change), "purchases")
     page.line()
 
 
@@ -178,6 +182,29 @@ def _purchase_line(entry: Mapping[str, Any]) -> str:
     return (
         f"- **{verb}** training plan {code(entry['plan_name'])} {where}: "
         f"{', '.join(details)}{changed}. {entry['note'][0].upper()}{entry['note'][1:]}."
+    )
+
+
+def _cap_line(entry: Mapping[str, Any], change: Mapping[str, Any]) -> str:
+    """One cap change: "Cap raised 6,000 → 600,000 USD on training plan `novapod-…`"."""
+    title = CAP_TITLE.get(str(change["change"]), str(change["change"]))
+    before, after = (
+        "no cap" if fee is None else amount(fee)
+        for fee in (change["previous_max_upfront_fee"], change["max_upfront_fee"])
+    )
+    if change["previous_currency"] in (None, change["currency"]):
+        what = f"{before} → {after} {change['currency']}"
+    else:
+        what = (
+            f"{change['previous_currency']} → {change['currency']} "
+            f"(cap {before} {change['previous_currency']} → {after} {change['currency']})"
+        )
+    thing = "training plan" if change["of"] == "plan" else "extension"
+    where = f"({code(entry['stack'])} {code(entry['logical_id'])})"
+    note = str(change["note"])
+    return (
+        f"- **{title}** {what} on {thing} {code(change['name'])} {where}: "
+        f"{note[0].upper()}{note[1:]}."
     )
 
 

@@ -5,7 +5,9 @@ Top-level keys, each list sorted so that the same inputs give the same bytes:
   engine     the diff engine and its version
   summary    changed (bool), stacks by status, counts per section
   gates      gate name -> whether the change trips it (see GATES)
-  purchases  training plans bought / adopted / updated / removed, Bedrock imports
+  purchases  training plans bought / adopted / updated / removed, Bedrock imports; a
+             plan's cap_changes: fee caps raised, lowered or in another currency under
+             an unchanged plan or extension name (the approval)
   stateful   replacement or removal of stateful resources, by category
   security   iam (broadenings), security_groups (openings), endpoints
   stacks     every stack: status and every resource change the engine found
@@ -26,7 +28,7 @@ FORMAT = "novapod-review/1"
 # Gate -> what trips it. "may-replace" is not in the issue's default set: the engine says
 # "maybe" when it cannot know (a value resolved at deploy), so it is opt-in.
 GATES = {
-    "purchase": "a training plan is bought",
+    "purchase": "a training plan is bought, or a fee cap is raised or changes currency",
     "stateful-replacement": "a stateful resource will be replaced or destroyed",
     "may-replace": "a stateful resource may be replaced",
     "iam-broadening": "an IAM statement or policy grants more",
@@ -162,8 +164,12 @@ def _summary(report: Mapping[str, Any]) -> dict[str, Any]:
 def tripped(report: Mapping[str, Any]) -> dict[str, bool]:
     """Gate -> whether this review trips it."""
     categories = {e["category"] for e in report["stateful"]}
+    # A report from before cap_changes (the same format) still gates as it did.
     return {
-        "purchase": any(e["purchase"] for e in report["purchases"]),
+        "purchase": any(
+            e["purchase"] or any(c["may_spend_more"] for c in e.get("cap_changes", ()))
+            for e in report["purchases"]
+        ),
         "stateful-replacement": bool(categories & {"will-replace", "destroy"}),
         "may-replace": "may-replace" in categories,
         "iam-broadening": bool(report["security"]["iam"]),

@@ -3,7 +3,8 @@
 Pure functions over one stack's base and head templates and what CDK's diff engine said
 about them (novapod/review/diff.js). The engine decides whether a change replaces a
 resource; these functions decide what that means here: a new training-plan name is a new
-non-refundable purchase, replacing the HyperPod cluster deletes each restricted group's
+non-refundable purchase, a raised fee cap under an unchanged name (the approval) lets a
+purchase cost more, replacing the HyperPod cluster deletes each restricted group's
 FSx for Lustre, an added IAM statement is a broadening only where it grants something the
 removed one did not.
 """
@@ -14,7 +15,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from novapod.review.values import integer, readable, render
+from novapod.review.values import amount, decimal, integer, readable, render
 
 TRAINING_PLAN = "Custom::NovapodTrainingPlan"  # novapod/constructs/training_plan/construct.py
 BEDROCK_MODEL = "Custom::NovapodBedrockModel"  # novapod/constructs/bedrock_model/construct.py
@@ -146,6 +147,77 @@ def _plan_fields(properties: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+# The approved name and its guardrails, per purchase a plan's resource makes. The name is
+# the approval (novapod/naming.py) and covers what is bought, never the cap or currency,
+# so a raised cap keeps the approval valid: the review is where that is decided.
+CAPS = (
+    ("plan", "PlanName", "MaxUpfrontFee", "Currency"),
+    ("extension", "ExtensionName", "ExtensionMaxUpfrontFee", "ExtensionCurrency"),
+)
+CAP_TITLE = {  # cap change -> how the Markdown heads it
+    "raised": "Cap raised",
+    "lowered": "Cap lowered",
+    "currency-changed": "Currency changed",
+    "changed": "Cap changed",
+}
+
+
+def cap_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Fee caps and currencies changed under an unchanged plan or extension name.
+
+    A new name is a new approval, reported as such; the same name with a higher cap (or
+    another currency, whose amounts do not compare) may cost more if it is not bought
+    yet, so it counts for the purchase gate (`may_spend_more`). A lower cap cannot.
+    """
+    out: list[dict[str, Any]] = []
+    for of, name_key, fee_key, currency_key in CAPS:
+        name = render(new[name_key]) if name_key in new else None
+        if name is None or name_key not in old or render(old[name_key]) != name:
+            continue
+        before, after = old.get(fee_key), new.get(fee_key)
+        if after is None:
+            continue  # no cap (an adopted plan): the handler buys nothing without one
+        was, now = decimal(before), decimal(after)
+        old_currency = render(old[currency_key]) if currency_key in old else None
+        currency = render(new[currency_key]) if currency_key in new else None
+        if before is None:
+            change = "changed"  # a cap where there was none (an adopted plan, bought)
+        elif old_currency != currency:
+            change = "currency-changed"
+        elif was is not None and now is not None:
+            if now == was:
+                continue  # the same amount, written differently (60000, 60000.00)
+            change = "raised" if now > was else "lowered"
+        elif _canonical(before) == _canonical(after):
+            continue
+        else:
+            change = "changed"  # not a literal number: cannot be compared
+        cap = f"{amount(after)} {currency}"
+        if change == "lowered":
+            note = f"offerings above {cap} are refused; nothing can cost more than before"
+        else:
+            note = (
+                f"the approval (the {of}'s name) stays valid, so if the {of} is not "
+                f"bought yet it may now cost up to {cap}"
+            )
+        if change == "changed" and before is not None:
+            note = f"the two caps cannot be compared offline; {note}"
+        out.append(
+            {
+                "of": of,
+                "name": name,
+                "change": change,
+                "previous_max_upfront_fee": render(before) if before is not None else None,
+                "max_upfront_fee": render(after),
+                "previous_currency": old_currency,
+                "currency": currency,
+                "may_spend_more": change != "lowered",
+                "note": note,
+            }
+        )
+    return out
+
+
 def _changed_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
 
@@ -171,6 +243,7 @@ def training_plan(
         "previous_plan_name": None,
         "changed": [],
         "purchase": False,
+        "cap_changes": cap_changes(old, new) if base is not None and head is not None else [],
     }
     name, previous = fields["plan_name"], render(old.get("PlanName", "")) or None
     if head is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 # The engine renders a value it cannot parse as compact JSON inside its strings; a weak
@@ -62,3 +63,22 @@ def integer(value: Any) -> int | str | None:
         return None
     text = render(value)
     return int(text) if text.isdigit() else text
+
+
+def decimal(value: Any) -> Decimal | None:
+    """A fee cap's amount (the template holds the config's plain number as text); None
+    when it is absent or not a literal number (an intrinsic)."""
+    if value is None or isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    try:
+        number = Decimal(str(value))
+    except InvalidOperation:
+        return None
+    return number if number.is_finite() else None
+
+
+def amount(value: Any) -> str:
+    """A fee cap for reading: digits grouped by thousands (600,000; 1,234.50), as the
+    config wrote its decimals; anything not a number as `render` shows it."""
+    number = decimal(value)
+    return render(value) if number is None else f"{number:,f}"

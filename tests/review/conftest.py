@@ -1,13 +1,17 @@
 """Real pairs of synthesized configs for the review tests: the single-RIG example and
 small edits of it, each synthesized once per session through the `synth` fixture.
 
-No hand-written templates: every pair is what `cdk synth` writes for two configs.
+No hand-written templates: every pair is what `cdk synth` writes for two configs, or
+(`plan_edit`) a copy of the base's cloud assembly whose training-plan properties are
+edited as JSON, for a change that only moves values the handler reads (a fee cap).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -168,5 +172,39 @@ def review_of(variant: Callable[[str], Synthesized]) -> Callable[[str, str], dic
         if (base, head) not in cache:
             cache[base, head] = review.build(variant(base).outdir, variant(head).outdir)
         return cache[base, head]
+
+    return make
+
+
+TRAINING_PLAN = "Custom::NovapodTrainingPlan"
+
+
+def plan_properties(template: dict[str, Any]) -> dict[str, Any]:
+    """The properties of a template's one training plan (edited in place)."""
+    (plan,) = [r for r in template["Resources"].values() if r["Type"] == TRAINING_PLAN]
+    properties: dict[str, Any] = plan["Properties"]
+    return properties
+
+
+@pytest.fixture(scope="session")
+def plan_edit(
+    variant: Callable[[str], Synthesized], tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str, Callable[[dict[str, Any]], None]], Path]:
+    """plan_edit(label, edit) -> a copy of the base's cdk.out (asset folders left out) in
+    which `edit` changed the capacity stack's training-plan properties; no synthesis."""
+    folder = tmp_path_factory.mktemp("review-plan-edits")
+    written: dict[str, Path] = {}
+
+    def make(label: str, change: Callable[[dict[str, Any]], None]) -> Path:
+        if label not in written:
+            base = variant("base")
+            outdir = folder / label
+            shutil.copytree(base.outdir, outdir, ignore=shutil.ignore_patterns("asset.*"))
+            path = outdir / f"{base.stack_names['capacity']}.template.json"
+            template = json.loads(path.read_text())
+            change(plan_properties(template))
+            path.write_text(json.dumps(template, indent=1))
+            written[label] = outdir
+        return written[label]
 
     return make

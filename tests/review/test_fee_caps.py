@@ -1,0 +1,291 @@
+"""A fee cap or currency changed under an unchanged plan or extension name (issue 18, §3).
+
+The name is the approval and covers what is bought, never the cap (novapod/naming.py), so
+raising `max_upfront_fee` keeps the approval valid: the review is where that is decided.
+The pairs are copies of the synthesized base whose training-plan properties are edited
+as JSON (conftest.plan_edit): what the construct writes for another cap or currency.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from novapod import review
+from novapod.naming import extension_name
+from novapod.review import markdown, semantics
+from tests.review.test_review import ENV, cli, section
+
+PLAN = "novapod-nova-lite-lite-sft-31e61478"  # config/examples/single-rig-purchase.yaml
+CAPACITY = f"{ENV}-capacity"
+LOGICAL_ID = "TrainingPlanLiteSft"
+WHERE = f"(`{CAPACITY}` `{LOGICAL_ID}`)"
+EXTENSION = extension_name(PLAN, 24)
+
+PlanEdit = Callable[[str, Callable[[dict[str, Any]], None]], Path]
+
+
+def _cap(fee: str, currency: str = "USD") -> Callable[[dict[str, Any]], None]:
+    return lambda properties: properties.update(MaxUpfrontFee=fee, Currency=currency)
+
+
+def _extended(fee: str) -> Callable[[dict[str, Any]], None]:
+    """The plan with `extend` (24 h), as the construct writes it, at an extension cap."""
+    return lambda properties: properties.update(
+        ExtendHours="24",
+        ExtensionName=EXTENSION,
+        ApprovedExtensionName=EXTENSION,
+        ExtensionMaxUpfrontFee=fee,
+        ExtensionCurrency="USD",
+    )
+
+
+def _plan_entry(report: dict[str, Any]) -> dict[str, Any]:
+    (entry,) = report["purchases"]
+    assert (entry["stack"], entry["logical_id"], entry["plan_name"]) == (
+        CAPACITY,
+        LOGICAL_ID,
+        PLAN,
+    )
+    return entry
+
+
+def _purchase_lines(report: dict[str, Any]) -> list[str]:
+    return [t for t in section(review.render(report), 1).splitlines() if t.startswith("- ")]
+
+
+@pytest.fixture(scope="module")
+def base_dir(variant) -> Path:
+    return Path(variant("base").outdir)
+
+
+def test_a_raised_cap_on_the_same_plan_name_is_listed_and_trips_purchase(
+    plan_edit: PlanEdit, capsys
+) -> None:
+    # The issue's example: 6,000 -> 600,000 USD, the same plan name (the approval).
+    base, head = plan_edit("cap-6000", _cap("6000")), plan_edit("cap-600000", _cap("600000"))
+    report = review.build(base, head)
+    entry = _plan_entry(report)
+    # The existing keys say what they said: the same name buys nothing new by itself.
+    assert (entry["action"], entry["purchase"], entry["changed"]) == (
+        "update",
+        False,
+        ["MaxUpfrontFee"],
+    )
+    assert (entry["max_upfront_fee"], entry["currency"]) == ("600000", "USD")
+    assert entry["cap_changes"] == [
+        {
+            "of": "plan",
+            "name": PLAN,
+            "change": "raised",
+            "previous_max_upfront_fee": "6000",
+            "max_upfront_fee": "600000",
+            "previous_currency": "USD",
+            "currency": "USD",
+            "may_spend_more": True,
+            "note": "the approval (the plan's name) stays valid, so if the plan is not bought "
+            "yet it may now cost up to 600,000 USD",
+        }
+    ]
+    assert report["gates"]["purchase"] is True
+    assert report["summary"]["purchases"] == 1
+    lines = _purchase_lines(report)
+    assert lines[1] == (
+        f"- **Cap raised** 6,000 → 600,000 USD on training plan `{PLAN}` {WHERE}: The "
+        "approval (the plan's name) stays valid, so if the plan is not bought yet it may now "
+        "cost up to 600,000 USD."
+    )
+    assert lines[0].startswith(f"- **Updates** training plan `{PLAN}` {WHERE}")
+    assert "Trips `purchase` (a training plan is bought, or a fee cap is raised" in (
+        review.render(report)
+    )
+    status, out, err = cli(
+        capsys, "--base", str(base), "--head", str(head), "--fail-on", "purchase"
+    )
+    assert status == 3 and out.startswith("## novapod review")
+    assert err == "novapod review: tripped --fail-on purchase\n"
+
+
+def test_a_lowered_cap_is_listed_but_does_not_trip_purchase(
+    base_dir: Path, plan_edit: PlanEdit, capsys
+) -> None:
+    # 60,000 (the example's cap) -> 6,000: a purchase under the approval can only cost less.
+    head = plan_edit("cap-6000", _cap("6000"))
+    report = review.build(base_dir, head)
+    (change,) = _plan_entry(report)["cap_changes"]
+    assert change == {
+        "of": "plan",
+        "name": PLAN,
+        "change": "lowered",
+        "previous_max_upfront_fee": "60000",
+        "max_upfront_fee": "6000",
+        "previous_currency": "USD",
+        "currency": "USD",
+        "may_spend_more": False,
+        "note": "offerings above 6,000 USD are refused; nothing can cost more than before",
+    }
+    assert report["gates"]["purchase"] is False
+    assert _purchase_lines(report)[1] == (
+        f"- **Cap lowered** 60,000 → 6,000 USD on training plan `{PLAN}` {WHERE}: Offerings "
+        "above 6,000 USD are refused; nothing can cost more than before."
+    )
+    args = ("--base", str(base_dir), "--head", str(head), "--fail-on", "purchase")
+    assert cli(capsys, *args)[0] == 0
+
+
+def test_a_changed_currency_is_listed_and_trips_purchase(
+    base_dir: Path, plan_edit: PlanEdit, capsys
+) -> None:
+    # The same amount in another currency is another cap: amounts do not compare.
+    head = plan_edit("currency-eur", _cap("60000", "EUR"))
+    report = review.build(base_dir, head)
+    entry = _plan_entry(report)
+    assert entry["changed"] == ["Currency"]
+    (change,) = entry["cap_changes"]
+    assert change == {
+        "of": "plan",
+        "name": PLAN,
+        "change": "currency-changed",
+        "previous_max_upfront_fee": "60000",
+        "max_upfront_fee": "60000",
+        "previous_currency": "USD",
+        "currency": "EUR",
+        "may_spend_more": True,
+        "note": "the approval (the plan's name) stays valid, so if the plan is not bought "
+        "yet it may now cost up to 60,000 EUR",
+    }
+    assert report["gates"]["purchase"] is True
+    assert _purchase_lines(report)[1] == (
+        f"- **Currency changed** USD → EUR (cap 60,000 USD → 60,000 EUR) on training plan "
+        f"`{PLAN}` {WHERE}: The approval (the plan's name) stays valid, so if the plan is not "
+        "bought yet it may now cost up to 60,000 EUR."
+    )
+    args = ("--base", str(base_dir), "--head", str(head), "--fail-on", "purchase")
+    assert cli(capsys, *args)[0] == 3
+
+
+def test_a_raised_extension_cap_is_listed_on_the_extensions_name(
+    plan_edit: PlanEdit, capsys
+) -> None:
+    base = plan_edit("extension-10000", _extended("10000"))
+    head = plan_edit("extension-20000", _extended("20000"))
+    report = review.build(base, head)
+    entry = _plan_entry(report)
+    assert (entry["action"], entry["purchase"], entry["changed"]) == (
+        "update",
+        False,
+        ["ExtensionMaxUpfrontFee"],
+    )
+    assert entry["cap_changes"] == [
+        {
+            "of": "extension",
+            "name": EXTENSION,
+            "change": "raised",
+            "previous_max_upfront_fee": "10000",
+            "max_upfront_fee": "20000",
+            "previous_currency": "USD",
+            "currency": "USD",
+            "may_spend_more": True,
+            "note": "the approval (the extension's name) stays valid, so if the extension is "
+            "not bought yet it may now cost up to 20,000 USD",
+        }
+    ]
+    assert report["gates"]["purchase"] is True
+    assert _purchase_lines(report)[1] == (
+        f"- **Cap raised** 10,000 → 20,000 USD on extension `{EXTENSION}` {WHERE}: The "
+        "approval (the extension's name) stays valid, so if the extension is not bought yet "
+        "it may now cost up to 20,000 USD."
+    )
+    status, _, err = cli(capsys, "--base", str(base), "--head", str(head), "--fail-on", "purchase")
+    assert (status, err) == (3, "novapod review: tripped --fail-on purchase\n")
+
+
+# --- the rules, on the construct's properties (no engine run) -----------------------
+
+
+def _resource(**properties: str) -> dict[str, Any]:
+    return {
+        "Type": semantics.TRAINING_PLAN,
+        "Properties": {
+            "Mode": "purchase",
+            "PlanName": PLAN,
+            "ApprovedPlanName": PLAN,
+            "MaxUpfrontFee": "60000",
+            "Currency": "USD",
+            **properties,
+        },
+    }
+
+
+def _changes(base: dict[str, Any], head: dict[str, Any]) -> list[dict[str, Any]]:
+    entry = semantics.training_plan(CAPACITY, LOGICAL_ID, base, head)
+    assert entry is not None
+    return list(entry["cap_changes"])
+
+
+def test_the_same_amount_written_otherwise_is_no_cap_change() -> None:
+    assert _changes(_resource(), _resource(MaxUpfrontFee="60000.00")) == []
+
+
+def test_a_new_name_is_a_purchase_not_a_cap_change() -> None:
+    # A new plan is a new approval with its own cap, reported as a purchase (action buy);
+    # its extension is renamed with it.
+    base = _resource(ExtensionName=EXTENSION, ExtensionMaxUpfrontFee="10000")
+    head = _resource(PlanName="novapod-nova-lite-lite-sft-7cb32473", MaxUpfrontFee="600000")
+    head["Properties"] |= {
+        "ExtensionName": extension_name("novapod-nova-lite-lite-sft-7cb32473", 24),
+        "ExtensionMaxUpfrontFee": "20000",
+    }
+    entry = semantics.training_plan(CAPACITY, LOGICAL_ID, base, head)
+    assert entry is not None
+    assert (entry["action"], entry["purchase"], entry["cap_changes"]) == ("buy", True, [])
+
+
+def test_a_cap_that_cannot_be_compared_counts_as_raised() -> None:
+    head = _resource()
+    head["Properties"]["MaxUpfrontFee"] = {"Ref": "Cap"}
+    (change,) = _changes(_resource(), head)
+    assert (change["change"], change["max_upfront_fee"], change["may_spend_more"]) == (
+        "changed",
+        "${Cap}",
+        True,
+    )
+    report = {"purchases": [{"purchase": False, "cap_changes": [change]}], "stateful": []}
+    report["security"] = {"iam": [], "security_groups": []}
+    assert review.tripped(report)["purchase"] is True
+
+
+def test_a_cap_only_on_the_head_counts_and_none_on_the_head_does_not() -> None:
+    # Adopting the plan novapod bought (existing_arn: the same name) drops the cap: the
+    # handler buys nothing without one. Buying under that name again brings one back.
+    adopted = _resource(Mode="adopt")
+    for key in ("MaxUpfrontFee", "Currency", "ApprovedPlanName"):
+        del adopted["Properties"][key]
+    assert _changes(_resource(), adopted) == []
+    base, head = adopted, _resource()
+    entry = semantics.training_plan(CAPACITY, LOGICAL_ID, base, head)
+    assert entry is not None
+    (change,) = entry["cap_changes"]
+    assert (change["change"], change["previous_max_upfront_fee"], change["may_spend_more"]) == (
+        "changed",
+        None,
+        True,
+    )
+    assert markdown._cap_line(entry, change) == (
+        f"- **Cap changed** no cap → 60,000 USD on training plan `{PLAN}` {WHERE}: The "
+        "approval (the plan's name) stays valid, so if the plan is not bought yet it may now "
+        "cost up to 60,000 USD."
+    )
+
+
+def test_a_report_from_before_cap_changes_still_gates() -> None:
+    entry = semantics.training_plan(CAPACITY, LOGICAL_ID, None, _resource())
+    assert entry is not None
+    old = copy.deepcopy(entry)
+    old.pop("cap_changes")  # as report.build wrote it before the key existed
+    report = {"purchases": [old], "stateful": [], "security": {"iam": [], "security_groups": []}}
+    assert review.tripped(report)["purchase"] is True
