@@ -57,9 +57,9 @@ def test_no_extension_properties_or_permissions_without_extend(synth) -> None:
     assert not any(k.startswith("Exten") for k in plan["Properties"])
     text = json.dumps(resources(template, "AWS::IAM::Policy"))
     assert "ExtendTrainingPlan" not in text and "ExtensionHistory" not in text
-    # No purchase markers either: no tag reads, deletions or writes but on purchase.
-    assert "ListTags" not in text and "DeleteTags" not in text
-    assert "novapod-extension" not in text and "MarkExtensionPurchases" not in text
+    # No clean-up of old purchase markers either; ListTags only to check a plan's owner.
+    assert "DeleteTags" not in text and "novapod-extension" not in text
+    assert "ClearOldPurchaseMarkers" not in text
 
 
 def test_extension_permissions_cover_only_the_plans_extended(synth) -> None:
@@ -74,18 +74,17 @@ def test_extension_permissions_cover_only_the_plans_extended(synth) -> None:
         TEAM_ARN,
     ]
     read = _statements(template, "IsCompleteRole")["ReadExtensions"]
-    assert _listed(read["Action"]) == [
-        "sagemaker:DescribeTrainingPlanExtensionHistory",
-        "sagemaker:ListTags",
-    ]
+    assert _listed(read["Action"]) == ["sagemaker:DescribeTrainingPlanExtensionHistory"]
     assert _listed(read["Resource"]) == resources_
 
 
-def test_the_purchase_marker_may_write_and_delete_only_its_own_tags(synth) -> None:
+def test_old_purchase_markers_may_only_be_deleted_and_only_their_keys(synth) -> None:
+    # The ledger replaced the tag markers: the handler never writes one, it only deletes
+    # the resolved markers earlier versions left (issue 18 §2).
     template = synth(EXTENDED).templates["capacity"]
-    mark = _statements(template, "OnEventRole")["MarkExtensionPurchases"]
+    mark = _statements(template, "OnEventRole")["ClearOldPurchaseMarkers"]
     assert mark["Effect"] == "Allow"
-    assert sorted(_listed(mark["Action"])) == ["sagemaker:AddTags", "sagemaker:DeleteTags"]
+    assert _listed(mark["Action"]) == ["sagemaker:DeleteTags"]
     assert _listed(mark["Resource"]) == [
         "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-ext-*",
         TEAM_ARN,
@@ -93,7 +92,9 @@ def test_the_purchase_marker_may_write_and_delete_only_its_own_tags(synth) -> No
     assert mark["Condition"] == {
         "ForAllValues:StringLike": {"aws:TagKeys": ["novapod-extension:*"]}
     }
-    assert "MarkExtensionPurchases" not in _statements(template, "IsCompleteRole")
+    assert "ClearOldPurchaseMarkers" not in _statements(template, "IsCompleteRole")
+    text = json.dumps(resources(template, "AWS::IAM::Policy"))
+    assert "MarkExtensionPurchases" not in text
 
 
 def test_the_extended_stack_passes_cfn_lint(synth) -> None:

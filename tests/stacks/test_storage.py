@@ -108,12 +108,13 @@ def test_stateful_logical_ids_are_pinned(synth, path) -> None:
         PINNED_IDS["access_logs"]: "AWS::S3::Bucket",
         PINNED_IDS["data"]: "AWS::S3::Bucket",
         PINNED_IDS["artifacts"]: "AWS::S3::Bucket",
+        "PurchaseLedger": "AWS::DynamoDB::Table",
     }
     for logical_id, type_ in expected.items():
         assert storage[logical_id]["Type"] == type_
         assert storage[logical_id]["DeletionPolicy"] == "Retain"
     # No other stateful resource may sit under a generated ID.
-    stateful = {"AWS::KMS::Key", "AWS::S3::Bucket", "AWS::FSx::FileSystem"}
+    stateful = {"AWS::KMS::Key", "AWS::S3::Bucket", "AWS::FSx::FileSystem", "AWS::DynamoDB::Table"}
     assert {k for k, r in storage.items() if r["Type"] in stateful} <= set(PINNED_IDS.values())
     assert result.termination_protection["storage"] is True
 

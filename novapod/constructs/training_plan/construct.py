@@ -130,10 +130,14 @@ class TrainingPlanProvider(Construct):
                 conditions={"StringEquals": {"sagemaker:TaggingAction": list(TAGGING_ACTIONS)}},
             )
         )
+        # ListTags: a plan found under our name that the ledger does not know is adopted
+        # only when its novapod:environment tag is ours (names can collide across
+        # environments); the Service Authorization Reference lists ListTags on the
+        # training-plan resource type (list_amazonsagemaker.html).
         self.on_event.add_to_role_policy(
             iam.PolicyStatement(
                 sid="DescribeOwnPlans",
-                actions=["sagemaker:DescribeTrainingPlan"],
+                actions=["sagemaker:DescribeTrainingPlan", "sagemaker:ListTags"],
                 resources=[own_plans],
             )
         )
@@ -178,8 +182,8 @@ class TrainingPlanProvider(Construct):
         )
 
     def _allow_extensions(self, own_plans: str | None, extended_arns: Sequence[str]) -> None:
-        """ExtendTrainingPlan, DescribeTrainingPlanExtensionHistory and the purchase
-        marker's tag calls on the plans extended (nowhere else).
+        """ExtendTrainingPlan, DescribeTrainingPlanExtensionHistory, ListTags and the
+        clean-up of old purchase markers on the plans extended (nowhere else).
 
         Extending and the history act on a training plan (the history is asked for by
         the plan's ARN, an extension offering belongs to one plan); the IAM reference
@@ -200,14 +204,15 @@ class TrainingPlanProvider(Construct):
                 resources=plans,
             )
         )
-        # The purchase marker is a tag on the plan (handler/marker.py): the Service
-        # Authorization Reference lists AddTags, DeleteTags and ListTags on the
-        # training-plan resource type, with aws:TagKeys for the first two
-        # (list_amazonsagemaker.html), so the handler writes and deletes its own keys only.
+        # Earlier versions marked purchases with tags on the plan (handler/marker.py); the
+        # ledger replaced them, and the handler deletes the resolved ones (each takes one
+        # of a plan's 50 tag slots). The Service Authorization Reference lists DeleteTags
+        # on the training-plan resource type with aws:TagKeys (list_amazonsagemaker.html),
+        # so only those keys may be deleted.
         self.on_event.add_to_role_policy(
             iam.PolicyStatement(
-                sid="MarkExtensionPurchases",
-                actions=["sagemaker:AddTags", "sagemaker:DeleteTags"],
+                sid="ClearOldPurchaseMarkers",
+                actions=["sagemaker:DeleteTags"],
                 resources=plans,
                 conditions={"ForAllValues:StringLike": {"aws:TagKeys": [MARKER_KEYS]}},
             )
@@ -215,10 +220,7 @@ class TrainingPlanProvider(Construct):
         self.is_complete.add_to_role_policy(
             iam.PolicyStatement(
                 sid="ReadExtensions",
-                actions=[
-                    "sagemaker:DescribeTrainingPlanExtensionHistory",
-                    "sagemaker:ListTags",
-                ],
+                actions=["sagemaker:DescribeTrainingPlanExtensionHistory"],
                 resources=plans,
             )
         )
