@@ -1,5 +1,4 @@
-"""A fake SageMaker + EC2 + CloudFormation + S3 (+ DynamoDB) control plane served over HTTP on
-127.0.0.1.
+"""A fake SageMaker, EC2, CloudFormation, S3 and DynamoDB served over HTTP on 127.0.0.1.
 
 Real boto3 clients talk to it through `AWS_ENDPOINT_URL` with dummy credentials, so
 request serialization, botocore's retries and timeouts, and error parsing are the

@@ -1847,7 +1847,7 @@ class FakeDynamoDB:
             raise ValueError(f"not a DynamoDB table name: {name!r}")
         if {partition_key_type, sort_key_type} - set(_SCALARS):
             raise ValueError("key attributes are of type S, N or B")
-        schema = ((partition_key, partition_key_type),)
+        schema: tuple[tuple[str, str], ...] = ((partition_key, partition_key_type),)
         if sort_key is not None:
             schema += ((sort_key, sort_key_type),)
         with self._lock:
@@ -1866,8 +1866,14 @@ class FakeDynamoDB:
         with self._lock:
             self._put_raw(table, {name: wire(value) for name, value in item.items()}, settled)
 
+    def _table(self, name: str) -> _Table:
+        table = self.tables.get(name)
+        if table is None:
+            raise KeyError(f"no table {name!r} (create_table first)")
+        return table
+
     def _put_raw(self, table_name: str, item: Item, settled: bool) -> None:
-        table = self.tables[table_name]
+        table = self._table(table_name)
         checked_item = _checked_attributes(item)
         key = _key_of_item(table, checked_item)
         table.write(key, checked_item)
@@ -1892,13 +1898,13 @@ class FakeDynamoDB:
     def items(self, table: str) -> list[dict[str, Any]]:
         """A table's items (latest versions) in key order, as plain Python values."""
         with self._lock:
-            stored = self.tables[table].items
+            stored = self._table(table).items
             return [plain_item(stored[key]) for key in sorted(stored)]
 
     def item(self, table: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
         """One item by its key attributes (plain values), or None."""
         with self._lock:
-            found = self.tables[table]
+            found = self._table(table)
             stored = found.items.get(found.key({k: wire(v) for k, v in key.items()}))
             return None if stored is None else plain_item(stored)
 
