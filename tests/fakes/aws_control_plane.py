@@ -545,9 +545,12 @@ class FakeControlPlane:
 
     # --- inspection ---------------------------------------------------------------------
 
-    def operations(self) -> list[str]:
+    def operations(self, *, ledger: bool = False) -> list[str]:
+        """The operations received, in order. DynamoDB's (the purchase ledger's) only
+        with `ledger=True`: the SageMaker and EC2 sequences read as they always did, and
+        the ledger's calls are asserted where they matter (`ledger_items`, `calls_to`)."""
         with self._lock:
-            return [c.operation for c in self.calls]
+            return [c.operation for c in self.calls if ledger or c.service != "dynamodb"]
 
     def calls_to(self, operation: str) -> list[dict[str, Any]]:
         with self._lock:
@@ -574,9 +577,11 @@ class FakeControlPlane:
         with self._lock:
             return len(self.calls)
 
-    def operations_since(self, mark: int) -> list[str]:
+    def operations_since(self, mark: int, *, ledger: bool = False) -> list[str]:
         with self._lock:
-            return [c.operation for c in self.calls[mark:]]
+            return [
+                c.operation for c in self.calls[mark:] if ledger or c.service != "dynamodb"
+            ]
 
     # --- request handling (called from server threads) ----------------------------------
 

@@ -641,7 +641,8 @@ def _check_bought_plan(plan: Mapping[str, Any], props: PlanProperties, *, bought
     try:
         decisions.validate_plan(plan, props)
     except TrainingPlanError as unusable:
-        if not bought:
+        # A Failed plan's purchase failed (its own message says how to buy anew).
+        if not bought or plan.get("Status") == "Failed":
             raise
         raise TrainingPlanError(
             claims.unusable_bought_plan_message(str(plan.get("TrainingPlanName")), str(unusable))
