@@ -63,6 +63,7 @@ class ProviderDriver:
         self.query_interval_seconds = query_interval_seconds
         self.max_polls = int(total_timeout_seconds // query_interval_seconds)
         self.logical_id = logical_id
+        self.last_request_id = ""  # of the last event made
 
     def event(
         self,
@@ -82,6 +83,7 @@ class ProviderDriver:
             "ResourceType": "Custom::TrainingPlan",
             "ResourceProperties": {"ServiceToken": SERVICE_TOKEN, **props},
         }
+        self.last_request_id = event["RequestId"]
         if physical_id is not None:
             event["PhysicalResourceId"] = physical_id
         if old_props is not None:

@@ -8,35 +8,53 @@ from novapod.constructs.training_plan.handler import index
 MAX_BACKOFF = 20  # botocore standard mode: pause before retry n <= min(2**n, 20) s
 
 
-def read_call_seconds() -> float:
-    per_attempt = index.CONNECT_TIMEOUT_SECONDS + index.READ_TIMEOUT_SECONDS
+def _retried(connect: float, read: float) -> float:
+    per_attempt = connect + read
     pauses = sum(min(2**n, MAX_BACKOFF) for n in range(1, index.MAX_ATTEMPTS))
     return index.MAX_ATTEMPTS * per_attempt + pauses
 
 
+def read_call_seconds() -> float:
+    return _retried(index.CONNECT_TIMEOUT_SECONDS, index.READ_TIMEOUT_SECONDS)
+
+
+def ledger_read_seconds() -> float:
+    return _retried(index.LEDGER_CONNECT_TIMEOUT_SECONDS, index.LEDGER_READ_TIMEOUT_SECONDS)
+
+
+def ledger_write_seconds() -> float:
+    """A conditional write, retried, then the strong read that settles a lost answer."""
+    return 2 * ledger_read_seconds()
+
+
+def purchase_seconds() -> float:
+    """One attempt, never resent, with the purchase's longer read timeout."""
+    return index.CONNECT_TIMEOUT_SECONDS + index.CREATE_READ_TIMEOUT_SECONDS
+
+
 def test_on_event_worst_case_fits_its_timeout() -> None:
-    # describe, search, zones; one purchase attempt; confirming describes after it.
-    purchase = index.CONNECT_TIMEOUT_SECONDS + index.CREATE_READ_TIMEOUT_SECONDS
+    # describe, search, zones; the ledger's read, claim, calling and settle; one purchase
+    # attempt; confirming describes after it.
     confirms = len(index.CONFIRM_DELAYS_SECONDS) * read_call_seconds() + sum(
         index.CONFIRM_DELAYS_SECONDS
     )
-    worst = 3 * read_call_seconds() + purchase + confirms
+    ledger = ledger_read_seconds() + 3 * ledger_write_seconds()
+    worst = 3 * read_call_seconds() + ledger + purchase_seconds() + confirms
     assert worst < construct.ON_EVENT_TIMEOUT.to_seconds()
 
 
 def test_on_event_worst_case_of_an_extension_fits_its_timeout() -> None:
-    # describe, history, markers, search, the pending marker (retried); the markers read
-    # again (one attempt); one ExtendTrainingPlan attempt; the marker updated or deleted
-    # (retried). No confirming reads: is_complete waits under the marker.
-    extend = index.CONNECT_TIMEOUT_SECONDS + index.CREATE_READ_TIMEOUT_SECONDS
-    single_read = index.CONNECT_TIMEOUT_SECONDS + index.READ_TIMEOUT_SECONDS
-    worst = 5 * read_call_seconds() + single_read + extend + read_call_seconds()
-    assert worst < construct.ON_EVENT_TIMEOUT.to_seconds()
+    # describe, the plan's owner (ListTags), history, old markers (ListTags), search, their
+    # deletion (one call); the plan's ledger read and adoption, the extension's read,
+    # claim, calling and settle; one ExtendTrainingPlan attempt. No confirming reads:
+    # is_complete settles an ambiguous purchase from the history.
+    sagemaker = 6 * read_call_seconds() + purchase_seconds()
+    ledger = 2 * ledger_read_seconds() + 4 * ledger_write_seconds()
+    assert sagemaker + ledger < construct.ON_EVENT_TIMEOUT.to_seconds()
 
 
 def test_is_complete_worst_case_fits_its_timeout() -> None:
-    # describe the plan, map its zone, and (with extend) read its extension history,
-    # then its purchase markers once (the next poll is the retry)
-    single_read = index.CONNECT_TIMEOUT_SECONDS + index.READ_TIMEOUT_SECONDS
-    worst = 3 * read_call_seconds() + single_read
+    # describe the plan, map its zone, read its extension history; the plan's and the
+    # extension's ledger items read and settled.
+    worst = 3 * read_call_seconds() + 2 * (ledger_read_seconds() + ledger_write_seconds())
     assert worst < construct.IS_COMPLETE_TIMEOUT.to_seconds()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from novapod.constructs.training_plan.handler import decisions
-from tests.handlers.world import LEDGER_TABLE, PLAN, T0, World, ZONES
+from tests.handlers.world import LEDGER_TABLE, PLAN, T0, ZONES, World
 
 NO_CURRENCY: dict[str, Any] = {
     "TrainingPlanOfferingId": "tpo-no-currency",

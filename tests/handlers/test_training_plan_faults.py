@@ -8,7 +8,8 @@ count), then either the exact attributes of a success or the message of a failur
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -17,7 +18,7 @@ import boto3
 import pytest
 
 from novapod.constructs.training_plan.handler import index
-from tests.fakes.aws_control_plane import Segment
+from tests.fakes.aws_control_plane import Fault, Segment
 from tests.handlers.lifecycle import CREATE_FAILED_MARKER, Outcome
 from tests.handlers.world import OTHER_PLAN, OUR_SUBNETS, PLAN, T0, World
 
@@ -930,6 +931,279 @@ def adopt_by_arn_of_a_missing_plan_fails(w: World) -> Outcome:
 )
 def adopt_by_arn_refuses_a_plan_outside_our_zones(w: World) -> Outcome:
     return w.stack().create(w.adopt_props(team_plan(w, "tpo-elsewhere")))
+
+
+# --- the purchase ledger ------------------------------------------------------------------
+
+
+def ledger_unusable(detail: str) -> str:
+    return (
+        f"training plan {PLAN} was not bought: the purchase ledger could not be used ({detail}), "
+        "and novapod buys only under a claim in it; nothing was called, deploy again once the "
+        "table answers"
+    )
+
+
+@scenario(Expect(creates={PLAN: 1}, data=BOUGHT_NOW))
+def the_purchase_is_claimed_before_the_search_and_recorded(w: World) -> Outcome:
+    outcome = w.stack().create(w.props())
+    assert w.plane.operations(ledger=True)[:9] == [
+        "DescribeTrainingPlan",
+        "GetItem",  # not in the ledger
+        "PutItem",  # claimed, before any search result is acted on
+        "SearchTrainingPlanOfferings",
+        "DescribeAvailabilityZones",
+        "PutItem",  # calling, right before the one purchase call
+        "CreateTrainingPlan",
+        "PutItem",  # bought
+        "DescribeTrainingPlan",
+    ]
+    claim, calling, bought = w.plane.calls_to("PutItem")
+    assert claim["ConditionExpression"] == "attribute_not_exists(#sk)"
+    assert calling["ConditionExpression"] == bought["ConditionExpression"] == "#seq = :seq"
+    assert [c["ExpressionAttributeValues"][":seq"] for c in (calling, bought)] == [
+        {"N": "1"},
+        {"N": "2"},
+    ]
+    assert all(c["Item"]["Environment"] == {"S": "test"} for c in (claim, calling, bought))
+    (item,) = w.ledger()
+    assert item["Purchase"] == f"plan#{PLAN}" and item["State"] == "bought"
+    assert item["RequestId"] == w.driver.last_request_id
+    assert {k: item["Fields"][k] for k in ("OfferingId", "UpfrontFee", "Currency", "Approval")} == {
+        "OfferingId": "tpo-cheap",
+        "UpfrontFee": "90000.00",
+        "Currency": "USD",
+        "Approval": PLAN,
+    }
+    assert item["Fields"]["Arn"] == ARN + PLAN
+    assert item["Fields"]["BoughtAt"] == "2030-01-01T00:00:00Z"
+    return outcome
+
+
+@scenario(Expect(creates={PLAN: 1}, data=BOUGHT))
+def two_concurrent_creates_buy_once_even_with_stale_reads(w: World) -> Outcome:
+    # The duplicate delivery runs whole between this one's ledger read and its claim.
+    w.plane.dynamodb.stale_reads(100)
+    event = w.driver.event("Create", w.props())
+    other: list[Outcome] = []
+    with interleaved({("PutItem", 0): lambda: other.append(w.driver.send(event))}):
+        outcome = w.driver.send(event)
+    assert other[0].ok and other[0].data == BOUGHT_NOW
+    return outcome
+
+
+@scenario(Expect(creates={PLAN: 1}, data=BOUGHT))
+def a_claim_taken_over_before_the_call_makes_its_claimant_back_off(w: World) -> Outcome:
+    event = w.driver.event("Create", w.props())
+    other: list[Outcome] = []
+    with interleaved({("PutItem", 1): lambda: other.append(w.driver.send(event))}):
+        outcome = w.driver.send(event)
+    assert other[0].ok and other[0].data == BOUGHT_NOW
+    return outcome
+
+
+@scenario(Expect(creates={PLAN: 1}, data=BOUGHT))
+def a_duplicate_between_calling_and_the_purchase_waits_and_buys_nothing(w: World) -> Outcome:
+    event = w.driver.event("Create", w.props())
+    other: list[dict[str, Any]] = []
+    duplicate = {("CreateTrainingPlan", 0): lambda: other.append(index.on_event(event, None))}
+    with interleaved(duplicate):
+        first = w.driver.send(event)
+    assert first.ok, first.reason
+    (result,) = other
+    assert result["Awaiting"] == "plan" and "PurchasedAt" not in result["Data"]
+    return w.driver.complete(event, result)
+
+
+@scenario(
+    Expect(
+        creates={},
+        error=ledger_unusable(
+            f"reading purchase plan#{PLAN} from the purchase ledger novapod-test-PurchaseLedger failed "
+            "(InternalServerError: Internal server error)"
+        ),
+        never=("SearchTrainingPlanOfferings",),
+    )
+)
+def a_ledger_that_cannot_be_read_buys_nothing(w: World) -> Outcome:
+    w.plane.server_error("GetItem", times=3)
+    return w.stack().create(w.props())
+
+
+@scenario(
+    Expect(
+        creates={},
+        error=ledger_unusable(
+            f"writing claimed for purchase plan#{PLAN} to the purchase ledger "
+            "novapod-test-PurchaseLedger failed (AccessDeniedException: no), and reading it back "
+            "failed too (reading purchase plan#" + PLAN + " from the purchase ledger "
+            "novapod-test-PurchaseLedger failed (AccessDeniedException: no))"
+        ),
+        never=("SearchTrainingPlanOfferings",),
+    )
+)
+def a_ledger_that_cannot_be_written_buys_nothing(w: World) -> Outcome:
+    denied = Fault("error", code="AccessDeniedException", message="no")
+    w.plane.inject("PutItem", denied)
+    w.plane.inject("GetItem", denied, after=1)
+    return w.stack().create(w.props())
+
+
+@scenario(Expect(creates={PLAN: 1}, data=BOUGHT_NOW))
+def a_claim_applied_then_answered_500_is_settled_by_a_read(w: World) -> Outcome:
+    w.plane.lose_response("PutItem", how="server_error")
+    outcome = w.stack().create(w.props())
+    assert w.plane.operations(ledger=True).count("PutItem") == 4
+    return outcome
+
+
+@scenario(Expect(creates={PLAN: 1}, data=BOUGHT_NOW))
+def a_crash_after_the_claim_is_taken_over_by_the_next_deploy(w: World) -> Outcome:
+    real = index._client
+
+    def crashing(service: str, **kwargs: Any) -> Any:
+        made = real(service, **kwargs)
+
+        def crash(**_: Any) -> None:
+            raise Crash("on_event killed")
+
+        made.meta.events.register("before-call.sagemaker.SearchTrainingPlanOfferings", crash)
+        return made
+
+    stack = w.stack()
+    index._client = crashing  # type: ignore[assignment]
+    try:
+        with pytest.raises(Crash):
+            stack.create(w.props())
+    finally:
+        index._client = real  # type: ignore[assignment]
+    (item,) = w.ledger()
+    assert item["State"] == "claimed"
+    outcome = w.stack().create(w.props())  # the next deploy takes the claim over
+    (item,) = w.ledger()
+    assert (item["State"], item["Attempt"], item["Sequence"]) == ("bought", 1, 4)
+    return outcome
+
+
+@scenario(
+    Expect(
+        creates={PLAN: 1},
+        error=LEDGER_MAY_HAVE_BOUGHT.format(
+            error="InternalFailure: An internal error occurred"
+        ).replace("in 607 s", "in 600 s"),
+        never=(),
+    )
+)
+def an_ambiguous_item_blocks_the_next_deploy_until_released(w: World) -> Outcome:
+    w.plane.server_error("CreateTrainingPlan")
+    first = w.stack().create(w.props())
+    assert not first.ok
+    mark = w.plane.mark()
+    second = w.stack().create(w.props())  # the next deploy: awaits, never buys
+    assert "SearchTrainingPlanOfferings" not in w.plane.operations_since(mark)
+    return second
+
+
+@scenario(Expect(creates={}, data={**BOUGHT, "UpfrontFee": "90000.00"}))
+def a_plan_bought_before_the_ledger_is_adopted_into_it(w: World) -> Outcome:
+    offering = next(o for o in w.plane.offerings if o["TrainingPlanOfferingId"] == "tpo-cheap")
+    w.plane.add_plan(PLAN, offering, statuses=["Scheduled"])
+    outcome = w.stack().create(w.props())
+    (item,) = w.ledger()
+    assert (item["State"], item["Fields"]["Source"]) == ("bought", "adopted")
+    assert item["Fields"]["UpfrontFee"] == "90000.00" and item["Fields"]["Arn"] == ARN + PLAN
+    return outcome
+
+
+@scenario(
+    Expect(
+        creates={},
+        error=(
+            f"training plan {PLAN} exists but belongs to environment test-a (its novapod:environment "
+            "tag), not test: novapod never adopts another environment's plan (two clusters would "
+            "share one reservation) and bought nothing; rename this plan or this environment so the "
+            "derived names differ"
+        ),
+    )
+)
+def a_plan_of_another_environment_is_never_adopted(w: World) -> Outcome:
+    offering = next(o for o in w.plane.offerings if o["TrainingPlanOfferingId"] == "tpo-cheap")
+    w.plane.add_plan(PLAN, offering, statuses=["Scheduled"])
+    w.plane.tag_plan(PLAN, "novapod:environment", "test-a")
+    outcome = w.stack().create(w.props())
+    assert w.ledger() == []
+    return outcome
+
+
+@scenario(
+    Expect(
+        creates={},
+        error=(
+            f"PlanName {PLAN} does not name what this resource would buy (64 x ml.p5.48xlarge for "
+            "48 h, whose name ends in -10fb76d5), so nothing was bought: the name is the approval, "
+            "and the template must come from `cdk synth` of the approved config, not from a hand edit"
+        ),
+    )
+)
+def a_hand_edited_count_is_refused_by_the_names_digest(w: World) -> Outcome:
+    mark = w.plane.mark()
+    outcome = w.stack().create(w.props(InstanceCount="64"))
+    assert w.plane.operations_since(mark, ledger=True) == []  # before any call
+    return outcome
+
+
+class Crash(BaseException):
+    """The Lambda runtime ending on_event: no handler code runs after it."""
+
+
+@contextmanager
+def interleaved(actions: dict[tuple[str, int], Callable[[], object]]) -> Iterator[None]:
+    """Run another caller's action just before the handler sends its n-th call (from 0)
+    of an operation (SageMaker's and the ledger's), decided client-side."""
+    real = index._client
+    counts: dict[str, int] = {}
+    pending = dict(actions)
+
+    def hook(model: Any, **_: Any) -> None:
+        n = counts.get(model.name, 0)
+        counts[model.name] = n + 1
+        action = pending.pop((model.name, n), None)
+        if action is not None:
+            action()
+
+    def client(service: str, **kwargs: Any) -> Any:
+        made = real(service, **kwargs)
+        made.meta.events.register(f"before-call.{made.meta.service_model.endpoint_prefix}", hook)
+        return made
+
+    real_ledger = index._ledger
+
+    def ledger(props: Any) -> Any:
+        book = real_ledger(props)
+        book.client.meta.events.register("before-call.dynamodb", hook)
+        return book
+
+    index._client = client  # type: ignore[assignment]
+    index._ledger = ledger  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        index._client = real  # type: ignore[assignment]
+        index._ledger = real_ledger  # type: ignore[assignment]
+    assert not pending, f"never reached: {sorted(pending)}"
+
+
+def test_a_refused_purchase_is_claimed_again_by_the_next_deploy(world: World) -> None:
+    world.plane.error("CreateTrainingPlan", "ResourceLimitExceeded", message="quota")
+    assert not world.stack().create(world.props()).ok
+    (item,) = world.ledger()
+    assert (item["State"], item["Attempt"]) == ("refused", 1)
+    assert world.stack().create(world.props()).ok
+    (item,) = world.ledger()
+    assert (item["State"], item["Attempt"]) == ("bought", 2)
+    assert [a["State"] for a in item["Attempts"]] == ["refused"]
+    assert item["Attempts"][0]["Error"] == "ResourceLimitExceeded: quota"
+    assert list(world.plane.plans) == [PLAN]  # one plan bought, two calls
 
 
 # --- the matrix -------------------------------------------------------------------------

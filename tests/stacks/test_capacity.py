@@ -106,9 +106,9 @@ def test_provider_timeouts(synth) -> None:
         for r in resources(template, "AWS::Lambda::Function").values()
     }
     assert (
-        functions["novapod_lambda.training_plan.handler.index.on_event"]["Timeout"] == 600
+        functions["novapod_lambda.training_plan.handler.index.on_event"]["Timeout"] == 840
     )  # under Lambda's 900
-    assert functions["novapod_lambda.training_plan.handler.index.is_complete"]["Timeout"] == 300
+    assert functions["novapod_lambda.training_plan.handler.index.is_complete"]["Timeout"] == 480
     assert functions["novapod_lambda.training_plan.handler.index.on_event"]["Runtime"].startswith(
         "python3."
     )

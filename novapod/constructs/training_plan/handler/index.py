@@ -43,6 +43,10 @@ MAX_ATTEMPTS = 3
 # After an ambiguous CreateTrainingPlan failure the plan may exist already: describe
 # after each of these pauses before saying it may have been bought.
 CONFIRM_DELAYS_SECONDS: tuple[float, ...] = (0, 2, 5)
+# The purchase ledger (DynamoDB) answers in milliseconds: short timeouts keep its reads
+# and conditional writes (each settled by a read when its answer is lost) in budget.
+LEDGER_CONNECT_TIMEOUT_SECONDS: float = 2
+LEDGER_READ_TIMEOUT_SECONDS: float = 5
 # Top-level key of on_event's result; the Provider passes it to every is_complete.
 WAIT_STARTED_AT = "WaitStartedAt"
 # Every plan novapod buys is tagged with its environment (NovapodConfig.resource_tags).
@@ -976,20 +980,21 @@ def _adopt_legacy_extension(
                 plan_name=plan["TrainingPlanName"],
                 extension=extend.name,
             )
-    for resolved in (m for m in markers if m not in waiting):
-        _delete_marker(sagemaker, arn, resolved)
+    _delete_markers(sagemaker, arn, [m.key for m in markers if m not in waiting])
     return adopted
 
 
-def _delete_marker(sagemaker: Any, plan_arn: str, old: marker.Marker) -> None:
-    """Delete a resolved marker of an earlier version (it takes one of the plan's 50 tag
-    slots); a failure only leaves it for the next deploy."""
-    try:
-        sagemaker.delete_tags(ResourceArn=plan_arn, TagKeys=[old.key])
-    except (ClientError, BotoCoreError) as exc:
-        _log("unmark-failed", f"deleting {old.key} failed ({_error_detail(exc)})", marker=old.key)
+def _delete_markers(sagemaker: Any, plan_arn: str, keys: list[str]) -> None:
+    """Delete resolved markers of an earlier version in one call (each takes one of the
+    plan's 50 tag slots); a failure only leaves them for the next deploy."""
+    if not keys:
         return
-    _log("unmark", f"deleted the resolved purchase marker {old.key}", marker=old.key)
+    try:
+        sagemaker.delete_tags(ResourceArn=plan_arn, TagKeys=keys)
+    except (ClientError, BotoCoreError) as exc:
+        _log("unmark-failed", f"deleting {', '.join(keys)} failed ({_error_detail(exc)})")
+        return
+    _log("unmark", f"deleted the resolved purchase markers {', '.join(keys)}", markers=keys)
 
 
 def _after_failed_extend(
