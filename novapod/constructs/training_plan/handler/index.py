@@ -1230,7 +1230,7 @@ def _bought_extension_shown(
     if shown is not None:
         return shown.get("Status") != "Pending"
     # Not listed yet, but the plan's end has moved by the total: the history lags.
-    return seen >= extend.hours and not claims.extension_outcome(entry, history) == "failed"
+    return seen >= extend.hours
 
 
 def _keep_waiting(
