@@ -1,4 +1,4 @@
-"""A fake SageMaker + EC2 + CloudFormation + S3 control plane served over HTTP on 127.0.0.1.
+"""A fake SageMaker, EC2, CloudFormation, S3 and DynamoDB served over HTTP on 127.0.0.1.
 
 Real boto3 clients talk to it through `AWS_ENDPOINT_URL` with dummy credentials, so
 request serialization, botocore's retries and timeouts, and error parsing are the
@@ -9,7 +9,8 @@ DescribeStacks and DescribeStackResource, and S3's REST-XML protocol for GetObje
 (path-style addressing: `/bucket/key`). The service is the one the request is signed
 for (`Credential=<key>/<date>/<region>/<service>/aws4_request`).
 SageMaker DescribeCluster and EKS DescribeCluster (REST-JSON) are served by
-`hyperpod.py`.
+`hyperpod.py`, DynamoDB's item operations (JSON 1.0, `X-Amz-Target:
+DynamoDB_20120810.<Op>`) by `dynamodb.py` (`plane.dynamodb`).
 
 Every SageMaker request is checked against botocore's service model (required and
 unknown members, lengths, enums, patterns, ranges) and refused with a
@@ -37,7 +38,7 @@ than only exact ones.
 
 With a `principal` set (`act_as`), every call is authorized first against that role's
 statements (`iam.py`, e.g. read from a synthesized template) and refused as the
-services refuse: SageMaker with AccessDeniedException (HTTP 400), EC2 with
+services refuse: SageMaker and DynamoDB with AccessDeniedException (HTTP 400), EC2 with
 UnauthorizedOperation (HTTP 403), CloudFormation and S3 with AccessDenied (HTTP 403).
 Without one, nothing is checked.
 """
@@ -62,7 +63,7 @@ from typing import Any, Literal, get_args
 from urllib.parse import parse_qsl, quote_plus, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.fakes import bedrock, hyperpod, iam, service_model
+from tests.fakes import bedrock, dynamodb, hyperpod, iam, service_model
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -77,7 +78,7 @@ STACK_NAME_PATTERN = "[a-zA-Z][-a-zA-Z0-9]*|arn:[-a-zA-Z0-9:/._+]*"
 # The SigV4 credential scope names the service a request is signed for.
 _CREDENTIAL_SCOPE = re.compile(r"Credential=[^/,]+/\d{8}/[^/,]+/([^/,]+)/aws4_request")
 
-Service = Literal["sagemaker", "ec2", "cloudformation", "s3", "bedrock", "eks"]
+Service = Literal["sagemaker", "ec2", "cloudformation", "s3", "bedrock", "eks", "dynamodb"]
 
 FaultKind = Literal[
     "throttle", "server_error", "error", "slow", "hang", "reset", "lose_response", "rival"
@@ -268,6 +269,9 @@ class FakeControlPlane:
             self.bedrock = bedrock.FakeBedrock(account=self.account, region=REGION)
             # HyperPod (SageMaker DescribeCluster) and EKS clusters: tests/fakes/hyperpod.py
             self.hyperpod = hyperpod.HyperPodFake(_ApiError, account=self.account)
+            # DynamoDB tables (tests/fakes/dynamodb.py), in the plane's account as it is
+            # at each call.
+            self.dynamodb = dynamodb.FakeDynamoDB(account=lambda: self.account, region=REGION)
 
     def start(self) -> FakeControlPlane:
         plane = self
@@ -541,9 +545,12 @@ class FakeControlPlane:
 
     # --- inspection ---------------------------------------------------------------------
 
-    def operations(self) -> list[str]:
+    def operations(self, *, ledger: bool = False) -> list[str]:
+        """The operations received, in order. DynamoDB's (the purchase ledger's) only
+        with `ledger=True`: the SageMaker and EC2 sequences read as they always did, and
+        the ledger's calls are asserted where they matter (`ledger_items`, `calls_to`)."""
         with self._lock:
-            return [c.operation for c in self.calls]
+            return [c.operation for c in self.calls if ledger or c.service != "dynamodb"]
 
     def calls_to(self, operation: str) -> list[dict[str, Any]]:
         with self._lock:
@@ -570,9 +577,11 @@ class FakeControlPlane:
         with self._lock:
             return len(self.calls)
 
-    def operations_since(self, mark: int) -> list[str]:
+    def operations_since(self, mark: int, *, ledger: bool = False) -> list[str]:
         with self._lock:
-            return [c.operation for c in self.calls[mark:]]
+            return [
+                c.operation for c in self.calls[mark:] if ledger or c.service != "dynamodb"
+            ]
 
     # --- request handling (called from server threads) ----------------------------------
 
@@ -618,6 +627,8 @@ class FakeControlPlane:
     def _work(self, service: Service, operation: str, params: dict[str, Any]) -> _Answer:
         try:
             self._authorize(service, operation, params)
+            if service == "dynamodb":
+                return self._work_dynamodb(operation, params)
             if service == "sagemaker":
                 return self._work_sagemaker(operation, params)
             if service == "cloudformation":
@@ -684,6 +695,13 @@ class FakeControlPlane:
         )
         return _xml_answer(200, document)
 
+    def _work_dynamodb(self, operation: str, params: dict[str, Any]) -> _Answer:
+        """Checked, authorized and answered by `dynamodb.py` (its answers checked there)."""
+        answer = self.dynamodb.handle(operation, params, principal=self.principal)
+        self.violations.extend(self.dynamodb.violations)
+        self.dynamodb.violations.clear()
+        return _Answer(answer.status, dynamodb.CONTENT_TYPE, answer.body, answer.headers)
+
     def _work_bedrock(self, operation: str, params: dict[str, Any]) -> _Answer:
         try:
             answer = self.bedrock.handle(operation, params)
@@ -694,8 +712,10 @@ class FakeControlPlane:
         return _Answer(answer.status, "application/json", bedrock.body(answer.payload))
 
     def _authorize(self, service: Service, operation: str, params: dict[str, Any]) -> None:
-        if self.principal is None or service == "s3":
-            return  # S3 authorizes in its operations: a missing key asks for ListBucket
+        if self.principal is None or service in ("s3", "dynamodb"):
+            # S3 authorizes in its operations (a missing key asks for ListBucket), and so
+            # does DynamoDB (dynamodb:LeadingKeys needs the table's key schema).
+            return
         if service == "bedrock":
             return  # Bedrock's resource-level permissions are not modelled (yet)
         for request in self._authorizations(service, operation, params):
@@ -1444,6 +1464,19 @@ _FAULT_ERRORS: dict[str, dict[str, tuple[str, str, int]]] = {
         "throttle": ("ThrottlingException", "Rate exceeded", 429),
         "server_error": ("ServerException", "An internal error occurred", 500),
     },
+    # DynamoDB throttles with ThrottlingException or, on provisioned tables,
+    # ProvisionedThroughputExceededException (inject that one with `error`), both HTTP 400,
+    # and fails with InternalServerError, HTTP 500 (the Errors of API_PutItem.html and the
+    # error shapes of botocore's model; the throttling message is the one the service gives
+    # for its request rate, the fake uses it for any throttle).
+    "dynamodb": {
+        "throttle": (
+            "ThrottlingException",
+            "Rate of requests exceeds the allowed throughput.",
+            400,
+        ),
+        "server_error": ("InternalServerError", "Internal server error", 500),
+    },
     "s3": {
         "throttle": ("SlowDown", "Please reduce your request rate.", 503),
         "server_error": (
@@ -1522,6 +1555,9 @@ class _Handler(BaseHTTPRequestHandler):
         if service == "sagemaker":
             target = self.headers.get("X-Amz-Target") or ""
             return service, target.split(".", 1)[-1], json.loads(body or b"{}")
+        if service == "dynamodb":
+            target = self.headers.get("X-Amz-Target") or ""
+            return service, dynamodb.operation_of(target), json.loads(body or b"{}")
         if service in ("ec2", "cloudformation"):
             params = dict(parse_qsl(body.decode(), keep_blank_values=True))
             operation = params.pop("Action", "")
@@ -1565,6 +1601,9 @@ def _xml_answer(status: int, document: str) -> _Answer:
 
 
 def _api_error_answer(service: Service, error: _ApiError) -> _Answer:
+    if service == "dynamodb":
+        answer = dynamodb.error_answer(error.code, error.message, error.status)
+        return _Answer(answer.status, dynamodb.CONTENT_TYPE, answer.body, answer.headers)
     if service == "sagemaker":
         return _json_answer(error.status, {"__type": error.code, "message": error.message})
     if service == "bedrock":

@@ -16,13 +16,16 @@ see docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic
 Actions match case-insensitively, resources case-sensitively, both with the `*` and `?`
 wildcards (reference_policies_elements_action.html, ..._resource.html). Conditions:
 StringEquals, StringEqualsIgnoreCase and StringLike on single-valued keys (a key the
-request does not carry does not match, as in IAM), and ForAllValues:/ForAnyValue:
-StringLike on multivalued keys such as aws:TagKeys (every / some value of the request
-matches one of the condition's; ForAllValues holds for a key the request does not carry,
-ForAnyValue does not: reference_policies_condition-single-vs-multi-valued-context-keys.html);
-any other operator (negated ones, IfExists included) is treated as "does not hold" for an
-Allow and as "holds" for a Deny, so whatever the fake cannot evaluate ends in a refusal,
-never in a permission the real service would not give.
+request does not carry does not match, as in IAM), and the same three qualified with
+ForAllValues:/ForAnyValue: on multivalued keys such as aws:TagKeys or DynamoDB's
+dynamodb:LeadingKeys (every / some value of the request matches one of the condition's;
+ForAllValues holds for a key the request does not carry, ForAnyValue does not:
+reference_policies_condition-single-vs-multi-valued-context-keys.html, and DynamoDB's
+specifying-conditions.html). A condition on a key the service would set but the fake
+does not compute (`Request.unmodelled`), or with any other operator (negated ones,
+IfExists included), is treated as "does not hold" for an Allow and as "holds" for a
+Deny, so whatever the fake cannot evaluate ends in a refusal, never in a permission the
+real service would not give.
 """
 
 from __future__ import annotations
@@ -54,8 +57,11 @@ class Request:
 
     action: str
     resource: str
-    # A tuple for a multivalued key (aws:TagKeys).
+    # A tuple for a multivalued key (aws:TagKeys, dynamodb:LeadingKeys).
     context: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
+    # Keys the service sets that the fake does not compute (DynamoDB's dynamodb:Select,
+    # ...): a condition on one of them, absent from `context`, cannot be evaluated.
+    unmodelled: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -91,22 +97,11 @@ def wildcard_match(pattern: str, value: str, *, ignore_case: bool = False) -> bo
     return _glob(pattern, ignore_case).fullmatch(value) is not None
 
 
-def _condition_holds(
-    operator: str, key: str, values: Sequence[str], context: Mapping[str, str | tuple[str, ...]]
-) -> bool | None:
-    """True / False, or None when the fake cannot evaluate it (see the module docstring)."""
-    actual = context.get(key)
-    if operator in ("ForAllValues:StringLike", "ForAnyValue:StringLike"):
-        if isinstance(actual, str):
-            return None  # a set operator on a single-valued key: not modelled
-        matches = [any(wildcard_match(v, a) for v in values) for a in actual or ()]
-        return all(matches) if operator.startswith("ForAll") else any(matches)
-    if operator not in ("StringEquals", "StringEqualsIgnoreCase", "StringLike"):
-        return None
-    if actual is None:
-        return False
-    if not isinstance(actual, str):
-        return None  # a single-valued operator on a multivalued key: not modelled
+_SINGLE_OPERATORS = ("StringEquals", "StringEqualsIgnoreCase", "StringLike")
+
+
+def _matches(operator: str, values: Sequence[str], actual: str) -> bool:
+    """One value of the request against a condition's values (alternatives)."""
     if operator == "StringEquals":
         return actual in values
     if operator == "StringEqualsIgnoreCase":
@@ -114,16 +109,43 @@ def _condition_holds(
     return any(wildcard_match(v, actual) for v in values)
 
 
+def _condition_holds(
+    operator: str,
+    key: str,
+    values: Sequence[str],
+    context: Mapping[str, str | tuple[str, ...]],
+    unmodelled: Sequence[str] = (),
+) -> bool | None:
+    """True / False, or None when the fake cannot evaluate it (see the module docstring)."""
+    actual = context.get(key)
+    if actual is None and key.lower() in {k.lower() for k in unmodelled}:
+        return None  # the service would set the key; the fake does not know its value
+    qualifier, _, single = operator.rpartition(":")
+    if qualifier in ("ForAllValues", "ForAnyValue") and single in _SINGLE_OPERATORS:
+        if isinstance(actual, str):
+            return None  # a set operator on a single-valued key: not modelled
+        matches = [_matches(single, values, a) for a in actual or ()]
+        return all(matches) if qualifier == "ForAllValues" else any(matches)
+    if qualifier or operator not in _SINGLE_OPERATORS:
+        return None
+    if actual is None:
+        return False
+    if not isinstance(actual, str):
+        return None  # a single-valued operator on a multivalued key: not modelled
+    return _matches(operator, values, actual)
+
+
 def conditions_hold(
     conditions: Mapping[str, Mapping[str, Sequence[str]]],
     context: Mapping[str, str | tuple[str, ...]],
     *,
     effect: Effect,
+    unmodelled: Sequence[str] = (),
 ) -> bool:
     """All operators and all keys must hold (AND); a key's values are alternatives (OR)."""
     for operator, keys in conditions.items():
         for key, values in keys.items():
-            held = _condition_holds(operator, key, values, context)
+            held = _condition_holds(operator, key, values, context, unmodelled)
             if held is None:
                 # Cannot evaluate: an Allow does not apply, a Deny does (deny either way).
                 return effect == "Deny"
@@ -136,7 +158,12 @@ def applies(statement: Statement, request: Request) -> bool:
     return (
         any(wildcard_match(a, request.action, ignore_case=True) for a in statement.actions)
         and any(wildcard_match(r, request.resource) for r in statement.resources)
-        and conditions_hold(statement.conditions, request.context, effect=statement.effect)
+        and conditions_hold(
+            statement.conditions,
+            request.context,
+            effect=statement.effect,
+            unmodelled=request.unmodelled,
+        )
     )
 
 

@@ -44,7 +44,9 @@ def world(control_plane: FakeControlPlane, monkeypatch: pytest.MonkeyPatch) -> I
     control_plane.now = clock.now  # extensions record ExtendedAt on the handler's clock
     monkeypatch.setattr(index, "_now", clock.now)
     monkeypatch.setattr(index, "_sleep", clock.advance)
-    control_plane.dynamodb.create_table(LEDGER_TABLE, partition_key="Environment", sort_key="Purchase")
+    control_plane.dynamodb.create_table(
+        LEDGER_TABLE, partition_key="Environment", sort_key="Purchase"
+    )
     tokens = iter(range(1, 1000))  # ledger claimants: claimant-0001, claimant-0002, ...
     monkeypatch.setattr(index, "_claimant", lambda: f"claimant-{next(tokens):04d}")
     # Small timeouts and backoff keep fault scenarios to fractions of a second.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +27,8 @@ def test_a_purchase_logs_every_step_as_json_lines_without_secrets(
     assert [(r["step"], r["message"]) for r in records] == [
         ("start", f"Create of training plan {PLAN} (purchase)"),
         ("describe", f"training plan {PLAN} does not exist"),
+        ("ledger-read", f"plan#{PLAN} is not in the ledger"),
+        ("claim", f"claimed plan#{PLAN} (attempt 1) before searching"),
         (
             "search",
             "SearchTrainingPlanOfferings found 4 offerings for 4 x ml.p5.48xlarge for 48 h "
@@ -45,11 +46,13 @@ def test_a_purchase_logs_every_step_as_json_lines_without_secrets(
             "chose offering tpo-cheap (cheapest): 90000.00 USD within MaxUpfrontFee 100000 USD, "
             "4 x ml.p5.48xlarge in us-east-1b (use1-az6) from 2030-01-06T00:00:00Z",
         ),
+        ("ledger", f"recorded plan#{PLAN} as calling"),
         (
             "create",
             f"calling CreateTrainingPlan for training plan {PLAN} with offering tpo-cheap (one "
             "attempt, never resent)",
         ),
+        ("ledger", f"recorded plan#{PLAN} as bought"),
         ("bought", f"bought training plan {PLAN} ({ARN}); waiting until it is Scheduled"),
         ("poll", f"training plan {PLAN} exists and is Pending"),
         ("poll", f"training plan {PLAN} exists and is Scheduled"),
@@ -116,12 +119,30 @@ def test_on_event_result_carries_the_wait_start_outside_the_attributes(world: Wo
     }
 
 
-def test_handler_folder_imports_on_its_own_as_the_lambda_asset_root(tmp_path: Path) -> None:
-    # Lambda loads `handler.index` from the asset root: no novapod, no aws_cdk there.
-    shutil.copytree(Path(index.__file__).parent, tmp_path / "handler")
+def test_handler_folder_imports_on_its_own_as_the_lambda_asset_root() -> None:
+    # Lambda loads the handler from the asset root: no novapod, no aws_cdk there, only
+    # the handler package and the handler core beside it (provider.handler_code).
+    from novapod.constructs.provider import _stage_with_core, core_handler_module
+
+    root = Path(index.__file__).parent.parent
+    stage = _stage_with_core(root)
+    shipped = sorted(str(p.relative_to(stage)) for p in stage.rglob("*") if p.is_file())
+    assert shipped == sorted(
+        [
+            "novapod_lambda/__init__.py",
+            "novapod_lambda/training_plan/__init__.py",
+            *(f"novapod_lambda/training_plan/handler/{p.name}" for p in root.glob("handler/*.py")),
+            *(
+                f"novapod_lambda/handler_core/{p.name}"
+                for p in (root.parent / "handler_core").glob("*.py")
+            ),
+        ]
+    )
+    module = core_handler_module(root)
+    assert module == "novapod_lambda.training_plan.handler.index"
     probe = (
-        "import sys, handler.index as h; "
+        f"import sys, {module} as h; "
         "assert callable(h.on_event) and callable(h.is_complete); "
         "assert not [m for m in sys.modules if m.split('.')[0] in ('novapod', 'aws_cdk')]"
     )
-    subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, check=True)
+    subprocess.run([sys.executable, "-c", probe], cwd=stage, check=True)

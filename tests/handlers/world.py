@@ -69,6 +69,10 @@ class World:
     def stack(self) -> Stack:
         return Stack(self.driver)
 
+    def ledger(self) -> list[dict[str, Any]]:
+        """The purchase ledger's items, plain values, in key order."""
+        return self.plane.dynamodb.items(LEDGER_TABLE)
+
     @staticmethod
     def props(**overrides: Any) -> dict[str, Any]:
         """Purchase-mode properties as CloudFormation passes them (scalars as strings).

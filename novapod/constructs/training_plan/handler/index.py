@@ -641,7 +641,8 @@ def _check_bought_plan(plan: Mapping[str, Any], props: PlanProperties, *, bought
     try:
         decisions.validate_plan(plan, props)
     except TrainingPlanError as unusable:
-        if not bought:
+        # A Failed plan's purchase failed (its own message says how to buy anew).
+        if not bought or plan.get("Status") == "Failed":
             raise
         raise TrainingPlanError(
             claims.unusable_bought_plan_message(str(plan.get("TrainingPlanName")), str(unusable))
@@ -1089,6 +1090,10 @@ def _await_plan(props: PlanProperties, since: datetime) -> dict[str, Any]:
         return {"IsComplete": False}
     waited = _waited(since)
     what = f"training plan {name}"
+    # Within the Provider's total timeout (pending timeout + margin): our sentence, not
+    # the framework's "Operation timed out".
+    reconcile = min(claims.RECONCILE_SECONDS, props.pending_timeout_seconds)
+    claim_wait = min(claims.CLAIM_WAIT_SECONDS, props.pending_timeout_seconds)
     _log("poll", ledger.describe(entry) if entry else f"plan#{name} is gone", plan_name=name)
     if entry is None or entry.state in ledger.RECLAIMABLE:
         raise TrainingPlanError(
@@ -1096,9 +1101,9 @@ def _await_plan(props: PlanProperties, since: datetime) -> dict[str, Any]:
             if entry
             else f"{what} was not bought: its ledger item is gone; deploy again"
         )
-    if entry.state == ledger.CLAIMED and waited >= claims.CLAIM_WAIT_SECONDS:
+    if entry.state == ledger.CLAIMED and waited >= claim_wait:
         raise TrainingPlanError(claims.claimed_elsewhere_message(what, entry, waited))
-    if entry.state in ledger.UNSETTLED and waited >= claims.RECONCILE_SECONDS:
+    if entry.state in ledger.UNSETTLED and waited >= reconcile:
         raise TrainingPlanError(claims.ambiguous_plan_message(name, entry, waited))
     if entry.state == ledger.BOUGHT and waited >= props.pending_timeout_seconds:
         raise TrainingPlanError(decisions.pending_timeout_message(name))
@@ -1148,10 +1153,11 @@ def _extension_ready(
     seen = extension.extended_hours(plan, history, _bought_hours(props, extend, plan))
     waited = _waited(since)
     what = f"extension {extend.name}"
+    reconcile = min(claims.RECONCILE_SECONDS, props.pending_timeout_seconds)
     if entry is not None and entry.state in ledger.UNSETTLED:
         entry = _reconcile_extension(book, entry, history)
         if entry.state in ledger.UNSETTLED:
-            if waited >= claims.RECONCILE_SECONDS:
+            if waited >= reconcile:
                 raise TrainingPlanError(
                     claims.ambiguous_extension_message(extend.name, arn, entry, waited)
                 )
@@ -1165,7 +1171,7 @@ def _extension_ready(
             else f"{what} was not bought: its ledger item is gone; deploy again"
         )
     if entry.state == ledger.CLAIMED:
-        if waited >= claims.CLAIM_WAIT_SECONDS:
+        if waited >= min(claims.CLAIM_WAIT_SECONDS, props.pending_timeout_seconds):
             raise TrainingPlanError(claims.claimed_elsewhere_message(what, entry, waited))
         return None
     ready = _bought_extension_shown(book, entry, history, extend, seen=seen, plan_name=name)
