@@ -38,11 +38,11 @@ from novapod.config import NovapodConfig
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.bedrock_model.construct import BedrockImport, bedrock_import
 from novapod.constructs.network import PrivatePlacement
-from novapod.constructs.purchase_ledger import PurchaseLedger
 from novapod.constructs.nova_environment.construct import (
     NovaEnvironmentHandlers,
     nova_environment_handlers,
 )
+from novapod.constructs.purchase_ledger import PurchaseLedger
 from novapod.constructs.recipe_bundle.construct import RecipeBundle
 from novapod.nova import render
 

@@ -54,13 +54,13 @@ from novapod.nova.render import output_prefix
 HANDLER_ROOT = Path(__file__).resolve().parent
 RESOURCE_TYPE = "Custom::NovapodBedrockModel"
 # The handler's worst cases (handler/index.py: every Bedrock and S3 call bounded by a
-# 5 s connect and 20 s read timeout, every ledger call by 2 s and 5 s, 3 attempts):
+# 5 s connect and 20 s read timeout, every ledger call by 2 s and 3 s, 3 attempts):
 # on_event lists and reads the manifest, asks the ledger for the request, then runs
 # rounds of look-up, claim and import while one fits its budget (ON_EVENT_BUDGET_SECONDS,
-# 830 s); one is_complete poll reads the model and the deployment and claims, creates
-# and records the deployment, ~7.2 min.
+# 830 s; the first ends by ~12 min); one is_complete poll reads the model and the
+# deployment and claims, creates and records the deployment, ~6.5 min.
 ON_EVENT_TIMEOUT = Duration.minutes(14)
-IS_COMPLETE_TIMEOUT = Duration.minutes(8)
+IS_COMPLETE_TIMEOUT = Duration.minutes(7)
 QUERY_INTERVAL = Duration.minutes(1)
 WAIT_TIMEOUT_SECONDS = DEFAULT_WAIT_TIMEOUT_SECONDS
 # The poll that finds the wait over starts at most one interval after it and runs at

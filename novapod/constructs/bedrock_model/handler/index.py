@@ -52,7 +52,7 @@ READ_TIMEOUT_SECONDS: float = 20
 MAX_ATTEMPTS = 3
 # The ledger answers in milliseconds; tight bounds keep the handlers within their timeouts.
 LEDGER_CONNECT_TIMEOUT_SECONDS: float = 2
-LEDGER_READ_TIMEOUT_SECONDS: float = 5
+LEDGER_READ_TIMEOUT_SECONDS: float = 3
 # How long an event leaves an item another invocation holds (claimed or calling, no model
 # yet) before looking again; an item unchanged after that is taken over (the token makes
 # a resend harmless).
@@ -510,6 +510,9 @@ class _Importer:
         entry = self._read(target)
         if model is not None:
             return self._adopt(target, model, entry)
+        superseded = self._superseded(target, entry)
+        if superseded is not None:
+            return superseded
         if (
             entry is not None
             and claims.holder_may_be_working(entry, self.claimant)
@@ -566,6 +569,20 @@ class _Importer:
                 return calling
             own = calling
         return self._call(target, own)
+
+    def _superseded(self, target: _Target, entry: ledger.Entry | None) -> _Target | None:
+        """Another delivery of this request gave this claim up for its own item: follow
+        that one rather than claim this again."""
+        if entry is None or entry.state != ledger.RELEASED or entry.request_id != self.request_id:
+            return None
+        key = str(entry.get("SupersededBy") or "")
+        kind, _, name = key.partition("#")
+        if kind != claims.IMPORT or not name:
+            return None
+        chosen = self._read(_Target(name, target.checkpoint, ""))
+        if chosen is None or not isinstance(chosen.get("Checkpoint"), str):
+            return None
+        return _Target(name, str(chosen.get("Checkpoint")), str(chosen.get("ManifestAt") or ""))
 
     def _register_call(self, target: _Target, entry: ledger.Entry | None) -> ledger.Entry | _Again:
         """This event's hold on the item before it calls: a claim (new, a new attempt, or
