@@ -254,6 +254,9 @@ class FakeControlPlane:
                 ("Scheduled", "Completed"),
             )
             self.history_page_size = 100
+            # DurationHours is optional in TrainingPlanExtension (botocore's model): with
+            # this set, the history leaves it out, as the API allows.
+            self.history_omits_duration_hours = False
             self.tag_page_size = 50  # ListTags' MaxResults is at least 50
             self.now: Callable[[], datetime] = lambda: datetime.now(UTC)
             self.calls: list[Call] = []
@@ -579,9 +582,7 @@ class FakeControlPlane:
 
     def operations_since(self, mark: int, *, ledger: bool = False) -> list[str]:
         with self._lock:
-            return [
-                c.operation for c in self.calls[mark:] if ledger or c.service != "dynamodb"
-            ]
+            return [c.operation for c in self.calls[mark:] if ledger or c.service != "dynamodb"]
 
     # --- request handling (called from server threads) ----------------------------------
 
@@ -958,7 +959,10 @@ class FakeControlPlane:
             if extension.hidden_history > 0:
                 extension.hidden_history -= 1
                 continue
-            shown.append(extension.shown(advance=True))
+            entry = extension.shown(advance=True)
+            if self.history_omits_duration_hours:
+                entry.pop("DurationHours", None)
+            shown.append(entry)
         start = int(params.get("NextToken") or 0)
         size = min(int(params.get("MaxResults") or self.history_page_size), self.history_page_size)
         answer: dict[str, Any] = {"TrainingPlanExtensions": shown[start : start + size]}
@@ -972,6 +976,16 @@ class FakeControlPlane:
         if arn != plan["TrainingPlanArn"]:  # the tag APIs take the ARN, never the name
             raise _ApiError("ValidationException", f"{arn} is not a resource ARN.")
         return self.tags.setdefault(arn, [])
+
+    def tag_plan(self, name: str, key: str, value: str) -> None:
+        """A tag on a plan, put there before the test (by an earlier version, or by hand)."""
+        with self._lock:
+            self._add_tags(
+                {
+                    "ResourceArn": self._plan(name)["TrainingPlanArn"],
+                    "Tags": [{"Key": key, "Value": value}],
+                }
+            )
 
     def _add_tags(self, params: dict[str, Any]) -> dict[str, Any]:
         """Adds or overwrites (API_AddTags.html: "Tag keys must be unique per resource")."""

@@ -31,7 +31,7 @@ from tests.fakes.aws_control_plane import ACCOUNT, REGION, FakeControlPlane
 from tests.fakes.iam import Principal, Request, Statement
 from tests.handlers.conftest import POLL_SECONDS
 from tests.handlers.lifecycle import Handler, Outcome, ProviderDriver, Stack
-from tests.handlers.world import World
+from tests.handlers.world import LEDGER_TABLE, World
 
 PURCHASE_EXAMPLE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"
 ADOPT_EXAMPLE = ROOT / "config" / "examples" / "adopt-existing-plan.yaml"
@@ -58,10 +58,45 @@ class ExampleRoles:
     account: str
 
 
+# The storage stack's values the capacity stack reads (Fn::GetStackOutput), as the fake
+# world has them: the purchase ledger's table (created by the handlers' fixture) and a key.
+def storage_outputs(account: str) -> dict[str, str]:
+    return {
+        "PublishOutputFnGetAttPurchaseLedgerArn": (
+            f"arn:aws:dynamodb:{REGION}:{account}:table/{LEDGER_TABLE}"
+        ),
+        "PublishOutputRefPurchaseLedger": LEDGER_TABLE,
+        "PublishOutputFnGetAttEncryptionKeyArn": (
+            f"arn:aws:kms:{REGION}:{account}:key/11111111-2222-3333-4444-555555555555"
+        ),
+    }
+
+
+def with_storage_outputs(template: dict[str, Any], account: str) -> dict[str, Any]:
+    """The template with the storage stack's outputs it reads replaced by their values."""
+    outputs = storage_outputs(account)
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            reference = value.get("Fn::GetStackOutput")
+            if isinstance(reference, dict):
+                name = str(reference.get("OutputName", ""))
+                for prefix, resolved in outputs.items():
+                    if name.startswith(prefix):
+                        return resolved
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    resolved: dict[str, Any] = walk(template)
+    return resolved
+
+
 def handler_roles(result: Synthesized) -> ExampleRoles:
     config = load_config(result.config_path)
     account = config.account or ACCOUNT
-    template = result.templates["capacity"]
+    template = with_storage_outputs(result.templates["capacity"], account)
     (resource_id, resource), *others = resources(template, "Custom::NovapodTrainingPlan").items()
     assert not others, "one training plan per example"
     functions = iam.provider_functions(template, resource_id)
@@ -165,6 +200,8 @@ def test_the_handler_roles_come_from_the_synthesized_template(
 ) -> None:
     assert purchase_roles.on_event.sids() == [
         "",  # the log group's statement
+        "PurchaseLedger",  # claims in the ledger, this environment's items only
+        "PurchaseLedgerKey",
         "BuyOwnPlans",
         "TagOnPurchaseOnly",
         "DescribeOwnPlans",
@@ -172,6 +209,8 @@ def test_the_handler_roles_come_from_the_synthesized_template(
     ]
     assert purchase_roles.is_complete.sids() == [
         "",
+        "PurchaseLedger",  # settles what on_event left unsettled
+        "PurchaseLedgerKey",
         "DescribeOwnAndAdoptedPlans",
         "MapZoneNamesToIds",
     ]

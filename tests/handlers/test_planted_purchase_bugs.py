@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from novapod.constructs.training_plan.handler import decisions
-from tests.handlers.world import PLAN, T0, ZONES, World
+from tests.handlers.world import LEDGER_TABLE, PLAN, T0, World, ZONES
 
 NO_CURRENCY: dict[str, Any] = {
     "TrainingPlanOfferingId": "tpo-no-currency",
@@ -127,6 +127,9 @@ def test_screening_skips_an_offering_without_a_currency() -> None:
 
 def test_an_offering_without_a_currency_is_never_bought(world: World) -> None:
     world.plane.reset()
+    world.plane.dynamodb.create_table(
+        LEDGER_TABLE, partition_key="Environment", sort_key="Purchase"
+    )
     world.plane.set_zones(ZONES)
     world.plane.add_offering(
         "tpo-no-currency",

@@ -811,7 +811,9 @@ def _extend(
     try:
         buyer.extend_training_plan(TrainingPlanExtensionOfferingId=offering_id)
     except Exception as exc:
-        return _after_failed_extend(book, calling, props, extend, plan=plan, exc=exc)
+        return _after_failed_extend(
+            book, calling, props, extend, plan=plan, exc=exc, extended_at=extended_at
+        )
     _settle(book, calling, ledger.BOUGHT, BoughtAt=decisions.iso(extended_at))
     _log(
         "extended",
@@ -962,6 +964,18 @@ def _adopt_legacy_extension(
             f"adopted extension#{extend.name} into the purchase ledger as {state}",
             extension=extend.name,
         )
+        if state == ledger.BOUGHT:
+            message = f"extension {extend.name} is in place; nothing is bought"
+            if seen > extend.hours:
+                message = extension.never_undone_message(
+                    plan["TrainingPlanName"], seen, extend.hours
+                )
+            _log(
+                "adopt-extension",
+                message,
+                plan_name=plan["TrainingPlanName"],
+                extension=extend.name,
+            )
     for resolved in (m for m in markers if m not in waiting):
         _delete_marker(sagemaker, arn, resolved)
     return adopted
@@ -986,6 +1000,7 @@ def _after_failed_extend(
     *,
     plan: dict[str, Any],
     exc: Exception,
+    extended_at: datetime,
 ) -> dict[str, Any]:
     """A refusal bought nothing: the item says refused. Anything else may have bought
     it: the item says ambiguous and is_complete waits until the history shows it."""
@@ -1015,7 +1030,7 @@ def _after_failed_extend(
         plan_name=name,
         purchase=calling.key,
     )
-    return _result(props, name, arn, None, awaiting=claims.EXTENSION)
+    return _result(props, name, arn, None, extended_at=extended_at, awaiting=claims.EXTENSION)
 
 
 # --- is_complete ------------------------------------------------------------------------
@@ -1207,7 +1222,10 @@ def _bought_extension_shown(
         _settle(book, entry, ledger.FAILED, Error="the history lists it Failed")
         raise TrainingPlanError(claims.failed_extension_message(extend.name, entry))
     shown = claims.attempt_entry(entry, history)
-    return shown is not None and shown.get("Status") != "Pending"
+    if shown is not None:
+        return shown.get("Status") != "Pending"
+    # Not listed yet, but the plan's end has moved by the total: the history lags.
+    return seen >= extend.hours and not claims.extension_outcome(entry, history) == "failed"
 
 
 def _keep_waiting(
