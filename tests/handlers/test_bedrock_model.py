@@ -23,8 +23,11 @@ from botocore.retries.standard import ExponentialBackoff
 
 from novapod.constructs.bedrock_model import construct
 from novapod.constructs.bedrock_model.handler import index
+from tests.conftest import ROOT, Synthesized, resources
+from tests.fakes import iam
 from tests.fakes.aws_control_plane import FakeControlPlane, Fault
 from tests.handlers.lifecycle import CREATE_FAILED_MARKER, ProviderDriver, Stack
+from tests.handlers.test_fake_iam import EXAMPLE_ACCOUNT, as_role, with_storage_outputs
 from tests.handlers.world import LEDGER_TABLE, T0, FakeClock
 
 BUCKET = "novapod-dev-artifacts"
@@ -371,6 +374,10 @@ def test_delete_removes_the_deployment_then_the_model(bed: Bed) -> None:
     assert deletes == ["DeleteCustomModelDeployment", "DeleteCustomModel"]
     assert bed.plane.calls_to("DeleteCustomModel") == [{"modelIdentifier": model_arn}]
     assert not bed.plane.bedrock.models and not bed.plane.bedrock.deployments
+    # Both ledger items move to their next generation.
+    items = bed.ledger()
+    for key in (f"import#{MODEL}", f"deployment#{MODEL}"):
+        assert (items[key]["State"], items[key]["Fields"]["Generation"]) == ("released", 1)
     # A second Delete (a retried event) finds nothing and succeeds.
     again = bed.driver.send(
         bed.driver.event("Delete", props(RetainOnDelete="false"), physical_id=str(model_arn))
@@ -1058,6 +1065,109 @@ def test_a_deployment_the_ledger_cannot_record_is_not_created(bed: Bed) -> None:
         f"{LEDGER_TABLE} failed (InternalServerError: Internal server error)",
     )
     assert bed.plane.calls_to("CreateCustomModelDeployment") == []
+
+
+# --- the synthesized roles: their environment's items only ------------------------------
+
+NOVA_JOBS = ROOT / "config" / "examples" / "nova-jobs.yaml"
+JOBS_OUTPUT = f"s3://{BUCKET}/nova/nova-jobs/lite-sft/"
+STORAGE_KEY = f"arn:aws:kms:us-east-1:{EXAMPLE_ACCOUNT}:key/11111111-2222-3333-4444-555555555555"
+
+
+@pytest.fixture(scope="module")
+def roles(synth: Callable[[Any], Synthesized]) -> dict[str, iam.Principal]:
+    """The nova-base stack's Bedrock handler roles, the storage outputs they read resolved
+    as the fake world has them (this module's bucket, the ledger table, a key)."""
+    named = {"ArtifactsBucketName": BUCKET, "KeyArn": STORAGE_KEY}
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            reference = value.get("Fn::GetStackOutput")
+            if isinstance(reference, dict) and reference.get("OutputName") in named:
+                return named[reference["OutputName"]]
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    template = with_storage_outputs(walk(synth(NOVA_JOBS).templates["nova-base"]), EXAMPLE_ACCOUNT)
+    found: dict[str, iam.Principal] = {}
+    for function_id, function in resources(template, "AWS::Lambda::Function").items():
+        handler = str(function["Properties"]["Handler"])
+        if handler.startswith("novapod_lambda.bedrock_model."):
+            role = iam.function_role(template, function_id)
+            statements = iam.role_statements(
+                template, role, account=EXAMPLE_ACCOUNT, region="us-east-1"
+            )
+            found[handler.rsplit(".", 1)[-1]] = iam.Principal(role, statements)
+    assert sorted(found) == ["is_complete", "on_event"]
+    return found
+
+
+def role_stack(bed: Bed, on_event: iam.Principal, is_complete: iam.Principal) -> Stack:
+    bed.plane.account = EXAMPLE_ACCOUNT  # the ledger table's ARN names it
+    bed.plane.put_object(
+        BUCKET,
+        "nova/nova-jobs/lite-sft/lite-sft-aaaaa/manifest.json",
+        manifest(CHECKPOINT),
+        T0 - timedelta(hours=1),
+    )
+    driver = ProviderDriver(
+        as_role(bed.plane, on_event, index.on_event),
+        as_role(bed.plane, is_complete, index.is_complete),
+        advance_clock=bed.clock.advance,
+        query_interval_seconds=POLL_SECONDS,
+        logical_id="LiteSftModel",
+    )
+    return Stack(driver)
+
+
+def test_the_synthesized_roles_import_and_deploy_under_their_environment(
+    bed: Bed, roles: dict[str, iam.Principal]
+) -> None:
+    stack = role_stack(bed, roles["on_event"], roles["is_complete"])
+
+    outcome = stack.create(
+        props(OutputPrefix=JOBS_OUTPUT, Environment="nova-jobs", Deployment="on-demand")
+    )
+
+    assert outcome.ok, outcome.reason
+    states = {i["Purchase"]: (i["Environment"], i["State"]) for i in bed.ledger().values()}
+    assert states == {
+        f"import#{MODEL}": ("nova-jobs", "bought"),
+        f"deployment#{MODEL}": ("nova-jobs", "bought"),
+    }
+
+
+def test_the_synthesized_roles_may_not_touch_another_environments_items(
+    bed: Bed, roles: dict[str, iam.Principal]
+) -> None:
+    stack = role_stack(bed, roles["on_event"], roles["is_complete"])
+
+    outcome = stack.create(props(OutputPrefix=JOBS_OUTPUT, Environment="dev"))
+
+    role = roles["on_event"].role_name
+    table = f"arn:aws:dynamodb:us-east-1:{EXAMPLE_ACCOUNT}:table/{LEDGER_TABLE}"
+    assert outcome.reason == unavailable(
+        "Bedrock model lite-sft-model",
+        f"reading the purchase ledger {LEDGER_TABLE} failed (AccessDeniedException: User: "
+        f"arn:aws:sts::{EXAMPLE_ACCOUNT}:assumed-role/{role}/handler is not authorized to "
+        f"perform: dynamodb:Query on resource: {table} because no identity-based policy "
+        "allows the dynamodb:Query action)",
+    )
+    assert bed.plane.operations() == []
+
+
+def test_without_the_ledger_statement_the_roles_import_nothing(
+    bed: Bed, roles: dict[str, iam.Principal]
+) -> None:
+    stack = role_stack(bed, roles["on_event"].without("PurchaseLedger"), roles["is_complete"])
+
+    outcome = stack.create(props(OutputPrefix=JOBS_OUTPUT, Environment="nova-jobs"))
+
+    assert not outcome.ok
+    assert "nothing was called" in outcome.reason
+    assert bed.plane.operations() == [] and bed.ledger() == {}
 
 
 # --- time ------------------------------------------------------------------------------
