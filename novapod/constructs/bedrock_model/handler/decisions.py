@@ -22,7 +22,8 @@ Resource properties (CloudFormation passes scalars as strings):
   total timeout (at most 1 h) must be longer.
 - `LedgerTable`, `Environment`: the purchase ledger (handler_core/ledger.py) and the
   environment whose items the import and the deployment are claimed in; without them
-  nothing is imported or deployed (a Delete still deletes).
+  (a resource from before the ledger) an existing model is only adopted, nothing is
+  imported or deployed, and a Delete still deletes.
 
 Attributes (`Data`, all strings): ModelArn, ModelName (the Bedrock name), CheckpointUri,
 DeploymentArn ("" without a deployment), Status ("Active").
