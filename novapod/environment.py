@@ -171,6 +171,9 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             data_bucket_name=stored["DataBucketName"],
             artifacts_bucket_name=stored["ArtifactsBucketName"],
             key_arn=stored["KeyArn"],
+            # The Bedrock import and deployment are claimed in it (weak references:
+            # storage outputs read with Fn::GetStackOutput, like the names above).
+            ledger=storage.ledger,
             env=env,
             description=f"novapod {config.name}: the Nova environment's parts that need no "
             "cluster (MLflow, recipe bundle, custom-resource functions)",

@@ -15,7 +15,8 @@ and the HyperPod cluster are being created:
   (bucket names, the cluster name, the tracking server's ARN formatted from its name);
 - the functions, roles and waiter state machines of the NovaEnvironment check and the
   Bedrock import (the custom resources themselves are in NovaStack, after the cluster);
-- the Bedrock import role.
+- the Bedrock import role (and the import handlers' grant on the storage stack's
+  purchase ledger, read as its outputs like the buckets and the key).
 
 NovaStack (`<prefix>-nova`) holds what needs the deployed clusters: the access
 entries, the grants on the HyperPod cluster's ARN and the restricted execution role,
@@ -41,6 +42,7 @@ from novapod.constructs.nova_environment.construct import (
     NovaEnvironmentHandlers,
     nova_environment_handlers,
 )
+from novapod.constructs.purchase_ledger import PurchaseLedger
 from novapod.constructs.recipe_bundle.construct import RecipeBundle
 from novapod.nova import render
 
@@ -58,7 +60,8 @@ class NovaBaseStack(Stack):
     """Exposes `mlflow_server` (or None), `mlflow_arn` (or None), `bundle`,
     `check_handlers` (NovaEnvironmentHandlers), `bedrock` (BedrockImport or None) and
     the storage names it was given (`data_bucket_name`, `artifacts_bucket_name`,
-    `key_arn`)."""
+    `key_arn`). `ledger` is the storage stack's PurchaseLedger (the Bedrock imports are
+    claimed in it)."""
 
     def __init__(
         self,
@@ -71,6 +74,7 @@ class NovaBaseStack(Stack):
         data_bucket_name: str,
         artifacts_bucket_name: str,
         key_arn: str,
+        ledger: PurchaseLedger,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, **kwargs)
@@ -121,6 +125,7 @@ class NovaBaseStack(Stack):
             config=config,
             artifacts_bucket=self.artifacts_bucket,
             key=self.key,
+            ledger=ledger,
             placement=placement,
         )
 

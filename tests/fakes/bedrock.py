@@ -28,6 +28,12 @@ Behaviour, with its source:
 - The fake refuses DeleteCustomModel while a deployment serves the model
   (ConflictException), stricter than anything documented, so that the handler's order
   (deployment first) is tested.
+- Tags are eventually consistent (`lag_tags`): the tags CreateCustomModel put on a model
+  may stay unseen by ListTagsForResource for a few reads, as tags of other AWS services
+  are (Bedrock documents no consistency for them either way).
+- A token stays remembered after its model is deleted: the same token and parameters
+  answer the deleted model's ARN and create nothing ("Amazon Bedrock ignores the
+  request"), which is why an import made again needs a new token.
 """
 
 from __future__ import annotations
@@ -132,6 +138,8 @@ class FakeBedrock:
         self.default_deployment_statuses: tuple[Status, ...] = ("Creating", "Active")
         self._model_scripts: dict[str, deque[tuple[str, str]]] = {}
         self._deployment_scripts: dict[str, deque[tuple[str, str]]] = {}
+        self._tag_lag = 0
+        self._hidden_tags: dict[str, int] = {}  # ARN -> ListTagsForResource reads left unseen
         self.violations: list[str] = []
 
     # --- scripting ----------------------------------------------------------------------
@@ -176,6 +184,11 @@ class FakeBedrock:
     def model(self, name: str) -> dict[str, Any] | None:
         return self.models.get(name)
 
+    def lag_tags(self, reads: int) -> None:
+        """The tags of models CreateCustomModel imports from now on stay unseen (an empty
+        list) for their first `reads` ListTagsForResource calls."""
+        self._tag_lag = reads
+
     # --- requests -----------------------------------------------------------------------
 
     def handle(self, operation: str, params: dict[str, Any]) -> Answer:
@@ -203,6 +216,8 @@ class FakeBedrock:
         if name in self.models:
             raise BedrockError("ConflictException", f"A model named {name} already exists.")
         arn = self._import(name, source, params, list(params.get("modelTags") or []))
+        if self._tag_lag:
+            self._hidden_tags[arn] = self._tag_lag
         self._remember("CreateCustomModel", params, arn)
         return Answer(202, {"modelArn": arn})
 
@@ -336,6 +351,9 @@ class FakeBedrock:
         arn = params["resourceARN"]
         if arn not in self.tags:
             raise BedrockError("ResourceNotFoundException", f"Resource {arn} not found.")
+        if self._hidden_tags.get(arn, 0) > 0:
+            self._hidden_tags[arn] -= 1
+            return Answer(200, {"tags": []})
         return Answer(200, {"tags": list(self.tags[arn])})
 
     # --- state --------------------------------------------------------------------------

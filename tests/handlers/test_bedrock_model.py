@@ -1,25 +1,34 @@
 """The BedrockModel handler against the fake AWS (S3 for the manifest, Bedrock for the
-import), driven by CloudFormation events replayed like the CDK Provider framework."""
+import, DynamoDB for the purchase ledger), driven by CloudFormation events replayed like
+the CDK Provider framework."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 import json
 import re
 import tarfile
-from collections.abc import Iterator
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import boto3
 import pytest
 from botocore.retries.standard import ExponentialBackoff
 
+from novapod.constructs.bedrock_model import construct
 from novapod.constructs.bedrock_model.handler import index
-from tests.fakes.aws_control_plane import FakeControlPlane
+from tests.conftest import ROOT, Synthesized, resources
+from tests.fakes import iam
+from tests.fakes.aws_control_plane import FakeControlPlane, Fault
 from tests.handlers.lifecycle import CREATE_FAILED_MARKER, ProviderDriver, Stack
-from tests.handlers.world import T0, FakeClock
+from tests.handlers.test_fake_iam import EXAMPLE_ACCOUNT, as_role, with_storage_outputs
+from tests.handlers.world import LEDGER_TABLE, T0, FakeClock
 
 BUCKET = "novapod-dev-artifacts"
 OUTPUT = f"s3://{BUCKET}/nova/dev/lite-sft/"
@@ -28,6 +37,7 @@ NEWER = "s3://customer-escrow-123456789012-hp-abc123/lite-sft-bbbbb/outputs/chec
 ROLE = "arn:aws:iam::123456789012:role/novapod-dev-bedrock-import"
 POLL_SECONDS = 60.0
 TOKEN = re.compile(r"novapod-[0-9a-f]{64}")
+ENVIRONMENT = "dev"
 
 
 def sha(text: str) -> str:
@@ -39,6 +49,13 @@ def bedrock_name(base: str, checkpoint: str = CHECKPOINT) -> str:
 
 
 MODEL = bedrock_name("lite-sft-model")
+
+
+def token(name: str, checkpoint: str, generation: int = 0) -> str:
+    """CreateCustomModel's client token, written out: generation 0 is the token novapod
+    sent before the purchase ledger (existing imports keep theirs)."""
+    suffix = f"\ngeneration {generation}" if generation else ""
+    return "novapod-" + sha(f"model\n{name}\n{checkpoint}{suffix}")
 
 
 def manifest(checkpoint: str) -> bytes:
@@ -64,6 +81,8 @@ def props(**overrides: Any) -> dict[str, Any]:
         "Deployment": "none",
         "Tags": [{"Key": "project", "Value": "novapod"}],
         "RetainOnDelete": "true",
+        "LedgerTable": LEDGER_TABLE,
+        "Environment": ENVIRONMENT,
     }
     values.update(overrides)
     return {k: v for k, v in values.items() if v is not None}
@@ -82,8 +101,20 @@ class Bed:
         key = f"nova/dev/lite-sft/{run}/manifest.json"
         self.plane.put_object(BUCKET, key, manifest(checkpoint), T0 - timedelta(hours=1))
 
+    def newer_run(self, checkpoint: str = NEWER, *, run: str = "lite-sft-bbbbb") -> None:
+        """A later run of the job finishes: its manifest is the newest."""
+        key = f"nova/dev/lite-sft/{run}/manifest.json"
+        self.plane.put_object(BUCKET, key, manifest(checkpoint), T0)
+
     def creates(self) -> list[dict[str, Any]]:
         return self.plane.calls_to("CreateCustomModel")
+
+    def tokens(self) -> list[str]:
+        return [c["clientRequestToken"] for c in self.creates()]
+
+    def ledger(self) -> dict[str, dict[str, Any]]:
+        """The purchase ledger's items by their sort key (kind#name)."""
+        return {i["Purchase"]: i for i in self.plane.dynamodb.items(LEDGER_TABLE)}
 
 
 @pytest.fixture
@@ -91,8 +122,16 @@ def bed(control_plane: FakeControlPlane, monkeypatch: pytest.MonkeyPatch) -> Ite
     control_plane.reset()
     clock = FakeClock(T0)
     monkeypatch.setattr(index, "_now", clock.now)
+    monkeypatch.setattr(index, "_sleep", clock.advance)
+    claimants = iter(range(1, 1000))  # ledger claimants: claimant-0001, claimant-0002, ...
+    monkeypatch.setattr(index, "_claimant", lambda: f"claimant-{next(claimants):04d}")
+    control_plane.dynamodb.create_table(
+        LEDGER_TABLE, partition_key="Environment", sort_key="Purchase"
+    )
     monkeypatch.setattr(index, "CONNECT_TIMEOUT_SECONDS", 2.0)
     monkeypatch.setattr(index, "READ_TIMEOUT_SECONDS", 1.0)
+    monkeypatch.setattr(index, "LEDGER_CONNECT_TIMEOUT_SECONDS", 2.0)
+    monkeypatch.setattr(index, "LEDGER_READ_TIMEOUT_SECONDS", 1.0)
     monkeypatch.setitem(ExponentialBackoff._DEFAULT_BACKOFF_CONFIG, "throttling_base_scale", 0.01)
     driver = ProviderDriver(
         index.on_event,
@@ -335,6 +374,10 @@ def test_delete_removes_the_deployment_then_the_model(bed: Bed) -> None:
     assert deletes == ["DeleteCustomModelDeployment", "DeleteCustomModel"]
     assert bed.plane.calls_to("DeleteCustomModel") == [{"modelIdentifier": model_arn}]
     assert not bed.plane.bedrock.models and not bed.plane.bedrock.deployments
+    # Both ledger items move to their next generation.
+    items = bed.ledger()
+    for key in (f"import#{MODEL}", f"deployment#{MODEL}"):
+        assert (items[key]["State"], items[key]["Fields"]["Generation"]) == ("released", 1)
     # A second Delete (a retried event) finds nothing and succeeds.
     again = bed.driver.send(
         bed.driver.event("Delete", props(RetainOnDelete="false"), physical_id=str(model_arn))
@@ -427,3 +470,720 @@ def test_bad_properties_fail_with_a_sentence(
     outcome = bed.stack().create(props(**override))
     assert outcome.reason == message
     assert bed.plane.operations() == []
+
+
+# --- the purchase ledger (issue 18) -------------------------------------------------------
+
+NEWER_MODEL = bedrock_name("lite-sft-model", NEWER)
+
+
+def delete_by_hand(arn: str) -> None:
+    boto3.client("bedrock").delete_custom_model(modelIdentifier=arn)
+
+
+def test_the_import_is_claimed_called_and_recorded_in_the_ledger(bed: Bed) -> None:
+    bed.finished_run()
+    event = bed.driver.event("Create", props())
+
+    outcome = bed.driver.send(event)
+
+    assert outcome.ok, outcome.reason
+    arn = outcome.physical_id
+    assert bed.tokens() == [token(MODEL, CHECKPOINT)]
+    item = bed.ledger()[f"import#{MODEL}"]
+    assert item["Environment"] == ENVIRONMENT
+    assert (item["State"], item["Attempt"], item["RequestId"]) == (
+        "bought",
+        1,
+        event["RequestId"],
+    )
+    fields = item["Fields"]
+    assert fields["Arn"] == arn
+    assert fields["Checkpoint"] == CHECKPOINT
+    assert fields["BaseName"] == "lite-sft-model"
+    assert fields["Generation"] == 0
+    assert fields["CallingRequest"] == event["RequestId"]
+    assert fields["ClientRequestToken"] == token(MODEL, CHECKPOINT)
+    # claim, calling, bought: three conditional writes on the item's sequence
+    assert item["Sequence"] == 3
+    writes = bed.plane.calls_to("PutItem")
+    assert [w["Item"]["State"]["S"] for w in writes] == ["claimed", "calling", "bought"]
+    # `calling` is the write right before the one import call.
+    operations = bed.plane.operations(ledger=True)
+    assert operations[operations.index("CreateCustomModel") - 1] == "PutItem"
+
+
+def test_delete_then_create_of_the_same_checkpoint_imports_again_with_a_new_token(
+    bed: Bed,
+) -> None:
+    bed.finished_run()
+    stack = bed.stack()
+    assert stack.create(props(RetainOnDelete="false")).ok
+    first = stack.physical_id
+    assert stack.delete().ok
+    deleted = bed.ledger()[f"import#{MODEL}"]
+    assert deleted["State"] == "released"
+    assert deleted["Fields"]["Generation"] == 1
+    assert deleted["Fields"]["Deleted"] == first
+
+    again = bed.stack().create(props(RetainOnDelete="false"))
+
+    # Bedrock ignores a token it has seen (even of a deleted model): a new generation.
+    assert again.ok, again.reason
+    assert bed.tokens() == [token(MODEL, CHECKPOINT), token(MODEL, CHECKPOINT, 1)]
+    assert again.physical_id == bed.plane.bedrock.models[MODEL]["modelArn"] != first
+    item = bed.ledger()[f"import#{MODEL}"]
+    assert (item["State"], item["Attempt"]) == ("bought", 2)
+    assert item["Fields"]["Generation"] == 1
+    assert item["Fields"]["Arn"] == again.physical_id
+    (earlier,) = item["Attempts"]
+    assert (earlier["Attempt"], earlier["State"], earlier["Deleted"]) == (1, "released", first)
+
+
+def test_a_model_imported_before_the_ledger_keeps_its_token_until_deleted(bed: Bed) -> None:
+    bed.finished_run()
+    tags = [
+        {"key": "novapod:checkpoint-sha256", "value": sha(CHECKPOINT)},
+        {"key": "novapod:checkpoint", "value": CHECKPOINT},
+    ]
+    old = bed.plane.bedrock.add_model(MODEL, source=CHECKPOINT, tags=tags)
+    stack = bed.stack()
+
+    adopted = stack.create(props(RetainOnDelete="false"))
+
+    assert adopted.ok and adopted.physical_id == old and bed.creates() == []
+    item = bed.ledger()[f"import#{MODEL}"]
+    assert (item["State"], item["Fields"]["Source"], item["Fields"]["Generation"]) == (
+        "bought",
+        "adopted",
+        0,
+    )
+    assert stack.delete().ok
+    assert bed.stack().create(props()).ok
+    assert bed.tokens() == [token(MODEL, CHECKPOINT, 1)]
+
+
+def test_a_delete_of_a_model_the_ledger_never_saw_records_its_next_generation(
+    bed: Bed,
+) -> None:
+    tags = [{"key": "novapod:checkpoint-sha256", "value": sha(CHECKPOINT)}]
+    arn = bed.plane.bedrock.add_model(MODEL, source=CHECKPOINT, tags=tags)
+
+    deleted = bed.driver.send(
+        bed.driver.event("Delete", props(RetainOnDelete="false"), physical_id=arn)
+    )
+
+    assert deleted.ok
+    item = bed.ledger()[f"import#{MODEL}"]
+    assert (item["State"], item["Fields"]["Generation"], item["Fields"]["Deleted"]) == (
+        "released",
+        1,
+        arn,
+    )
+
+
+def test_a_model_deleted_by_hand_is_imported_again_as_a_new_generation(bed: Bed) -> None:
+    bed.finished_run()
+    assert bed.stack().create(props()).ok
+    delete_by_hand(bed.plane.bedrock.models[MODEL]["modelArn"])
+
+    again = bed.stack().create(props())
+
+    assert again.ok, again.reason
+    assert bed.tokens() == [token(MODEL, CHECKPOINT), token(MODEL, CHECKPOINT, 1)]
+    item = bed.ledger()[f"import#{MODEL}"]
+    assert (item["State"], item["Attempt"], item["Fields"]["Generation"]) == ("bought", 2, 1)
+
+
+def test_a_failed_import_is_recorded_and_its_next_import_sends_a_new_token(bed: Bed) -> None:
+    bed.finished_run()
+    bed.plane.bedrock.script_model(MODEL, ["Creating", ("Failed", "unsupported checkpoint")])
+    assert not bed.stack().create(props()).ok
+    item = bed.ledger()[f"import#{MODEL}"]
+    assert (item["State"], item["Fields"]["Generation"]) == ("failed", 1)
+    assert item["Fields"]["Error"] == "unsupported checkpoint"
+    delete_by_hand(MODEL)  # as the failure message says
+    bed.plane.bedrock.script_model(MODEL, ["Creating", "Active"])
+
+    again = bed.stack().create(props())
+
+    assert again.ok, again.reason
+    assert bed.tokens() == [token(MODEL, CHECKPOINT), token(MODEL, CHECKPOINT, 1)]
+
+
+def test_a_duplicate_delivery_after_a_newer_manifest_imports_the_first_checkpoint(
+    bed: Bed,
+) -> None:
+    bed.finished_run()
+    event = bed.driver.event("Create", props())
+    # The first delivery imports; the framework then sees its Invoke fail and invokes
+    # on_event again, after another run of the job finished.
+    first = bed.driver.on_event(copy.deepcopy(event), None)
+    bed.newer_run()
+
+    again = bed.driver.send(event)
+
+    assert again.ok, again.reason
+    assert again.physical_id == first["PhysicalResourceId"]
+    assert again.data["CheckpointUri"] == CHECKPOINT
+    assert [c["modelName"] for c in bed.creates()] == [MODEL]
+    assert list(bed.plane.bedrock.models) == [MODEL]
+    assert list(bed.ledger()) == [f"import#{MODEL}"]
+    # The manifest was read once: the second delivery took the checkpoint from the ledger.
+    assert bed.plane.operations().count("ListObjectsV2") == 1
+
+
+def test_a_delivery_killed_before_its_import_call_is_resumed_with_the_same_checkpoint(
+    bed: Bed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bed.finished_run()
+    event = bed.driver.event("Create", props())
+    lanes = Lanes(monkeypatch)
+
+    def killed() -> None:
+        raise SystemExit("the Lambda timed out")  # before the request is sent
+
+    lanes.before("A", "CreateCustomModel", killed)
+    with pytest.raises(SystemExit):
+        bed.driver.on_event(copy.deepcopy(event), None)
+    assert bed.ledger()[f"import#{MODEL}"]["State"] == "calling"
+    bed.newer_run()
+
+    again = bed.driver.send(event)
+
+    assert again.ok, again.reason
+    assert again.data["ModelName"] == MODEL
+    assert bed.tokens() == [token(MODEL, CHECKPOINT)]
+    assert NEWER_MODEL not in bed.plane.bedrock.models
+    item = bed.ledger()[f"import#{MODEL}"]
+    assert (item["State"], item["Fields"]["Resends"]) == ("bought", 1)
+
+
+def test_a_repeated_event_adopts_its_own_import_while_its_tags_are_not_visible(
+    bed: Bed,
+) -> None:
+    bed.finished_run()
+    bed.plane.bedrock.lag_tags(5)
+    event = bed.driver.event("Create", props())
+    first = bed.driver.on_event(copy.deepcopy(event), None)
+
+    again = bed.driver.send(event)
+
+    # Not "imported by someone else": the ledger records this stack's import of it.
+    assert again.ok, again.reason
+    assert again.physical_id == first["PhysicalResourceId"]
+    assert len(bed.creates()) == 1
+    assert bed.plane.calls_to("ListTagsForResource")  # read, and empty
+    assert bed.plane.bedrock.tags[again.physical_id]  # there, not yet shown
+
+
+def test_the_token_is_identical_across_repeated_events_of_one_import(bed: Bed) -> None:
+    bed.finished_run()
+    bed.plane.server_error("CreateCustomModel", times=3)  # every attempt of deploy 1
+
+    failed = bed.stack().create(props())
+
+    assert failed.reason == (
+        f"CreateCustomModel for Bedrock model {MODEL} failed (InternalServerException: An "
+        "internal error occurred.) and it is not visible yet, so it may have been created; "
+        f"the purchase ledger holds import#{MODEL} as ambiguous, and the next deploy looks "
+        "it up by name and resends the same client token, so it is never created twice"
+    )
+    assert bed.ledger()[f"import#{MODEL}"]["State"] == "ambiguous"
+
+    again = bed.stack().create(props())
+    event = bed.driver.event("Create", props())
+    repeated = bed.driver.send(event)
+
+    assert again.ok and repeated.ok, (again.reason, repeated.reason)
+    assert again.physical_id == repeated.physical_id
+    # Deploy 1's three attempts, deploy 2's resend: one token; deploy 3 only adopts.
+    assert bed.tokens() == [token(MODEL, CHECKPOINT)] * 4
+    assert list(bed.plane.bedrock.models) == [MODEL]
+    item = bed.ledger()[f"import#{MODEL}"]
+    assert (item["State"], item["Fields"]["Source"]) == ("bought", "bought")
+    assert event["RequestId"] in item["Fields"]["Requests"]
+
+
+def test_a_refused_import_says_nothing_was_created_and_retries_with_a_new_token(
+    bed: Bed,
+) -> None:
+    bed.finished_run()
+    bed.plane.error("CreateCustomModel", "AccessDeniedException", status=403, message="not allowed")
+
+    refused = bed.stack().create(props())
+
+    assert refused.reason == (
+        f"CreateCustomModel for Bedrock model {MODEL} was refused (AccessDeniedException: "
+        "not allowed), so nothing was created; fix the cause and deploy again, which sends "
+        "a new client token"
+    )
+    item = bed.ledger()[f"import#{MODEL}"]
+    assert (item["State"], item["Fields"]["Generation"]) == ("refused", 1)
+    assert bed.stack().create(props()).ok
+    assert bed.tokens() == [token(MODEL, CHECKPOINT), token(MODEL, CHECKPOINT, 1)]
+
+
+# --- the ledger failing: closed ------------------------------------------------------------
+
+
+def unavailable(what: str, error: str) -> str:
+    return (
+        f"{what} was not bought: the purchase ledger could not be used ({error}), and "
+        "novapod buys only under a claim in it; nothing was called, deploy again once the "
+        "table answers"
+    )
+
+
+def test_a_ledger_that_cannot_be_read_calls_nothing(bed: Bed) -> None:
+    bed.finished_run()
+    bed.plane.server_error("Query", times=3)
+
+    outcome = bed.stack().create(props())
+
+    assert outcome.reason == unavailable(
+        "Bedrock model lite-sft-model",
+        f"reading the purchase ledger {LEDGER_TABLE} failed (InternalServerError: Internal "
+        "server error)",
+    )
+    assert bed.plane.operations() == []  # no S3, no Bedrock
+    assert bed.ledger() == {}
+
+
+def test_an_item_that_cannot_be_read_calls_no_import(bed: Bed) -> None:
+    bed.finished_run()
+    bed.plane.server_error("GetItem", times=3)
+
+    outcome = bed.stack().create(props())
+
+    assert outcome.reason == unavailable(
+        f"Bedrock model {MODEL}",
+        f"reading purchase import#{MODEL} from the purchase ledger {LEDGER_TABLE} failed "
+        "(InternalServerError: Internal server error)",
+    )
+    assert bed.plane.operations() == ["ListObjectsV2", "GetObject", "GetCustomModel"]
+
+
+def test_a_refused_ledger_write_calls_no_import(bed: Bed) -> None:
+    bed.finished_run()
+    bed.plane.error("PutItem", "AccessDeniedException", message="not allowed")
+
+    outcome = bed.stack().create(props())
+
+    assert outcome.reason == unavailable(
+        f"Bedrock model {MODEL}",
+        f"writing claimed for purchase import#{MODEL} to the purchase ledger {LEDGER_TABLE} "
+        "failed (AccessDeniedException: not allowed)",
+    )
+    assert bed.creates() == [] and bed.ledger() == {}
+
+
+def test_a_calling_write_that_cannot_be_made_calls_no_import(bed: Bed) -> None:
+    bed.finished_run()
+    bed.plane.inject("PutItem", Fault("server_error", status=500), times=3, after=1)
+
+    outcome = bed.stack().create(props())
+
+    assert outcome.reason == unavailable(
+        f"Bedrock model {MODEL}",
+        f"writing calling for purchase import#{MODEL} to the purchase ledger {LEDGER_TABLE} "
+        "failed (InternalServerError: Internal server error)",
+    )
+    assert bed.creates() == []
+    assert bed.ledger()[f"import#{MODEL}"]["State"] == "claimed"
+
+
+def test_throttled_ledger_writes_are_retried_and_import_once(bed: Bed) -> None:
+    bed.finished_run()
+    bed.plane.throttle("PutItem", times=2)
+    bed.plane.throttle("Query")
+    bed.plane.throttle("GetItem")
+
+    outcome = bed.stack().create(props())
+
+    assert outcome.ok, outcome.reason
+    assert bed.tokens() == [token(MODEL, CHECKPOINT)]
+    assert bed.ledger()[f"import#{MODEL}"]["State"] == "bought"
+
+
+@pytest.mark.parametrize("how", ["server_error", "drop"])
+def test_a_lost_answer_to_a_ledger_write_is_settled_by_reading_it_back(bed: Bed, how: str) -> None:
+    bed.finished_run()
+    # The claim lands, its answer is lost; botocore resends it and the condition fails.
+    bed.plane.inject("PutItem", Fault("lose_response", how=how))  # type: ignore[arg-type]
+
+    outcome = bed.stack().create(props())
+
+    assert outcome.ok, outcome.reason
+    assert len(bed.creates()) == 1
+    assert bed.ledger()[f"import#{MODEL}"]["State"] == "bought"
+
+
+def test_a_claim_another_invocation_wrote_first_is_waited_for_then_taken_over(
+    bed: Bed,
+) -> None:
+    bed.finished_run()
+    rival = {
+        "Environment": ENVIRONMENT,
+        "Purchase": f"import#{MODEL}",
+        "Kind": "import",
+        "Name": MODEL,
+        "State": "claimed",
+        "Sequence": 1,
+        "Attempt": 1,
+        "RequestId": "a-crashed-request",
+        "Claimant": "a-crashed-claimant",
+        "UpdatedAt": "2030-01-01T00:00:00Z",
+        "Fields": {"BaseName": "lite-sft-model", "Checkpoint": CHECKPOINT, "Generation": 0},
+        "Attempts": [],
+    }
+    # The conditional write of our claim finds the item just written by another writer.
+    bed.plane.dynamodb.rival_put("PutItem", LEDGER_TABLE, rival)
+
+    outcome = bed.stack().create(props())
+
+    assert outcome.ok, outcome.reason
+    assert bed.tokens() == [token(MODEL, CHECKPOINT)]
+    item = bed.ledger()[f"import#{MODEL}"]
+    assert (item["State"], item["Attempt"]) == ("bought", 1)
+    assert item["Claimant"] != "a-crashed-claimant"
+    # It waited once (HOLDER_WAIT_SECONDS) before taking the claim over and calling.
+    waited = timedelta(seconds=index.HOLDER_WAIT_SECONDS)
+    assert item["Fields"]["CallingAt"] == (T0 + waited).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_without_a_ledger_nothing_is_imported_and_an_existing_model_is_adopted(
+    bed: Bed,
+) -> None:
+    bed.finished_run()
+
+    refused = bed.stack().create(props(LedgerTable=None))
+
+    assert refused.reason == (
+        f"Bedrock model {MODEL} was not imported: the resource names no purchase ledger "
+        "(LedgerTable and Environment), and novapod calls Bedrock only under a claim in it; "
+        "synthesize with this novapod version, whose storage stack holds the ledger"
+    )
+    assert bed.creates() == []
+    # A rollback to a template from before the ledger still adopts its model.
+    tags = [{"key": "novapod:checkpoint-sha256", "value": sha(CHECKPOINT)}]
+    arn = bed.plane.bedrock.add_model(MODEL, source=CHECKPOINT, tags=tags)
+    adopted = bed.stack().create(props(LedgerTable=None, Environment=None))
+    assert adopted.ok and adopted.physical_id == arn
+
+
+# --- two deliveries of one request at once ---------------------------------------------
+
+
+class Lanes:
+    """Runs an action right before the n-th call of an operation by one invocation (a
+    lane: "A" unless told) is sent: the handlers' clients get a botocore before-call hook."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._counts: Counter[tuple[str, str]] = Counter()
+        self._actions: dict[tuple[str, str, int], Callable[[], None]] = {}
+        for factory in ("_client", "_ledger_client"):
+            monkeypatch.setattr(index, factory, self._hooked(getattr(index, factory)))
+
+    def _hooked(self, factory: Callable[..., Any]) -> Callable[..., Any]:
+        def make(*args: Any, **kwargs: Any) -> Any:
+            client = factory(*args, **kwargs)
+            client.meta.events.register("before-call", self._before)
+            return client
+
+        return make
+
+    @property
+    def lane(self) -> str:
+        return str(getattr(self._local, "lane", "A"))
+
+    def before(
+        self, lane: str, operation: str, action: Callable[[], None], *, nth: int = 1
+    ) -> None:
+        self._actions[(lane, operation, nth)] = action
+
+    def run(self, lane: str, call: Callable[[], Any]) -> Any:
+        previous = self.lane
+        self._local.lane = lane
+        try:
+            return call()
+        finally:
+            self._local.lane = previous
+
+    def _before(self, model: Any, **_: Any) -> None:
+        with self._lock:
+            key = (self.lane, model.name)
+            self._counts[key] += 1
+            action = self._actions.pop((*key, self._counts[key]), None)
+        if action is not None:
+            action()
+
+
+def test_a_delivery_that_imports_first_is_followed_by_the_one_that_read_the_older_manifest(
+    bed: Bed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bed.finished_run()
+    event = bed.driver.event("Create", props())
+    lanes = Lanes(monkeypatch)
+    answers: dict[str, Any] = {}
+
+    def second_delivery() -> None:
+        # A has read the manifest (CHECKPOINT) and not claimed yet; a newer run finishes
+        # and B, delivered meanwhile, reads it and imports before A goes on.
+        bed.newer_run()
+        answers["B"] = lanes.run("B", lambda: bed.driver.on_event(copy.deepcopy(event), None))
+
+    lanes.before("A", "GetCustomModel", second_delivery)
+    answers["A"] = bed.driver.on_event(copy.deepcopy(event), None)
+
+    new_arn = bed.plane.bedrock.models[NEWER_MODEL]["modelArn"]
+    assert answers["A"]["PhysicalResourceId"] == answers["B"]["PhysicalResourceId"] == new_arn
+    assert [c["modelName"] for c in bed.creates()] == [NEWER_MODEL]
+    assert list(bed.plane.bedrock.models) == [NEWER_MODEL]
+    items = bed.ledger()
+    assert items[f"import#{NEWER_MODEL}"]["State"] == "bought"
+    given_up = items[f"import#{MODEL}"]
+    assert given_up["State"] == "released"
+    assert given_up["Fields"]["SupersededBy"] == f"import#{NEWER_MODEL}"
+    assert "ClientRequestToken" not in given_up["Fields"]  # never called
+    assert bed.driver.complete(event, answers["A"]).ok
+
+
+def test_a_delivery_during_the_import_call_follows_it_with_the_same_token(
+    bed: Bed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bed.finished_run()
+    event = bed.driver.event("Create", props())
+    lanes = Lanes(monkeypatch)
+    answers: dict[str, Any] = {}
+
+    def second_delivery() -> None:
+        # A holds import#MODEL as calling and is about to send CreateCustomModel; a newer
+        # run has finished. B finds A's checkpoint in the ledger, waits, then resends.
+        bed.newer_run()
+        answers["B"] = lanes.run("B", lambda: bed.driver.on_event(copy.deepcopy(event), None))
+
+    lanes.before("A", "CreateCustomModel", second_delivery)
+    answers["A"] = bed.driver.on_event(copy.deepcopy(event), None)
+
+    arn = bed.plane.bedrock.models[MODEL]["modelArn"]
+    assert answers["A"]["PhysicalResourceId"] == answers["B"]["PhysicalResourceId"] == arn
+    assert list(bed.plane.bedrock.models) == [MODEL]
+    # B's resend and A's call: one token, one model (Bedrock ignores the repeat).
+    assert bed.tokens() == [token(MODEL, CHECKPOINT)] * 2
+    assert f"import#{NEWER_MODEL}" not in bed.ledger()
+
+
+def test_two_deliveries_that_claimed_two_checkpoints_import_only_one(
+    bed: Bed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claims the older checkpoint while B, which read the newer one, has claimed its
+    own and decided to call: A (the older manifest) wins, gives B's claim up with a
+    conditional write, and B's `calling` then fails its condition and B follows A."""
+    bed.finished_run()
+    event = bed.driver.event("Create", props())
+    lanes = Lanes(monkeypatch)
+    b_ready, b_resume = threading.Event(), threading.Event()
+    answers: dict[str, Any] = {}
+
+    def b_pauses_before_calling() -> None:
+        b_ready.set()
+        assert b_resume.wait(10)
+
+    def b() -> None:
+        answers["B"] = lanes.run("B", lambda: bed.driver.on_event(copy.deepcopy(event), None))
+
+    thread = threading.Thread(target=b, name="delivery-B")
+
+    def start_b() -> None:
+        thread.start()
+        assert b_ready.wait(10)
+
+    lanes.before("A", "PutItem", start_b)  # right before A's claim
+    lanes.before("B", "ListObjectsV2", bed.newer_run)
+    lanes.before("B", "PutItem", b_pauses_before_calling, nth=2)  # B's `calling`
+    answers["A"] = bed.driver.on_event(copy.deepcopy(event), None)
+    b_resume.set()
+    thread.join(10)
+
+    arn = bed.plane.bedrock.models[MODEL]["modelArn"]
+    assert answers["A"]["PhysicalResourceId"] == answers["B"]["PhysicalResourceId"] == arn
+    assert [c["modelName"] for c in bed.creates()] == [MODEL]
+    given_up = bed.ledger()[f"import#{NEWER_MODEL}"]
+    assert given_up["State"] == "released"
+    assert given_up["Fields"]["SupersededBy"] == f"import#{MODEL}"
+
+
+# --- the deployment ------------------------------------------------------------------------
+
+
+def test_the_deployment_is_claimed_and_recorded_in_the_ledger(bed: Bed) -> None:
+    bed.finished_run()
+    deployment = bedrock_name("lite-sft-model")
+
+    outcome = bed.stack().create(props(Deployment="on-demand"))
+
+    assert outcome.ok, outcome.reason
+    item = bed.ledger()[f"deployment#{deployment}"]
+    assert item["State"] == "bought"
+    assert item["Fields"]["Arn"] == outcome.data["DeploymentArn"]
+    assert item["Fields"]["Model"] == outcome.physical_id
+    assert item["Fields"]["Generation"] == 0
+
+
+def test_an_ambiguous_deployment_call_is_resent_with_the_same_token_on_the_next_poll(
+    bed: Bed,
+) -> None:
+    bed.finished_run()
+    bed.plane.server_error("CreateCustomModelDeployment", times=3)
+    deployment = bedrock_name("lite-sft-model")
+
+    outcome = bed.stack().create(props(Deployment="on-demand"))
+
+    assert outcome.ok, outcome.reason
+    calls = bed.plane.calls_to("CreateCustomModelDeployment")
+    assert len(calls) == 4 and len({c["clientRequestToken"] for c in calls}) == 1
+    assert list(bed.plane.bedrock.deployments) == [deployment]
+    item = bed.ledger()[f"deployment#{deployment}"]
+    assert (item["State"], item["Fields"]["Resends"]) == ("bought", 1)
+
+
+def test_a_deployment_the_ledger_cannot_record_is_not_created(bed: Bed) -> None:
+    bed.finished_run()
+    deployment = bedrock_name("lite-sft-model")
+    # The import's three writes pass; every later write fails.
+    bed.plane.inject("PutItem", Fault("server_error", status=500), times=300, after=3)
+
+    outcome = bed.stack().create(props(Deployment="on-demand", WaitTimeoutSeconds="120"))
+
+    assert not outcome.ok
+    assert outcome.reason == unavailable(
+        f"custom model deployment {deployment}",
+        f"writing claimed for purchase deployment#{deployment} to the purchase ledger "
+        f"{LEDGER_TABLE} failed (InternalServerError: Internal server error)",
+    )
+    assert bed.plane.calls_to("CreateCustomModelDeployment") == []
+
+
+# --- the synthesized roles: their environment's items only ------------------------------
+
+NOVA_JOBS = ROOT / "config" / "examples" / "nova-jobs.yaml"
+JOBS_OUTPUT = f"s3://{BUCKET}/nova/nova-jobs/lite-sft/"
+STORAGE_KEY = f"arn:aws:kms:us-east-1:{EXAMPLE_ACCOUNT}:key/11111111-2222-3333-4444-555555555555"
+
+
+@pytest.fixture(scope="module")
+def roles(synth: Callable[[Any], Synthesized]) -> dict[str, iam.Principal]:
+    """The nova-base stack's Bedrock handler roles, the storage outputs they read resolved
+    as the fake world has them (this module's bucket, the ledger table, a key)."""
+    named = {"ArtifactsBucketName": BUCKET, "KeyArn": STORAGE_KEY}
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            reference = value.get("Fn::GetStackOutput")
+            if isinstance(reference, dict) and reference.get("OutputName") in named:
+                return named[reference["OutputName"]]
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    template = with_storage_outputs(walk(synth(NOVA_JOBS).templates["nova-base"]), EXAMPLE_ACCOUNT)
+    found: dict[str, iam.Principal] = {}
+    for function_id, function in resources(template, "AWS::Lambda::Function").items():
+        handler = str(function["Properties"]["Handler"])
+        if handler.startswith("novapod_lambda.bedrock_model."):
+            role = iam.function_role(template, function_id)
+            statements = iam.role_statements(
+                template, role, account=EXAMPLE_ACCOUNT, region="us-east-1"
+            )
+            found[handler.rsplit(".", 1)[-1]] = iam.Principal(role, statements)
+    assert sorted(found) == ["is_complete", "on_event"]
+    return found
+
+
+def role_stack(bed: Bed, on_event: iam.Principal, is_complete: iam.Principal) -> Stack:
+    bed.plane.account = EXAMPLE_ACCOUNT  # the ledger table's ARN names it
+    bed.plane.put_object(
+        BUCKET,
+        "nova/nova-jobs/lite-sft/lite-sft-aaaaa/manifest.json",
+        manifest(CHECKPOINT),
+        T0 - timedelta(hours=1),
+    )
+    driver = ProviderDriver(
+        as_role(bed.plane, on_event, index.on_event),
+        as_role(bed.plane, is_complete, index.is_complete),
+        advance_clock=bed.clock.advance,
+        query_interval_seconds=POLL_SECONDS,
+        logical_id="LiteSftModel",
+    )
+    return Stack(driver)
+
+
+def test_the_synthesized_roles_import_and_deploy_under_their_environment(
+    bed: Bed, roles: dict[str, iam.Principal]
+) -> None:
+    stack = role_stack(bed, roles["on_event"], roles["is_complete"])
+
+    outcome = stack.create(
+        props(OutputPrefix=JOBS_OUTPUT, Environment="nova-jobs", Deployment="on-demand")
+    )
+
+    assert outcome.ok, outcome.reason
+    states = {i["Purchase"]: (i["Environment"], i["State"]) for i in bed.ledger().values()}
+    assert states == {
+        f"import#{MODEL}": ("nova-jobs", "bought"),
+        f"deployment#{MODEL}": ("nova-jobs", "bought"),
+    }
+
+
+def test_the_synthesized_roles_may_not_touch_another_environments_items(
+    bed: Bed, roles: dict[str, iam.Principal]
+) -> None:
+    stack = role_stack(bed, roles["on_event"], roles["is_complete"])
+
+    outcome = stack.create(props(OutputPrefix=JOBS_OUTPUT, Environment="dev"))
+
+    role = roles["on_event"].role_name
+    table = f"arn:aws:dynamodb:us-east-1:{EXAMPLE_ACCOUNT}:table/{LEDGER_TABLE}"
+    assert outcome.reason == unavailable(
+        "Bedrock model lite-sft-model",
+        f"reading the purchase ledger {LEDGER_TABLE} failed (AccessDeniedException: User: "
+        f"arn:aws:sts::{EXAMPLE_ACCOUNT}:assumed-role/{role}/handler is not authorized to "
+        f"perform: dynamodb:Query on resource: {table} because no identity-based policy "
+        "allows the dynamodb:Query action)",
+    )
+    assert bed.plane.operations() == []
+
+
+def test_without_the_ledger_statement_the_roles_import_nothing(
+    bed: Bed, roles: dict[str, iam.Principal]
+) -> None:
+    stack = role_stack(bed, roles["on_event"].without("PurchaseLedger"), roles["is_complete"])
+
+    outcome = stack.create(props(OutputPrefix=JOBS_OUTPUT, Environment="nova-jobs"))
+
+    assert not outcome.ok
+    assert "nothing was called" in outcome.reason
+    assert bed.plane.operations() == [] and bed.ledger() == {}
+
+
+# --- time ------------------------------------------------------------------------------
+
+
+def test_on_event_worst_case_fits_its_timeout() -> None:
+    # list and read the manifest, ask the ledger for the request, then one round; a
+    # round after the first starts only while one more fits ON_EVENT_BUDGET_SECONDS.
+    before_rounds = 2 * index.BEDROCK_CALL_SECONDS + index.LEDGER_CALL_SECONDS
+    assert before_rounds + index.ROUND_SECONDS <= index.ON_EVENT_BUDGET_SECONDS
+    assert construct.ON_EVENT_TIMEOUT.to_seconds() > index.ON_EVENT_BUDGET_SECONDS
+
+
+def test_is_complete_worst_case_fits_its_timeout() -> None:
+    # the model, the deployment, its item; claim, calling, the call, bought
+    worst = (
+        3 * index.BEDROCK_CALL_SECONDS + index.LEDGER_CALL_SECONDS + 3 * index.LEDGER_WRITE_SECONDS
+    )
+    assert worst < construct.IS_COMPLETE_TIMEOUT.to_seconds()

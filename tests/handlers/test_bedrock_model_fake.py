@@ -114,3 +114,28 @@ def test_faults_are_injected_per_operation(bedrock: Any, control_plane: FakeCont
     with pytest.raises(ClientError) as error:
         bedrock.get_custom_model(modelIdentifier="m-1")
     assert code(error) == "AccessDeniedException"
+
+
+def test_a_token_stays_remembered_after_its_model_is_deleted(
+    bedrock: Any, control_plane: FakeControlPlane
+) -> None:
+    first = create(bedrock)
+    bedrock.delete_custom_model(modelIdentifier=first)
+    # The same token is ignored: the deleted model's ARN, nothing imported.
+    assert create(bedrock) == first
+    assert control_plane.bedrock.models == {}
+    again = create(bedrock, token="t-2")
+    assert again != first and list(control_plane.bedrock.models) == ["m-1"]
+
+
+def test_tags_of_an_import_may_lag_behind_it(bedrock: Any, control_plane: FakeControlPlane) -> None:
+    control_plane.bedrock.lag_tags(2)
+    arn = bedrock.create_custom_model(
+        modelName="m-1",
+        modelSourceConfig={"s3DataSource": {"s3Uri": SOURCE}},
+        roleArn=ROLE,
+        modelTags=[{"key": "k", "value": "v"}],
+        clientRequestToken="t-1",
+    )["modelArn"]
+    reads = [bedrock.list_tags_for_resource(resourceARN=arn)["tags"] for _ in range(3)]
+    assert reads == [[], [], [{"key": "k", "value": "v"}]]

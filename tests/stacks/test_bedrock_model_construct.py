@@ -1,6 +1,6 @@
-"""Bedrock import: the import role, the handlers' permissions and the Provider's timeouts
-in the nova-base stack; the custom resource of the example's model and the outputs in
-the nova stack."""
+"""Bedrock import: the import role, the handlers' permissions (the purchase ledger's
+included) and the Provider's timeouts in the nova-base stack; the custom resource of the
+example's model and the outputs in the nova stack."""
 
 from __future__ import annotations
 
@@ -19,6 +19,27 @@ ESCROW = "arn:${AWS::Partition}:s3:::customer-escrow-${AWS::AccountId}-*"
 OUTPUTS = "arn:aws:s3:::${ArtifactsBucket}/nova/nova-jobs/lite-sft/*"
 BUCKET = "arn:aws:s3:::${ArtifactsBucket}"
 KEY = "${EncryptionKey.Arn}"  # the storage stack's KeyArn output
+LEDGER = "${PurchaseLedger.Arn}"  # the storage stack's table
+# Both handlers read and claim their environment's ledger items, nothing else
+# (novapod/constructs/purchase_ledger.py grant_purchases).
+CLAIMS_PURCHASES = {
+    "PurchaseLedger": {
+        "actions": ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
+        "resources": [LEDGER],
+        "condition": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["nova-jobs"]}},
+    },
+    "PurchaseLedgerKey": {
+        "actions": ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"],
+        "resources": [KEY],
+        "condition": {
+            "StringEquals": {
+                "kms:ViaService": {
+                    "Fn::Join": ["", ["dynamodb.", {"Ref": "AWS::Region"}, ".amazonaws.com"]]
+                }
+            }
+        },
+    },
+}
 
 
 def nova(synth) -> tuple[Any, dict[str, Any]]:
@@ -128,6 +149,7 @@ def test_on_event_may_import_read_tag_delete_and_pass_only_the_import_role(synth
     import_role = logical(template, "AWS::IAM::Role", "BedrockModelsImportRole")
     assert statements(result, _handler_policy(template, "OnEvent")) == {
         **IN_THE_VPC,
+        **CLAIMS_PURCHASES,
         "ListJobOutputs": {
             "actions": ["s3:ListBucket"],
             "resources": [BUCKET],
@@ -174,6 +196,7 @@ def test_is_complete_may_read_models_and_create_and_read_deployments(synth) -> N
     result, template = base(synth)
     assert statements(result, _handler_policy(template, "IsComplete")) == {
         **IN_THE_VPC,
+        **CLAIMS_PURCHASES,
         "ReadModelsAndDeploy": {
             "actions": ["bedrock:CreateCustomModelDeployment", "bedrock:GetCustomModel"],
             "resources": [MODELS],
@@ -197,12 +220,15 @@ def test_the_example_model_imports_lite_sft_with_an_on_demand_deployment(synth) 
     assert joined(props.pop("ServiceToken"), result).startswith("${BedrockModelsHandlersProvider")
     output_prefix = joined(props.pop("OutputPrefix"), result)
     role = joined(props.pop("RoleArn"), result)
+    # The purchase ledger's table, read from the storage stack.
+    assert joined(props.pop("LedgerTable"), result) == "${PurchaseLedger}"
     assert props == {
         "ModelName": "lite-sft-model",
         "Deployment": "on-demand",
         "Tags": [{"Key": "novapod:environment", "Value": "nova-jobs"}],
         "RetainOnDelete": "true",
         "WaitTimeoutSeconds": "3000",
+        "Environment": "nova-jobs",
     }
     # Where the rendered recipe of lite-sft writes (render.output_uri), with the
     # artifacts bucket of the storage stack.
@@ -228,9 +254,10 @@ def test_timeouts_cover_the_handler_and_the_wait_within_the_hour(synth) -> None:
         for k, f in functions.items()
         if k.startswith("BedrockModelsHandlers")
     }
-    # on_event's worst case is ~9.5 min, one is_complete poll ~4 min (handler/index.py).
-    assert timeout["handler.index.on_event"] == 660
-    assert timeout["handler.index.is_complete"] == 300
+    # on_event runs rounds within 830 s, one is_complete poll ~6.5 min (handler/index.py);
+    # the asset bundles the handler core (the purchase ledger).
+    assert timeout["novapod_lambda.bedrock_model.handler.index.on_event"] == 840
+    assert timeout["novapod_lambda.bedrock_model.handler.index.is_complete"] == 420
     machine = next(
         m
         for k, m in resources(template, "AWS::StepFunctions::StateMachine").items()
@@ -241,7 +268,7 @@ def test_timeouts_cover_the_handler_and_the_wait_within_the_hour(synth) -> None:
     waited = retry["IntervalSeconds"] * (retry["MaxAttempts"] + 1)
     assert retry["IntervalSeconds"] == 60
     # WaitTimeoutSeconds (3000) + one interval + one is_complete run < total <= 1 h.
-    assert 3000 + 60 + 300 < waited <= 3600
+    assert 3000 + 60 + 420 < waited <= 3600
 
 
 def test_outputs_name_the_model_its_deployment_and_the_log_groups(synth) -> None:

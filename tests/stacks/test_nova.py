@@ -8,12 +8,14 @@ import json
 from typing import Any
 
 import pytest
-from aws_cdk import App, Environment
+from aws_cdk import App, Environment, Stack
+from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Template
 
 from novapod import yamlsafe
 from novapod.config import load_config, parse_config
 from novapod.constructs.network import PrivatePlacement
+from novapod.constructs.purchase_ledger import PurchaseLedger
 from novapod.environment import cdk_json_context
 from novapod.nova import render
 from novapod.nova.access import scientist_entry_id
@@ -115,6 +117,10 @@ def _standalone(scientists: list[str]) -> dict[str, Any]:
         "artifacts_bucket_name": "artifacts",
         "key_arn": "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab",
     }
+    storage = Stack(app, "Storage", env=env)
+    ledger = PurchaseLedger(
+        storage, "PurchaseLedger", key=kms.Key(storage, "Key"), logical_id="PurchaseLedger"
+    )
     base = NovaBaseStack(
         app,
         "NovaBase",
@@ -124,6 +130,7 @@ def _standalone(scientists: list[str]) -> dict[str, Any]:
             vpc_id="vpc-0a1b2c3d", subnet_ids=("subnet-0a1b2c3d",), security_group_id="sg-0a1b2c3d"
         ),
         env=env,
+        ledger=ledger,
         **stored,
     )
     stack = NovaStack(

@@ -16,6 +16,11 @@ CustomModelDeployment take `custom-model-deployment`. Both resource types end in
 Bedrock generates, so the narrowest ARN is this account and region's `custom-model/*`.
 The handler never lists models (it looks its model up by name), so ListCustomModels
 is not granted.
+
+The import and the deployment are purchases of the environment's purchase ledger (the
+storage stack's table, novapod/constructs/purchase_ledger.py): both functions may read
+and claim that environment's items only (`PurchaseLedger.grant_purchases`), and each
+model names the table and the environment (`LedgerTable`, `Environment`).
 """
 
 from __future__ import annotations
@@ -37,16 +42,25 @@ from novapod.constructs.bedrock_model.handler.decisions import (
     SOURCE_DIGEST_TAG,
 )
 from novapod.constructs.network import PrivatePlacement
-from novapod.constructs.provider import HandlerProvider, default_policy, handler_code
+from novapod.constructs.provider import (
+    HandlerProvider,
+    core_handler_module,
+    default_policy,
+    handler_code,
+)
+from novapod.constructs.purchase_ledger import PurchaseLedger
 from novapod.nova.render import output_prefix
 
 HANDLER_ROOT = Path(__file__).resolve().parent
 RESOURCE_TYPE = "Custom::NovapodBedrockModel"
-# The handler's worst cases (handler/index.py: every call bounded by a 5 s connect and
-# 20 s read timeout, 3 attempts): on_event lists and reads the manifest, looks the model
-# up, reads its tags, creates and re-reads it, ~9.5 min; one is_complete poll ~4 min.
-ON_EVENT_TIMEOUT = Duration.minutes(11)
-IS_COMPLETE_TIMEOUT = Duration.minutes(5)
+# The handler's worst cases (handler/index.py: every Bedrock and S3 call bounded by a
+# 5 s connect and 20 s read timeout, every ledger call by 2 s and 3 s, 3 attempts):
+# on_event lists and reads the manifest, asks the ledger for the request, then runs
+# rounds of look-up, claim and import while one fits its budget (ON_EVENT_BUDGET_SECONDS,
+# 830 s; the first ends by ~12 min); one is_complete poll reads the model and the
+# deployment and claims, creates and records the deployment, ~6.5 min.
+ON_EVENT_TIMEOUT = Duration.minutes(14)
+IS_COMPLETE_TIMEOUT = Duration.minutes(7)
 QUERY_INTERVAL = Duration.minutes(1)
 WAIT_TIMEOUT_SECONDS = DEFAULT_WAIT_TIMEOUT_SECONDS
 # The poll that finds the wait over starts at most one interval after it and runs at
@@ -76,7 +90,8 @@ class BedrockImport(Construct):
     """The import role and the Provider of the models' custom resources.
 
     `job_prefixes` are the key prefixes (in the artifacts bucket) of the jobs whose
-    checkpoints are imported; `artifacts_bucket`, `import_role`, `handlers`.
+    checkpoints are imported; `artifacts_bucket`, `import_role`, `handlers`, and the
+    purchase ledger's `ledger_table` and `environment` the models name.
     """
 
     def __init__(
@@ -89,11 +104,14 @@ class BedrockImport(Construct):
         outputs_prefix: str,
         artifacts_bucket: s3.IBucket,
         key: kms.IKey,
+        ledger: PurchaseLedger,
         log_retention_days: int,
         placement: PrivatePlacement | None = None,
     ) -> None:
         super().__init__(scope, id_)
         stack = Stack.of(self)
+        self.environment = environment
+        self.ledger_table = ledger.table_name
         self._bucket = artifacts_bucket
         self.artifacts_bucket = artifacts_bucket
         jobs = list(dict.fromkeys(m.job for m in models))
@@ -109,7 +127,8 @@ class BedrockImport(Construct):
         self.handlers = HandlerProvider(
             self,
             "Handlers",
-            code=handler_code(HANDLER_ROOT),
+            code=handler_code(HANDLER_ROOT, core=True),
+            handler_module=core_handler_module(HANDLER_ROOT),
             purpose="BedrockModel",
             on_event_timeout=ON_EVENT_TIMEOUT,
             is_complete_timeout=IS_COMPLETE_TIMEOUT,
@@ -128,6 +147,10 @@ class BedrockImport(Construct):
             )
         self._grant_on_event(key)
         self._grant_is_complete()
+        # on_event claims and records the import, Delete its next generation; is_complete
+        # claims and records the deployment.
+        for function in (self.handlers.on_event, self.handlers.is_complete):
+            ledger.grant_purchases(function, environment)
 
     # --- the import role --------------------------------------------------------------
 
@@ -352,6 +375,8 @@ class BedrockModels(Construct):
             "Tags": [{"Key": k, "Value": v} for k, v in sorted(tags.items())],
             "RetainOnDelete": "true" if model.retain else "false",
             "WaitTimeoutSeconds": str(WAIT_TIMEOUT_SECONDS),
+            "LedgerTable": self._importer.ledger_table,
+            "Environment": self._importer.environment,
         }
         # No KmsKeyArn: Bedrock then encrypts the model with an AWS-owned key. Using the
         # storage key would need Bedrock grants in that key's policy
@@ -410,6 +435,7 @@ def bedrock_import(
     config: NovapodConfig,
     artifacts_bucket: s3.IBucket,
     key: kms.IKey,
+    ledger: PurchaseLedger,
     placement: PrivatePlacement | None = None,
 ) -> BedrockImport | None:
     """The import role and handlers in NovaBaseStack (None without `nova.bedrock_models`)."""
@@ -424,6 +450,7 @@ def bedrock_import(
         outputs_prefix=output_prefix(config),
         artifacts_bucket=artifacts_bucket,
         key=key,
+        ledger=ledger,
         log_retention_days=config.eks.log_retention_days if config.eks else 365,
         placement=placement,
     )

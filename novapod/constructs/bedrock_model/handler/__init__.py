@@ -1,8 +1,10 @@
 """Lambda code of the BedrockModel custom resource: `index` (entry points), `decisions`
-(pure logic) and `manifest` (finding a job's checkpoint in S3, shared with `novapod
-launch`).
+(pure logic), `claims` (pure decisions over the purchase ledger's items) and `manifest`
+(finding a job's checkpoint in S3, shared with `novapod launch`).
 
-Deployed as an asset whose root holds this folder, like the TrainingPlan handler, so
-the handler strings are `handler.index.on_event` and `handler.index.is_complete`;
-imports stay relative and need only the Lambda runtime's boto3.
+Deployed with the handler core (the purchase ledger) like the TrainingPlan handler
+(`provider.handler_code(core=True)`), so the handler strings are
+`novapod_lambda.bedrock_model.handler.index.on_event` and `...is_complete`; imports
+stay relative (`from ...handler_core import ledger`) and need only the Lambda runtime's
+boto3.
 """

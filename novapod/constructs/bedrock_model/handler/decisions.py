@@ -20,6 +20,10 @@ Resource properties (CloudFormation passes scalars as strings):
 - `WaitTimeoutSeconds` (optional, default 3000): how long is_complete waits for Active
   before failing with a sentence saying a later deploy resumes waiting; the Provider's
   total timeout (at most 1 h) must be longer.
+- `LedgerTable`, `Environment`: the purchase ledger (handler_core/ledger.py) and the
+  environment whose items the import and the deployment are claimed in; without them
+  (a resource from before the ledger) an existing model is only adopted, nothing is
+  imported or deployed, and a Delete still deletes.
 
 Attributes (`Data`, all strings): ModelArn, ModelName (the Bedrock name), CheckpointUri,
 DeploymentArn ("" without a deployment), Status ("Active").
@@ -86,6 +90,9 @@ class ModelProperties:
     tags: tuple[tuple[str, str], ...]
     retain_on_delete: bool
     wait_timeout_seconds: int
+    # The purchase ledger (handler_core/ledger.py): its table and this environment.
+    ledger_table: str | None = None
+    environment: str | None = None
 
 
 # --- properties -------------------------------------------------------------------------
@@ -125,7 +132,18 @@ def parse_properties(raw: Mapping[str, Any]) -> ModelProperties:
         tags=_tags(raw),
         retain_on_delete=retain_on_delete(raw),
         wait_timeout_seconds=_wait_timeout(raw),
+        ledger_table=_optional_str(raw, "LedgerTable"),
+        environment=_optional_str(raw, "Environment"),
     )
+
+
+def ledger_of(raw: Mapping[str, Any]) -> tuple[str, str] | None:
+    """LedgerTable and Environment of a Delete's properties, leniently (a Delete must
+    not fail on a property)."""
+    table, environment = raw.get("LedgerTable"), raw.get("Environment")
+    if isinstance(table, str) and table and isinstance(environment, str) and environment:
+        return table, environment
+    return None
 
 
 def retain_on_delete(raw: Mapping[str, Any]) -> bool:
@@ -230,17 +248,27 @@ def deployment_name(props: ModelProperties, bedrock_model_name: str) -> str:
     return f"{props.deployment_name}-{bedrock_model_name.rsplit('-', 1)[-1]}"
 
 
-def model_token(bedrock_model_name: str, checkpoint: str) -> str:
-    """The clientRequestToken of CreateCustomModel: the same model and checkpoint always
-    send the same token, so a resent or repeated request imports once ("If this token
-    matches a previous request, Amazon Bedrock ignores the request, but does not return
-    an error", https://docs.aws.amazon.com/bedrock/latest/APIReference/
-    API_CreateCustomModel.html)."""
-    return "novapod-" + digest(f"model\n{bedrock_model_name}\n{checkpoint}")
+def _generation_suffix(generation: int) -> str:
+    return f"\ngeneration {generation}" if generation else ""
 
 
-def deployment_token(name: str, model_arn: str) -> str:
-    return "novapod-" + digest(f"deployment\n{name}\n{model_arn}")
+def model_token(bedrock_model_name: str, checkpoint: str, generation: int = 0) -> str:
+    """The clientRequestToken of CreateCustomModel: the same model, checkpoint and
+    generation always send the same token, so a resent or repeated request imports once
+    ("If this token matches a previous request, Amazon Bedrock ignores the request, but
+    does not return an error", https://docs.aws.amazon.com/bedrock/latest/APIReference/
+    API_CreateCustomModel.html). Bedrock ignores a seen token even once its model is
+    deleted, so an import made again after a delete (or a Failed or refused import) is a
+    new generation (its ledger item's `Generation`); generation 0 is the token novapod
+    sent before the ledger, so existing imports keep theirs."""
+    text = f"model\n{bedrock_model_name}\n{checkpoint}{_generation_suffix(generation)}"
+    return "novapod-" + digest(text)
+
+
+def deployment_token(name: str, model_arn: str, generation: int = 0) -> str:
+    """CreateCustomModelDeployment's token, by the same rule (the model's ARN already
+    differs for each import)."""
+    return "novapod-" + digest(f"deployment\n{name}\n{model_arn}{_generation_suffix(generation)}")
 
 
 def own_tags(checkpoint: str) -> list[dict[str, str]]:
@@ -252,7 +280,7 @@ def own_tags(checkpoint: str) -> list[dict[str, str]]:
 
 
 def create_model_kwargs(
-    props: ModelProperties, bedrock_model_name: str, checkpoint: str
+    props: ModelProperties, bedrock_model_name: str, checkpoint: str, generation: int = 0
 ) -> dict[str, Any]:
     """CreateCustomModel's arguments (see create-custom-model-sdks.html in the Bedrock
     user guide: modelName, modelSourceConfig.s3DataSource.s3Uri, roleArn, optional
@@ -262,18 +290,20 @@ def create_model_kwargs(
         "modelSourceConfig": {"s3DataSource": {"s3Uri": checkpoint}},
         "roleArn": props.role_arn,
         "modelTags": [{"key": k, "value": v} for k, v in props.tags] + own_tags(checkpoint),
-        "clientRequestToken": model_token(bedrock_model_name, checkpoint),
+        "clientRequestToken": model_token(bedrock_model_name, checkpoint, generation),
     }
     if props.kms_key_arn is not None:
         kwargs["modelKmsKeyArn"] = props.kms_key_arn
     return kwargs
 
 
-def create_deployment_kwargs(props: ModelProperties, name: str, model_arn: str) -> dict[str, Any]:
+def create_deployment_kwargs(
+    props: ModelProperties, name: str, model_arn: str, generation: int = 0
+) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         "modelDeploymentName": name,
         "modelArn": model_arn,
-        "clientRequestToken": deployment_token(name, model_arn),
+        "clientRequestToken": deployment_token(name, model_arn, generation),
     }
     if props.tags:
         kwargs["tags"] = [{"key": k, "value": v} for k, v in props.tags]
@@ -323,12 +353,16 @@ def tag_map(tags: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 
 
 def adoption_problem(
-    model: Mapping[str, Any], tags: Mapping[str, str], checkpoint: str
+    model: Mapping[str, Any], tags: Mapping[str, str], checkpoint: str, *, ours: bool = False
 ) -> str | None:
-    """Why an existing model of our name cannot be adopted (None when it can)."""
+    """Why an existing model of our name cannot be adopted (None when it can).
+
+    `ours`: the purchase ledger shows this stack's import may have made the model (see
+    claims.ours_by_ledger), so missing source tags are tags not visible yet."""
     name = model.get("modelName", "?")
     source = tags.get(SOURCE_DIGEST_TAG)
-    if source != digest(checkpoint):
+    waiting_for_tags = source is None and ours
+    if source != digest(checkpoint) and not waiting_for_tags:
         origin = (
             f"from another checkpoint ({tags.get(SOURCE_URI_TAG) or 'sha256 ' + source})"
             if source
@@ -420,11 +454,36 @@ def deployment_timeout_message(name: str, *, last_error: str | None = None) -> s
     )
 
 
-def create_failed_message(name: str, detail: str) -> str:
+def ledger_missing_message(what: str, done: str = "imported") -> str:
     return (
-        f"CreateCustomModel for Bedrock model {name} failed ({detail}) and the model does not "
-        "exist; deploy again: the retry looks the model up by name first and sends the same "
-        "client token, so it never imports twice"
+        f"{what} was not {done}: the resource names no purchase ledger (LedgerTable and "
+        f"Environment), and novapod calls Bedrock only under a claim in it; synthesize "
+        "with this novapod version, whose storage stack holds the ledger"
+    )
+
+
+def create_refused_message(call: str, what: str, detail: str) -> str:
+    """A call Bedrock refused at once (a 4xx, not retried): nothing was made."""
+    return (
+        f"{call} for {what} was refused ({detail}), so nothing was created; fix the cause "
+        "and deploy again, which sends a new client token"
+    )
+
+
+def create_ambiguous_message(call: str, what: str, key: str, detail: str) -> str:
+    """A call whose outcome is unknown: never say nothing was made."""
+    return (
+        f"{call} for {what} failed ({detail}) and it is not visible yet, so it may have "
+        f"been created; the purchase ledger holds {key} as ambiguous, and the next deploy "
+        "looks it up by name and resends the same client token, so it is never created twice"
+    )
+
+
+def unsettled_message(what: str, key: str, detail: str) -> str:
+    return (
+        f"{what} was not imported by this event: its purchase ledger item {key} kept "
+        f"changing under other invocations ({detail}) and this event made no import call; "
+        "deploy again"
     )
 
 
