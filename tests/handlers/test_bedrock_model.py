@@ -729,9 +729,10 @@ def test_a_refused_import_says_nothing_was_created_and_retries_with_a_new_token(
 
 def unavailable(what: str, error: str) -> str:
     return (
-        f"{what} was not bought: the purchase ledger could not be used ({error}), and "
-        "novapod buys only under a claim in it; nothing was called, deploy again once the "
-        "table answers"
+        f"{what} was not bought by this event: "
+        f"the purchase ledger could not be used ({error}), and "
+        "novapod buys only under a claim in it; no purchase call was made, deploy again "
+        "once the table answers"
     )
 
 
@@ -1166,7 +1167,7 @@ def test_without_the_ledger_statement_the_roles_import_nothing(
     outcome = stack.create(props(OutputPrefix=JOBS_OUTPUT, Environment="nova-jobs"))
 
     assert not outcome.ok
-    assert "nothing was called" in outcome.reason
+    assert "no purchase call was made" in outcome.reason
     assert bed.plane.operations() == [] and bed.ledger() == {}
 
 

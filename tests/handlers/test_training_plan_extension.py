@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import boto3
@@ -23,8 +24,9 @@ import pytest
 from novapod.constructs.training_plan.handler import index
 from novapod.naming import extension_name
 from tests.fakes.aws_control_plane import Fault
+from tests.handlers.interleave import Crash, crashing_before, interleaved
 from tests.handlers.lifecycle import CREATE_FAILED_MARKER, Outcome, Stack
-from tests.handlers.world import PLAN, World, extension_offerings
+from tests.handlers.world import PLAN, T0, World, extension_offerings
 
 ARN = f"arn:aws:sagemaker:us-east-1:123456789012:training-plan/{PLAN}"
 EXT48 = extension_name(PLAN, 48)
@@ -56,6 +58,7 @@ CHECK = f"`aws sagemaker describe-training-plan-extension-history --training-pla
 # A shorter pending timeout than World.props' 600 s: 5 polls, 30 s apart.
 SHORT = {"PendingTimeoutSeconds": "120"}
 KEY = f"extension#{EXT48}"
+T0_PLUS_DAY = T0 + timedelta(days=1)
 
 
 def may_have_been_bought(*, waited: int = 120, offering: str = "tpeo-cheap", error: str) -> str:
@@ -85,11 +88,6 @@ def release(w: World) -> None:
     purchases.release(book, KEY)
 
 
-class Crash(BaseException):
-    """The Lambda runtime ending on_event (timeout, out of memory): no handler code runs
-    after it, not even an `except Exception`."""
-
-
 @contextmanager
 def crashing_extend(*, after_sending: bool) -> Iterator[None]:
     """on_event is killed just before ExtendTrainingPlan is sent, or just after it bought."""
@@ -114,36 +112,6 @@ def crashing_extend(*, after_sending: bool) -> Iterator[None]:
         yield
     finally:
         index._client = real  # type: ignore[assignment]
-
-
-@contextmanager
-def interleaved(actions: dict[tuple[str, int], Callable[[], object]]) -> Iterator[None]:
-    """Run another caller's action just before the handler sends its n-th call (from 0)
-    of an operation: a deterministic interleaving of two events, decided client-side
-    (botocore's before-call event), so no request waits on the fake meanwhile."""
-    real = index._client
-    counts: dict[str, int] = {}
-    pending = dict(actions)
-
-    def hook(model: Any, **_: Any) -> None:
-        n = counts.get(model.name, 0)
-        counts[model.name] = n + 1
-        action = pending.pop((model.name, n), None)
-        if action is not None:
-            action()
-
-    def client(service: str, **kwargs: Any) -> Any:
-        made = real(service, **kwargs)
-        # SageMaker's calls and the ledger's (DynamoDB), counted per operation.
-        made.meta.events.register(f"before-call.{made.meta.service_model.endpoint_prefix}", hook)
-        return made
-
-    index._client = client  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        index._client = real  # type: ignore[assignment]
-    assert not pending, f"never reached: {sorted(pending)}"
 
 
 def update_event(w: World, stack: Stack, props: dict[str, Any]) -> dict[str, Any]:
@@ -647,9 +615,10 @@ def delete_keeps_the_plan_and_its_extension_and_calls_nothing(w: World) -> Outco
 
 def ledger_unusable(detail: str, *, what: str = f"extension {EXT48}") -> str:
     return (
-        f"{what} was not bought: the purchase ledger could not be used ({detail}), and "
-        "novapod buys only under a claim in it; nothing was called, deploy again once the "
-        "table answers"
+        f"{what} was not bought by this event: "
+        f"the purchase ledger could not be used ({detail}), and "
+        "novapod buys only under a claim in it; no purchase call was made, deploy again "
+        "once the table answers"
     )
 
 
@@ -803,24 +772,8 @@ def a_claim_taken_over_before_the_call_makes_its_claimant_back_off(w: World) -> 
 def a_crash_after_the_claim_is_taken_over_by_the_next_deploy(w: World) -> Outcome:
     stack = bought(w)
     event = update_event(w, stack, w.extend_props())
-    real = index._client
-
-    def crashing(service: str, **kwargs: Any) -> Any:
-        made = real(service, **kwargs)
-
-        def crash(**_: Any) -> None:
-            raise Crash("on_event killed")
-
-        if service == "sagemaker":
-            made.meta.events.register("before-call.sagemaker.SearchTrainingPlanOfferings", crash)
-        return made
-
-    index._client = crashing  # type: ignore[assignment]
-    try:
-        with pytest.raises(Crash):
-            w.driver.send(event)
-    finally:
-        index._client = real  # type: ignore[assignment]
+    with crashing_before("SearchTrainingPlanOfferings"), pytest.raises(Crash):
+        w.driver.send(event)
     assert (extension_item(w) or {})["State"] == "claimed"
     return stack.update(w.extend_props())  # the next deploy takes the claim over
 
@@ -1203,3 +1156,46 @@ def test_the_extension_purchase_is_sent_once_by_a_client_that_never_retries(
     stack.update(world.extend_props())
     assert world.plane.operations().count("ExtendTrainingPlan") == 1
     assert 1 in attempts
+
+
+def test_an_adopted_plans_bought_hours_come_from_the_plan_not_the_config(world: World) -> None:
+    # Issue 18 §3: the config says 168 h, the adopted plan was bought for 336 h. Reading
+    # the config's hours would take the plan's end for 168 h of extensions already bought
+    # and buy nothing; DescribeTrainingPlan's own DurationHours says none was.
+    offering = world.plane.add_offering(
+        "tpo-team", zones=["us-east-1b"], start=T0_PLUS_DAY, fee="1.00", duration_hours=336
+    )
+    arn = world.plane.add_plan("team-plan", offering, statuses=["Active"])
+    world.plane.add_extension_offering("team-plan", "tpeo-team", hours=168, fee="9000.00")
+    name = extension_name("team-plan", 168)
+    props = world.adopt_props(
+        arn,
+        DurationHours="168",
+        ExtendHours="168",
+        ExtensionName=name,
+        ApprovedExtensionName=name,
+        ExtensionMaxUpfrontFee="10000",
+        ExtensionCurrency="USD",
+    )
+    outcome = world.stack().create(props)
+    assert outcome.ok, outcome.reason
+    assert world.plane.calls_to("ExtendTrainingPlan") == [
+        {"TrainingPlanExtensionOfferingId": "tpeo-team"}
+    ]
+    assert outcome.data["ExtendedHours"] == "168"
+
+
+def test_a_bought_plan_that_does_not_fit_says_it_was_bought(world: World) -> None:
+    # Issue 18 §3: a plan this deploy bought that turns out unusable (fewer instances than
+    # asked) says it was bought, is non-refundable, and that a changed request buys again.
+    event = world.driver.event("Create", world.props())
+    result = index.on_event(copy.deepcopy(event), None)
+    world.plane.plans[PLAN]["TotalInstanceCount"] = 2
+    outcome = world.driver.complete(event, result)
+    assert outcome.reason == (
+        f"training plan {PLAN} was bought by this deploy but training plan {PLAN} exists but "
+        "does not fit this request: it has 2 instances, fewer than 4; the purchase is "
+        "non-refundable and stays in the account (see `novapod purchases`), and a changed "
+        "request derives a new plan name, so it buys another plan: fix the request only if "
+        "that is what you want"
+    )

@@ -120,7 +120,8 @@ def test_without_the_ledger_statement_nothing_is_bought(world: World, roles) -> 
     _bought_lite(world)
     outcome = stack.create(props)
     assert outcome.reason.startswith(
-        f"training plan {LITE} was not bought: the purchase ledger could not be used (reading "
+        f"training plan {LITE} was not bought by this event: "
+        f"the purchase ledger could not be used (reading "
         f"purchase plan#{LITE} from the purchase ledger {LEDGER_TABLE} failed "
         "(AccessDeniedException: "
     )

@@ -8,8 +8,7 @@ count), then either the exact attributes of a success or the message of a failur
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 
 from novapod.constructs.training_plan.handler import index
 from tests.fakes.aws_control_plane import Fault, Segment
+from tests.handlers.interleave import Crash, crashing_before, interleaved
 from tests.handlers.lifecycle import CREATE_FAILED_MARKER, Outcome
 from tests.handlers.world import OTHER_PLAN, OUR_SUBNETS, PLAN, T0, World
 
@@ -938,9 +938,10 @@ def adopt_by_arn_refuses_a_plan_outside_our_zones(w: World) -> Outcome:
 
 def ledger_unusable(detail: str) -> str:
     return (
-        f"training plan {PLAN} was not bought: the purchase ledger could not be used ({detail}), "
-        "and novapod buys only under a claim in it; nothing was called, deploy again once the "
-        "table answers"
+        f"training plan {PLAN} was not bought by this event: "
+        f"the purchase ledger could not be used ({detail}), "
+        "and novapod buys only under a claim in it; no purchase call was made, deploy again "
+        "once the table answers"
     )
 
 
@@ -1059,24 +1060,9 @@ def a_claim_applied_then_answered_500_is_settled_by_a_read(w: World) -> Outcome:
 
 @scenario(Expect(creates={PLAN: 1}, data=BOUGHT_NOW))
 def a_crash_after_the_claim_is_taken_over_by_the_next_deploy(w: World) -> Outcome:
-    real = index._client
-
-    def crashing(service: str, **kwargs: Any) -> Any:
-        made = real(service, **kwargs)
-
-        def crash(**_: Any) -> None:
-            raise Crash("on_event killed")
-
-        made.meta.events.register("before-call.sagemaker.SearchTrainingPlanOfferings", crash)
-        return made
-
     stack = w.stack()
-    index._client = crashing  # type: ignore[assignment]
-    try:
-        with pytest.raises(Crash):
-            stack.create(w.props())
-    finally:
-        index._client = real  # type: ignore[assignment]
+    with crashing_before("SearchTrainingPlanOfferings"), pytest.raises(Crash):
+        stack.create(w.props())
     (item,) = w.ledger()
     assert item["State"] == "claimed"
     outcome = w.stack().create(w.props())  # the next deploy takes the claim over
@@ -1150,47 +1136,6 @@ def a_hand_edited_count_is_refused_by_the_names_digest(w: World) -> Outcome:
     outcome = w.stack().create(w.props(InstanceCount="64"))
     assert w.plane.operations_since(mark, ledger=True) == []  # before any call
     return outcome
-
-
-class Crash(BaseException):
-    """The Lambda runtime ending on_event: no handler code runs after it."""
-
-
-@contextmanager
-def interleaved(actions: dict[tuple[str, int], Callable[[], object]]) -> Iterator[None]:
-    """Run another caller's action just before the handler sends its n-th call (from 0)
-    of an operation (SageMaker's and the ledger's), decided client-side."""
-    real = index._client
-    counts: dict[str, int] = {}
-    pending = dict(actions)
-
-    def hook(model: Any, **_: Any) -> None:
-        n = counts.get(model.name, 0)
-        counts[model.name] = n + 1
-        action = pending.pop((model.name, n), None)
-        if action is not None:
-            action()
-
-    def client(service: str, **kwargs: Any) -> Any:
-        made = real(service, **kwargs)
-        made.meta.events.register(f"before-call.{made.meta.service_model.endpoint_prefix}", hook)
-        return made
-
-    real_ledger = index._ledger
-
-    def ledger(props: Any) -> Any:
-        book = real_ledger(props)
-        book.client.meta.events.register("before-call.dynamodb", hook)
-        return book
-
-    index._client = client  # type: ignore[assignment]
-    index._ledger = ledger  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        index._client = real  # type: ignore[assignment]
-        index._ledger = real_ledger  # type: ignore[assignment]
-    assert not pending, f"never reached: {sorted(pending)}"
 
 
 def test_a_refused_purchase_is_claimed_again_by_the_next_deploy(world: World) -> None:

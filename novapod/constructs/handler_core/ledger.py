@@ -416,15 +416,42 @@ def _detail(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def settle(
+    book: Ledger,
+    entry: Entry,
+    state: State,
+    *,
+    log: Callable[..., None],
+    settled_by: str,
+    **fields: Any,
+) -> Entry:
+    """Best effort after the fact (the purchase is decided): a failed write leaves the
+    item where it was, and the next read settles it again from `settled_by` (the service
+    whose answer tells the outcome). `log(step, message, **fields)` is the handler's."""
+    try:
+        settled = book.advance(entry, state, **fields)
+    except (LedgerError, ClaimConflictError) as exc:
+        log(
+            "ledger-settle-failed",
+            f"recording {entry.key} as {state} failed ({exc}); it stays {entry.state} until "
+            f"a later read settles it from {settled_by}",
+            purchase=entry.key,
+        )
+        return entry
+    log("ledger", f"recorded {entry.key} as {state}", purchase=entry.key, state=state)
+    return settled
+
+
 # --- messages -----------------------------------------------------------------------------
 
 
 def unavailable_message(what: str, error: LedgerError) -> str:
     """Fail closed: the ledger is the lock, so without it nothing is bought."""
     return (
-        f"{what} was not bought: the purchase ledger could not be used ({error}), and "
-        "novapod buys only under a claim in it; nothing was called, deploy again once "
-        "the table answers"
+        f"{what} was not bought by this event: "
+        f"the purchase ledger could not be used ({error}), and "
+        "novapod buys only under a claim in it; no purchase call was made, deploy again "
+        "once the table answers"
     )
 
 

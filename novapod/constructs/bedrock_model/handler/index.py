@@ -269,20 +269,7 @@ def _unavailable(what: str, key: str, failed: ledger.LedgerError) -> BedrockMode
 def _settle(
     book: ledger.Ledger, entry: ledger.Entry, state: ledger.State, **fields: Any
 ) -> ledger.Entry:
-    """Best effort after the fact (the call is decided): a failed write leaves the item
-    where it was, and the next event settles it again from Bedrock."""
-    try:
-        settled = book.advance(entry, state, **fields)
-    except (ledger.LedgerError, ledger.ClaimConflictError) as exc:
-        _log(
-            "ledger-settle-failed",
-            f"recording {entry.key} as {state} failed ({exc}); it stays {entry.state} until "
-            "a later event settles it from Bedrock",
-            purchase=entry.key,
-        )
-        return entry
-    _log("ledger", f"recorded {entry.key} as {state}", purchase=entry.key, state=state)
-    return settled
+    return ledger.settle(book, entry, state, log=_log, settled_by="Bedrock", **fields)
 
 
 def _pinned(book: ledger.Ledger, props: ModelProperties, request_id: str) -> ledger.Entry | None:

@@ -74,13 +74,17 @@ def _sleep(seconds: float) -> None:
 
 
 def _client(
-    service: str, *, max_attempts: int = MAX_ATTEMPTS, read_timeout: float | None = None
+    service: str,
+    *,
+    max_attempts: int = MAX_ATTEMPTS,
+    read_timeout: float | None = None,
+    connect_timeout: float | None = None,
 ) -> Any:
     # `total_max_attempts` counts the first call; botocore's `max_attempts` counts only
     # retries, so `max_attempts: 1` would still send a purchase twice.
     config = Config(
         retries={"mode": "standard", "total_max_attempts": max_attempts},
-        connect_timeout=CONNECT_TIMEOUT_SECONDS,
+        connect_timeout=CONNECT_TIMEOUT_SECONDS if connect_timeout is None else connect_timeout,
         read_timeout=READ_TIMEOUT_SECONDS if read_timeout is None else read_timeout,
     )
     return boto3.client(service, config=config)
@@ -160,7 +164,12 @@ def _claimant() -> str:
 def _ledger(props: PlanProperties) -> ledger.Ledger:
     if not props.ledger_table or not props.environment:
         raise TrainingPlanError(decisions.ledger_missing_message(props.plan_name))
-    return ledger.Ledger(_client("dynamodb"), props.ledger_table, props.environment, clock=_now)
+    client = _client(
+        "dynamodb",
+        connect_timeout=LEDGER_CONNECT_TIMEOUT_SECONDS,
+        read_timeout=LEDGER_READ_TIMEOUT_SECONDS,
+    )
+    return ledger.Ledger(client, props.ledger_table, props.environment, clock=_now)
 
 
 def _read_entry(book: ledger.Ledger, kind: str, name: str, what: str) -> ledger.Entry | None:
@@ -176,20 +185,7 @@ def _read_entry(book: ledger.Ledger, kind: str, name: str, what: str) -> ledger.
 def _settle(
     book: ledger.Ledger, entry: ledger.Entry, state: ledger.State, **fields: Any
 ) -> ledger.Entry:
-    """Best effort after the fact (the purchase is decided): a failed write leaves the
-    item where it was, and the next read settles it again from the service."""
-    try:
-        settled = book.advance(entry, state, **fields)
-    except (ledger.LedgerError, ledger.ClaimConflictError) as exc:
-        _log(
-            "ledger-settle-failed",
-            f"recording {entry.key} as {state} failed ({exc}); it stays {entry.state} until "
-            "a later read settles it from the service",
-            purchase=entry.key,
-        )
-        return entry
-    _log("ledger", f"recorded {entry.key} as {state}", purchase=entry.key, state=state)
-    return settled
+    return ledger.settle(book, entry, state, log=_log, settled_by="the service", **fields)
 
 
 def _claim(
