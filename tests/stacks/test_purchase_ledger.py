@@ -100,7 +100,9 @@ def test_only_the_purchase_handlers_write_the_ledger_and_only_their_environment(
             "dynamodb:Query",
         ]
         assert statement["Condition"] == {
-            "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["nova-lite"]}
+            "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["nova-lite"]},
+            # ForAllValues alone holds for a request without the key.
+            "Null": {"dynamodb:LeadingKeys": "false"},
         }
         assert "PurchaseLedgerArn" in json.dumps(statement["Resource"])
 
