@@ -365,7 +365,7 @@ def _purchases(args: argparse.Namespace) -> int:
     book = ledger.Ledger(dynamodb, table, config.name)
     try:
         if args.release:
-            released = purchases.release(book, args.release)
+            released = purchases.release(book, args.release, force=args.force)
             print(f"released {released.key}: {ledger.describe(released)}")
             return EXIT_OK
         entries = book.entries()
@@ -418,6 +418,38 @@ def _our_zones(config: NovapodConfig) -> dict[str, tuple[str, ...]]:
     return {zone: ("(created at deploy)",) for zone in config.network.zone_ids}
 
 
+def _add_purchases(commands: Any, config_help: str) -> None:
+    purchases_cmd = commands.add_parser(
+        "purchases",
+        help="list the purchase ledger: what was bought, when, for how much",
+        description=(
+            "Read the environment's purchase ledger (the DynamoDB table named by the "
+            "storage stack's PurchaseLedgerTableName output) with your AWS credentials: "
+            "every training plan, extension and Bedrock import, its state, fee, approval "
+            "and earlier attempts; items whose outcome is unknown are listed first."
+        ),
+        epilog=(
+            "Listing only reads. --release KEY (the one write) marks a claimed, calling or "
+            "ambiguous item released, so a deploy may buy it again: only after checking with "
+            "AWS that it was not bought (the deploy's failure message names the command to "
+            "check); a calling or ambiguous item younger than 30 minutes needs --force. Needs "
+            "dynamodb:GetItem and dynamodb:Query (and PutItem for --release) on the table, "
+            "and kms:Decrypt on the environment's key (the table is encrypted with it)."
+        ),
+    )
+    purchases_cmd.add_argument("config", nargs="?", help=config_help)
+    purchases_cmd.add_argument("--json", action="store_true", help="print JSON (the contract)")
+    purchases_cmd.add_argument(
+        "--release", metavar="KEY", help="release an item checked not bought (e.g. plan#NAME)"
+    )
+    purchases_cmd.add_argument(
+        "--force",
+        action="store_true",
+        help="with --release: release a calling or ambiguous item younger than 30 minutes",
+    )
+    purchases_cmd.set_defaults(run=_purchases)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="novapod",
@@ -450,28 +482,7 @@ def _parser() -> argparse.ArgumentParser:
     offerings.add_argument("config", nargs="?", help=config_help)
     offerings.add_argument("--plan", help="training plan name (from `novapod plan`)")
     offerings.set_defaults(run=_offerings)
-    purchases_cmd = commands.add_parser(
-        "purchases",
-        help="list the purchase ledger: what was bought, when, for how much (read-only)",
-        description=(
-            "Read the environment's purchase ledger (the DynamoDB table named by the "
-            "storage stack's PurchaseLedgerTableName output) with your AWS credentials: "
-            "every training plan, extension and Bedrock import, its state, fee, approval "
-            "and earlier attempts; items whose outcome is unknown are listed first."
-        ),
-        epilog=(
-            "--release KEY marks a claimed, calling or ambiguous item released, so a "
-            "deploy may buy it again: only after checking with AWS that it was not bought "
-            "(the deploy's failure message names the command to check). Needs "
-            "dynamodb:GetItem and dynamodb:Query (and PutItem for --release) on the table."
-        ),
-    )
-    purchases_cmd.add_argument("config", nargs="?", help=config_help)
-    purchases_cmd.add_argument("--json", action="store_true", help="print JSON (the contract)")
-    purchases_cmd.add_argument(
-        "--release", metavar="KEY", help="release an item checked not bought (e.g. plan#NAME)"
-    )
-    purchases_cmd.set_defaults(run=_purchases)
+    _add_purchases(commands, config_help)
     recipes = commands.add_parser(
         "recipes", help="write the jobs' Nova recipes, launch specs and index (offline)"
     )

@@ -1,5 +1,6 @@
 """`novapod purchases CONFIG`: the purchase ledger of an environment, read with the
-caller's credentials (and, with `--release`, the one deliberate write a human makes).
+caller's credentials (and, with `--release`, the one deliberate write a human makes:
+refused for a calling or ambiguous item younger than `SETTLING` unless forced).
 
 The ledger (novapod/constructs/handler_core/ledger.py) holds one item per purchase:
 training plans, plan extensions, Bedrock imports and deployments, with the state of
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from novapod.constructs.handler_core import ledger
@@ -31,6 +33,10 @@ ATTENTION: dict[str, str] = {
 # A human may release only what may block deploys and was not bought, after checking.
 RELEASABLE = frozenset({ledger.CLAIMED, ledger.CALLING, ledger.AMBIGUOUS})
 RELEASER = "novapod-purchases-release"
+# A call may still be under way for this long after its item last changed: an on_event
+# (at most 14 min, the TrainingPlan and Bedrock handlers' timeout) and the wait for its
+# outcome (10 min). Younger calling or ambiguous items are released only with force.
+SETTLING = timedelta(minutes=30)
 
 
 class PurchasesError(Exception):
@@ -104,7 +110,9 @@ def render_text(environment: str, table: str, entries: Sequence[Entry]) -> str:
     return "\n".join(lines)
 
 
-def release(book: ledger.Ledger, key: str) -> Entry:
+def release(
+    book: ledger.Ledger, key: str, *, now: datetime | None = None, force: bool = False
+) -> Entry:
     """Release an item a human has checked was not bought, so deploys may buy again."""
     kind, _, name = key.partition("#")
     entry = book.read(kind, name) if name else None
@@ -115,9 +123,30 @@ def release(book: ledger.Ledger, key: str) -> Entry:
             f"{key} is {entry.state}, which is not released by hand (only "
             f"{', '.join(sorted(RELEASABLE))} items are): nothing was changed"
         )
+    updated = _parsed(entry.updated_at)
+    moment = now or datetime.now(UTC)
+    if (
+        entry.state in ledger.UNSETTLED
+        and not force
+        and (updated is None or moment - updated < SETTLING)
+    ):
+        raise PurchasesError(
+            f"{key} is {entry.state} since {entry.updated_at or 'an unknown time'}: a purchase "
+            f"call may still be under way for {int(SETTLING.total_seconds() // 60)} minutes "
+            "after it, so nothing was changed; check again later, or pass --force once AWS "
+            "shows it was not bought"
+        )
     return book.advance(
         entry,
         ledger.RELEASED,
         claimant=RELEASER,
+        ReleasedFrom=entry.state,
         Detail=f"released by hand from {entry.state} with novapod purchases --release",
     )
+
+
+def _parsed(text: str) -> datetime | None:
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None

@@ -32,6 +32,7 @@ Compliance (NIST 800-53 R5, HIPAA, checkov; see novapod/constructs/acknowledge.p
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -95,6 +96,17 @@ CORE_PACKAGE = "novapod_lambda"
 _CORE_ROOT = Path(__file__).resolve().parent / "handler_core"
 
 
+def _user_id() -> int:
+    getuid = getattr(os, "getuid", None)
+    return int(getuid()) if getuid is not None else 0
+
+
+def _holds(stage: Path, files: dict[str, bytes]) -> bool:
+    """The staged directory has exactly these files with these contents."""
+    found = {str(p.relative_to(stage)) for p in stage.rglob("*") if p.is_file()}
+    return found == set(files) and all((stage / n).read_bytes() == c for n, c in files.items())
+
+
 def core_handler_module(root: Path) -> str:
     """The handlers' module in an asset made with `handler_code(core=True)`."""
     return f"{CORE_PACKAGE}.{root.name}.handler.index"
@@ -114,11 +126,18 @@ def _stage_with_core(root: Path) -> Path:
     digest = hashlib.sha256()
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
-    stage = Path(tempfile.gettempdir()) / "novapod-assets" / digest.hexdigest()[:32]
+    # A directory of this user's only (another user of the machine cannot plant code in
+    # a purchasing Lambda), named by the digest of its files.
+    root_dir = Path(tempfile.gettempdir()) / f"novapod-assets-{_user_id()}"
+    root_dir.mkdir(mode=0o700, exist_ok=True)
+    if root_dir.stat().st_uid != _user_id() or root_dir.stat().st_mode & 0o077:
+        raise RuntimeError(f"{root_dir} is not a private directory of this user; remove it")
+    stage = root_dir / digest.hexdigest()[:32]
+    if stage.is_dir() and not _holds(stage, files):
+        shutil.rmtree(stage, ignore_errors=True)  # half removed or changed: build it anew
     if not stage.is_dir():
         # Built beside, then renamed: parallel synths (test workers) never see half of it.
-        stage.parent.mkdir(parents=True, exist_ok=True)
-        partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=stage.parent))
+        partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=root_dir))
         for name, content in files.items():
             (partial / name).parent.mkdir(parents=True, exist_ok=True)
             (partial / name).write_bytes(content)

@@ -70,11 +70,10 @@ def seed(fake: FakeControlPlane) -> None:
         ),
         settled=True,
     )
-    fake.dynamodb.put_raw(
-        TABLE,
-        item(f"plan#{OTHER}", "ambiguous", Error="InternalFailure: An internal error occurred"),
-        settled=True,
+    ambiguous = item(
+        f"plan#{OTHER}", "ambiguous", Error="InternalFailure: An internal error occurred"
     )
+    fake.dynamodb.put_raw(TABLE, {**ambiguous, "UpdatedAt": "2026-06-01T00:00:00Z"}, settled=True)
     # Another environment's item in the same table is never listed.
     fake.dynamodb.put_raw(TABLE, {**item(f"plan#{PLAN}", "bought"), "Environment": "dev-a"})
 
@@ -84,7 +83,7 @@ def test_lists_what_was_bought_and_what_needs_a_look_first(fake, tmp_path, capsy
     assert main(["purchases", config(tmp_path)]) == 0
     assert capsys.readouterr().out.splitlines() == [
         f"purchases of environment dev (ledger {TABLE}):",
-        f"  ambiguous plan#{OTHER} (attempt 1, approval -, updated 2030-01-01T00:00:00Z)",
+        f"  ambiguous plan#{OTHER} (attempt 1, approval -, updated 2026-06-01T00:00:00Z)",
         "            ! the purchase call's outcome is unknown: it may have been bought "
         "(InternalFailure: An internal error occurred)",
         f"  bought    plan#{PLAN} 90000.00 USD on 2030-01-01T00:00:00Z offering tpo-cheap "
@@ -114,7 +113,7 @@ def test_json_is_the_contract(fake, tmp_path, capsys) -> None:
 
 
 def test_release_moves_an_ambiguous_item_to_released(fake, tmp_path, capsys) -> None:
-    seed(fake)
+    seed(fake)  # the ambiguous item is from 2026-06-01, long settled by now
     assert main(["purchases", config(tmp_path), "--release", f"plan#{OTHER}"]) == 0
     assert capsys.readouterr().out.startswith(f"released plan#{OTHER}: plan#{OTHER} is released")
     stored = fake.dynamodb.item(TABLE, {"Environment": "dev", "Purchase": f"plan#{OTHER}"})
@@ -124,6 +123,7 @@ def test_release_moves_an_ambiguous_item_to_released(fake, tmp_path, capsys) -> 
         4,
         "novapod-purchases-release",
     )
+    assert stored["Fields"]["ReleasedFrom"] == "ambiguous"  # counted as possibly bought
     (put,) = fake.calls_to("PutItem")
     assert put["ConditionExpression"] == "#seq = :seq"  # never over a newer write
 
@@ -168,3 +168,20 @@ def test_an_unreadable_ledger_is_an_aws_error(fake, tmp_path, capsys) -> None:
         f"novapod purchases: reading the purchase ledger {TABLE} failed "
         "(AccessDeniedException: denied)\n"
     )
+
+
+def test_release_refuses_an_item_a_call_may_still_be_under_way_for(fake, tmp_path, capsys) -> None:
+    from datetime import UTC, datetime
+
+    recent = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    fake.dynamodb.put_raw(
+        TABLE, {**item(f"plan#{OTHER}", "calling"), "UpdatedAt": recent}, settled=True
+    )
+    assert main(["purchases", config(tmp_path), "--release", f"plan#{OTHER}"]) == 2
+    assert capsys.readouterr().err == (
+        f"novapod purchases: plan#{OTHER} is calling since {recent}: a purchase call may still "
+        "be under way for 30 minutes after it, so nothing was changed; check again later, or "
+        "pass --force once AWS shows it was not bought\n"
+    )
+    assert fake.calls_to("PutItem") == []
+    assert main(["purchases", config(tmp_path), "--release", f"plan#{OTHER}", "--force"]) == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -145,4 +146,20 @@ def test_handler_folder_imports_on_its_own_as_the_lambda_asset_root() -> None:
         "assert callable(h.on_event) and callable(h.is_complete); "
         "assert not [m for m in sys.modules if m.split('.')[0] in ('novapod', 'aws_cdk')]"
     )
-    subprocess.run([sys.executable, "-c", probe], cwd=stage, check=True)
+    # No bytecode written into the stage: the asset is exactly its sources.
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    subprocess.run([sys.executable, "-c", probe], cwd=stage, check=True, env=env)
+    assert not list(stage.rglob("__pycache__"))
+
+
+def test_a_tampered_stage_is_built_anew() -> None:
+    from novapod.constructs.provider import _stage_with_core
+
+    root = Path(index.__file__).parent.parent
+    stage = _stage_with_core(root)
+    planted = stage / "novapod_lambda" / "training_plan" / "handler" / "index.py"
+    original = planted.read_bytes()
+    planted.write_bytes(b"raise SystemExit('planted')\n")
+    assert _stage_with_core(root) == stage
+    assert planted.read_bytes() == original
+    assert stage.parent.stat().st_mode & 0o077 == 0  # this user's only
