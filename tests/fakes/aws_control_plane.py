@@ -257,6 +257,8 @@ class FakeControlPlane:
             # DurationHours is optional in TrainingPlanExtension (botocore's model): with
             # this set, the history leaves it out, as the API allows.
             self.history_omits_duration_hours = False
+            # The history's order is not documented: newest first with this set.
+            self.history_newest_first = False
             self.tag_page_size = 50  # ListTags' MaxResults is at least 50
             self.now: Callable[[], datetime] = lambda: datetime.now(UTC)
             self.calls: list[Call] = []
@@ -963,6 +965,8 @@ class FakeControlPlane:
             if self.history_omits_duration_hours:
                 entry.pop("DurationHours", None)
             shown.append(entry)
+        if self.history_newest_first:
+            shown.reverse()
         start = int(params.get("NextToken") or 0)
         size = min(int(params.get("MaxResults") or self.history_page_size), self.history_page_size)
         answer: dict[str, Any] = {"TrainingPlanExtensions": shown[start : start + size]}

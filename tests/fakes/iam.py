@@ -120,6 +120,14 @@ def _condition_holds(
     actual = context.get(key)
     if actual is None and key.lower() in {k.lower() for k in unmodelled}:
         return None  # the service would set the key; the fake does not know its value
+    if operator == "Null":
+        # "true": the request lacks the key; "false": it carries it (reference_policies_
+        # elements_condition_operators.html#Conditions_Null). An empty set counts as absent.
+        wanted = {str(v).lower() for v in values}
+        if not wanted <= {"true", "false"} or len(wanted) != 1:
+            return None
+        absent = actual is None or (not isinstance(actual, str) and not actual)
+        return absent == (wanted == {"true"})
     qualifier, _, single = operator.rpartition(":")
     if qualifier in ("ForAllValues", "ForAnyValue") and single in _SINGLE_OPERATORS:
         if isinstance(actual, str):

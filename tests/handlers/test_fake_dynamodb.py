@@ -1134,3 +1134,19 @@ def test_the_evaluator_applies_set_operators(
     # A key the service would set but the fake does not compute never satisfies an Allow.
     unknown = Request("dynamodb:GetItem", "x", {}, unmodelled=("k",))
     assert iam.authorize([statement], unknown) == "implicit_deny"
+
+
+@pytest.mark.parametrize(
+    ("value", "context", "decision"),
+    [
+        ("false", {"k": ("a",)}, "allowed"),  # the key is there
+        ("false", {}, "implicit_deny"),
+        ("false", {"k": ()}, "implicit_deny"),  # an empty set counts as absent
+        ("true", {}, "allowed"),
+        ("true", {"k": "a"}, "implicit_deny"),
+        ("maybe", {"k": "a"}, "implicit_deny"),  # not evaluated: never an Allow
+    ],
+)
+def test_the_evaluator_applies_null(value: str, context: dict[str, Any], decision: str) -> None:
+    statement = Statement("Allow", ("dynamodb:*",), ("*",), {"Null": {"k": (value,)}})
+    assert iam.authorize([statement], Request("dynamodb:GetItem", "x", context)) == decision

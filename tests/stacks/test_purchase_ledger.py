@@ -107,7 +107,8 @@ LEDGER_WRITERS = {
 def _limited_to(condition: dict[str, Any], environment: str) -> bool:
     """The statement's condition allows the items of `environment` and nothing else:
     `dynamodb:LeadingKeys` all equal to it and, when the construct says so, present
-    (`Null` false); no other key that could widen or replace it."""
+    (`Null` false: ForAllValues alone holds for a request without the key); no other key
+    that could widen or replace it."""
     if condition.get("ForAllValues:StringEquals") != {"dynamodb:LeadingKeys": [environment]}:
         return False
     present = ({"dynamodb:LeadingKeys": "false"}, {"dynamodb:LeadingKeys": False})

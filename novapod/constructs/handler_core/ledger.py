@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Literal
@@ -93,6 +93,8 @@ class Entry:
     updated_at: str
     fields: Mapping[str, Any] = field(default_factory=dict)
     attempts: tuple[Mapping[str, Any], ...] = ()
+    # New for every write: tells this write from another writer's at the same sequence.
+    write_id: str = ""
 
     @property
     def key(self) -> str:
@@ -179,6 +181,7 @@ def entry_from_item(item: Mapping[str, Any]) -> Entry:
         updated_at=str(plain.get("UpdatedAt", "")),
         fields=dict(plain.get("Fields") or {}),
         attempts=tuple(plain.get("Attempts") or ()),
+        write_id=str(plain.get("WriteId", "")),
     )
 
 
@@ -337,6 +340,7 @@ class Ledger:
         return self._write(target, expected=entry)
 
     def _write(self, target: Entry, *, expected: Entry | None) -> Entry:
+        target = replace(target, write_id=uuid.uuid4().hex)
         item = {
             **self._key(target.kind, target.name),
             "Kind": {"S": target.kind},
@@ -347,6 +351,7 @@ class Ledger:
             "RequestId": {"S": target.request_id},
             "Claimant": {"S": target.claimant},
             "UpdatedAt": {"S": target.updated_at},
+            "WriteId": {"S": target.write_id},
             "Fields": _to_attribute(dict(target.fields)),
             "Attempts": _to_attribute(list(target.attempts)),
         }
@@ -392,11 +397,11 @@ class Ledger:
 
 
 def _landed(current: Entry | None, target: Entry) -> bool:
+    """The item holds this very write (its sequence and its own write ID)."""
     return (
         current is not None
         and current.sequence == target.sequence
-        and current.claimant == target.claimant
-        and current.state == target.state
+        and current.write_id == target.write_id
     )
 
 

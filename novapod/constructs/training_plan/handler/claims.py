@@ -14,11 +14,13 @@ without comparing the service's timestamps with the Lambda clock:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from ...handler_core import ledger
 from ...handler_core.ledger import Entry
+from . import marker
 
 PLAN = "plan"
 EXTENSION = "extension"
@@ -37,38 +39,84 @@ def entries_of(history: Sequence[Mapping[str, Any]], offering_id: str) -> list[M
     return [e for e in history if e.get("TrainingPlanExtensionOfferingId") == offering_id]
 
 
-def baseline(
+def _counts(history: Sequence[Mapping[str, Any]], offering_id: str) -> tuple[int, int]:
+    """(entries of the offering not Failed, entries Failed): the history's order is not
+    documented (botocore's model), so attempts are told apart by counts, never by place."""
+    listed = entries_of(history, offering_id)
+    failed = sum(1 for e in listed if e.get("Status") == "Failed")
+    return len(listed) - failed, failed
+
+
+def baseline_fields(
     history: Sequence[Mapping[str, Any]], offering_id: str, earlier: Sequence[Mapping[str, Any]]
-) -> int:
-    """History entries of `offering_id` that are not this attempt's: those listed now,
-    or those the ledger's earlier attempts of the offering account for (a read may lag
-    behind them), whichever is more."""
-    known = sum(
+) -> dict[str, int]:
+    """The history entries of `offering_id` that are not this attempt's, by kind: those
+    listed now, or those the ledger's earlier attempts account for (a read may lag behind
+    them), whichever is more. An earlier attempt released by hand from calling or
+    ambiguous counts as possibly bought."""
+    shown_now, failed_now = _counts(history, offering_id)
+    mine = [a for a in earlier if a.get("OfferingId") == offering_id]
+    shown = sum(
         1
-        for a in earlier
-        if a.get("OfferingId") == offering_id and a.get("State") in (ledger.FAILED, ledger.BOUGHT)
+        for a in mine
+        if a.get("State") == ledger.BOUGHT
+        or (a.get("State") == ledger.RELEASED and a.get("ReleasedFrom") in ledger.UNSETTLED)
     )
-    return max(len(entries_of(history, offering_id)), known)
+    failed = sum(1 for a in mine if a.get("State") == ledger.FAILED)
+    return {"BaselineShown": max(shown_now, shown), "BaselineFailed": max(failed_now, failed)}
 
 
 def extension_outcome(entry: Entry, history: Sequence[Mapping[str, Any]]) -> AttemptOutcome:
-    """What the history says of the attempt `entry` recorded: `shown` (listed beyond the
-    baseline and not Failed), `failed` (listed beyond it only as Failed: nothing added),
-    `unseen` (not listed beyond it yet)."""
+    """What the history says of the attempt `entry` recorded: `shown` (one more entry of
+    its offering not Failed than before the call), `failed` (one more only as Failed:
+    nothing added), `unseen` (neither yet)."""
     offering = str(entry.get("OfferingId") or "")
     if not offering:
         return "unseen"
-    listed = entries_of(history, offering)[int(entry.get("Baseline") or 0) :]
-    if any(e.get("Status") != "Failed" for e in listed):
+    shown, failed = _counts(history, offering)
+    if shown > int(entry.get("BaselineShown") or 0):
         return "shown"
-    return "failed" if listed else "unseen"
+    return "failed" if failed > int(entry.get("BaselineFailed") or 0) else "unseen"
 
 
-def attempt_entry(entry: Entry, history: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    """The history entry of `entry`'s attempt once listed (the first not Failed)."""
+def attempt_paid(entry: Entry, history: Sequence[Mapping[str, Any]]) -> bool:
+    """The attempt's entry is listed and no longer awaits payment: more entries of the
+    offering neither Failed nor Pending than not Failed before the call."""
     offering = str(entry.get("OfferingId") or "")
-    listed = entries_of(history, offering)[int(entry.get("Baseline") or 0) :]
-    return next((e for e in listed if e.get("Status") != "Failed"), None)
+    paid = sum(
+        1 for e in entries_of(history, offering) if e.get("Status") not in ("Failed", "Pending")
+    )
+    return paid > int(entry.get("BaselineShown") or 0)
+
+
+def total_of(entry: Entry) -> int:
+    """The hours an extension item's approval asks for in total (recorded at the claim;
+    else read from its name, `<plan>-ext<hours>h-<digest>`)."""
+    total = entry.get("Total")
+    if isinstance(total, int):
+        return total
+    found = re.search(r"-ext(\d+)h-[0-9a-f]{8}$", entry.name)
+    return int(found.group(1)) if found else 0
+
+
+def unresolved_markers(
+    markers: Sequence[marker.Marker], history: Sequence[Mapping[str, Any]], seen: int
+) -> list[marker.Marker]:
+    """Tag markers of an earlier version whose purchase may have happened: resolved only
+    when the history lists their offering not Failed, or the plan has their total. A
+    Failed entry of the same offering proves nothing (the slot a Failed payment frees can
+    come back with the same ID: issue 18's first double purchase)."""
+    return [
+        m
+        for m in markers
+        if not (seen >= m.hours or (m.offering_id and _counts(history, m.offering_id)[0] > 0))
+    ]
+
+
+def in_place(history: Sequence[Mapping[str, Any]], seen: int, hours: int) -> bool:
+    """An extension adopted without an attempt of ours is ready once the plan has the
+    total and no extension it lists awaits payment."""
+    return seen >= hours and not any(e.get("Status") == "Pending" for e in history)
 
 
 def unknown_hours(history: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -117,12 +165,14 @@ def ambiguous_extension_message(name: str, plan_arn: str, entry: Entry, waited: 
     )
 
 
-def claimed_elsewhere_message(what: str, entry: Entry, waited: int) -> str:
+def claim_released_message(what: str, entry: Entry, waited: int) -> str:
+    """Said only after this event released the other claim with a conditional write:
+    that claimant's next write (calling) then fails, so it can no longer buy."""
     return (
-        f"{what} was not bought by this event: the purchase ledger shows {entry.key} claimed "
-        f"by another invocation (request {entry.request_id or '?'}) that has not called the "
-        f"service in {waited} s; a claim that never reached the service is taken over by "
-        "the next deploy, so deploy again"
+        f"{what} was not bought: the purchase ledger showed {entry.key} claimed by another "
+        f"invocation (request {entry.request_id or '?'}) that had not called the service in "
+        f"{waited} s, and this event released that claim with a conditional write, so that "
+        "invocation can no longer call; deploy again"
     )
 
 
@@ -141,6 +191,17 @@ def unknown_hours_message(name: str, offerings: Sequence[str]) -> str:
         "unknown and novapod does not buy on a guess; check the plan's end time with "
         "`aws sagemaker describe-training-plan` and, if the extension is in place, nothing "
         "needs buying (remove extend or raise it past the plan's hours)"
+    )
+
+
+def other_extension_blocks_message(name: str, other: Entry) -> str:
+    return (
+        f"extension {name} was not bought by this event: the purchase ledger holds "
+        f"{other.key} of the same plan as {other.state} "
+        f"({other.get('Error') or other.get('Detail') or 'its outcome is not known yet'}), so "
+        "how far the plan is extended is unknown; deploy again once it is settled, or check "
+        "the plan's extension history and, only if it lists no such purchase, release it with "
+        f"`{release_command(other.key)}`"
     )
 
 

@@ -761,6 +761,7 @@ def _extend(
         )
         if adopted is not None:
             return _result(props, name, arn, None, awaiting=claims.EXTENSION)
+    seen = _with_other_extensions(book, extend, plan, history, seen)
     claimed = _claim(
         book,
         claims.EXTENSION,
@@ -770,6 +771,7 @@ def _extend(
         what=what,
         Approval=extend.approved_name,
         Plan=name,
+        Total=extend.hours,
     )
     if claimed is None:
         return _result(props, name, arn, None, awaiting=claims.EXTENSION)
@@ -789,7 +791,7 @@ def _extend(
         claimed,
         what,
         OfferingId=offering_id,
-        Baseline=claims.baseline(history, offering_id, claimed.attempts),
+        **claims.baseline_fields(history, offering_id, claimed.attempts),
         Hours=missing,
         UpfrontFee=str(chosen.get("UpfrontFee", "")),
         Currency=str(chosen.get("CurrencyCode", "")),
@@ -822,6 +824,45 @@ def _extend(
         extension=extend.name,
     )
     return _result(props, name, arn, None, extended_at=extended_at, awaiting=claims.EXTENSION)
+
+
+def _with_other_extensions(
+    book: ledger.Ledger,
+    extend: ExtensionProperties,
+    plan: Mapping[str, Any],
+    history: list[dict[str, Any]],
+    seen: int,
+) -> int:
+    """The hours the plan has, counting what the ledger's other extensions of this plan
+    bought (a total approved before, e.g. 48 h under a 96 h approval now): a bought one
+    the history does not show yet counts by its total; one whose outcome is unknown (or
+    a claim that may still call) blocks the purchase, because the hours are unknown."""
+    name = str(plan["TrainingPlanName"])
+    try:
+        listed = book.entries(claims.EXTENSION)
+    except ledger.LedgerError as failed:
+        message = ledger.unavailable_message(f"extension {extend.name}", failed)
+        _log("ledger-failed", message, extension=extend.name)
+        raise TrainingPlanError(message) from failed
+    others = [e for e in listed if e.get("Plan") == name and e.name != extend.name]
+    for listed_other in others:
+        other = listed_other
+        if other.state in ledger.UNSETTLED:
+            other = _reconcile_extension(book, other, history)
+        if other.state in ledger.UNSETTLED | {ledger.CLAIMED}:
+            message = claims.other_extension_blocks_message(extend.name, other)
+            _log("refuse", message, plan_name=name, extension=extend.name, other=other.key)
+            raise TrainingPlanError(message)
+        if other.state == ledger.BOUGHT and claims.total_of(other) > seen:
+            _log(
+                "extension-ledger",
+                f"{other.key} is bought ({claims.total_of(other)} h in total) and the plan "
+                f"shows {seen} h: counting {claims.total_of(other)} h",
+                plan_name=name,
+                extension=extend.name,
+            )
+            seen = claims.total_of(other)
+    return seen
 
 
 def _choose_extension(
@@ -925,25 +966,23 @@ def _adopt_legacy_extension(
     markers = _aws(
         f"ListTags for training plan {plan['TrainingPlanName']}", lambda: _markers(sagemaker, arn)
     )
-    waiting = [
-        m for m in marker.unresolved(markers, history, seen) if m.extension_name == extend.name
-    ]
+    unresolved = claims.unresolved_markers(markers, history, seen)
+    waiting = [m for m in unresolved if m.extension_name == extend.name]
+    for other in (m for m in unresolved if m.extension_name != extend.name):
+        # Another extension name's purchase may have happened: in the ledger it blocks
+        # every extension of this plan until it is settled (_with_other_extensions).
+        _record_marker(book, other, plan, history, request_id)
     adopted: ledger.Entry | None = None
     if seen >= extend.hours or waiting:
         state = ledger.BOUGHT if seen >= extend.hours else ledger.AMBIGUOUS
-        offering = waiting[0].offering_id if state == ledger.AMBIGUOUS else ""
         fields: dict[str, Any] = {
             "Source": "adopted",
             "Plan": plan["TrainingPlanName"],
             "Hours": seen,
+            "Total": extend.hours,
         }
         if state == ledger.AMBIGUOUS:
-            fields |= {
-                "Source": "marker",
-                "OfferingId": offering,
-                "Baseline": len(claims.entries_of(history, offering)),
-                "Error": f"tag {waiting[0].key} of an earlier novapod marks it {waiting[0].state}",
-            }
+            fields |= _marker_fields(waiting[0], history)
         try:
             adopted = book.record(
                 claims.EXTENSION,
@@ -976,8 +1015,44 @@ def _adopt_legacy_extension(
                 plan_name=plan["TrainingPlanName"],
                 extension=extend.name,
             )
-    _delete_markers(sagemaker, arn, [m.key for m in markers if m not in waiting])
+    _delete_markers(sagemaker, arn, [m.key for m in markers if m not in unresolved])
     return adopted
+
+
+def _marker_fields(old: marker.Marker, history: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "Source": "marker",
+        "OfferingId": old.offering_id,
+        **claims.baseline_fields(history, old.offering_id, ()),
+        "Error": f"tag {old.key} of an earlier novapod marks it {old.state}",
+    }
+
+
+def _record_marker(
+    book: ledger.Ledger,
+    old: marker.Marker,
+    plan: Mapping[str, Any],
+    history: list[dict[str, Any]],
+    request_id: str,
+) -> None:
+    """An unresolved marker of another extension name, recorded ambiguous (once)."""
+    fields = {"Plan": plan["TrainingPlanName"], "Total": old.hours, **_marker_fields(old, history)}
+    try:
+        book.record(
+            claims.EXTENSION,
+            old.extension_name,
+            ledger.AMBIGUOUS,
+            request_id=request_id,
+            claimant=_claimant(),
+            fields=fields,
+        )
+    except ledger.ClaimConflictError:
+        return  # recorded before
+    except ledger.LedgerError as failed:
+        raise TrainingPlanError(
+            ledger.unavailable_message(f"extension {old.extension_name}", failed)
+        ) from failed
+    _log("ledger", f"recorded extension#{old.extension_name} as ambiguous ({old.key})")
 
 
 def _delete_markers(sagemaker: Any, plan_arn: str, keys: list[str]) -> None:
@@ -986,7 +1061,8 @@ def _delete_markers(sagemaker: Any, plan_arn: str, keys: list[str]) -> None:
     if not keys:
         return
     try:
-        sagemaker.delete_tags(ResourceArn=plan_arn, TagKeys=keys)
+        # One attempt (best effort, the time budget): the next deploy deletes the rest.
+        _client("sagemaker", max_attempts=1).delete_tags(ResourceArn=plan_arn, TagKeys=keys)
     except (ClientError, BotoCoreError) as exc:
         _log("unmark-failed", f"deleting {', '.join(keys)} failed ({_error_detail(exc)})")
         return
@@ -1099,8 +1175,9 @@ def _waited(since: datetime) -> int:
 def _await_plan(props: PlanProperties, since: datetime) -> dict[str, Any]:
     """The plan is not visible and a purchase may be under way: wait, never buy."""
     name = props.plan_name
+    book = _ledger(props)
     try:
-        entry = _ledger(props).read(claims.PLAN, name)
+        entry = book.read(claims.PLAN, name)
     except ledger.LedgerError as failed:
         _log("poll", f"reading plan#{name} from the ledger failed ({failed})", plan_name=name)
         return {"IsComplete": False}
@@ -1118,12 +1195,29 @@ def _await_plan(props: PlanProperties, since: datetime) -> dict[str, Any]:
             else f"{what} was not bought: its ledger item is gone; deploy again"
         )
     if entry.state == ledger.CLAIMED and waited >= claim_wait:
-        raise TrainingPlanError(claims.claimed_elsewhere_message(what, entry, waited))
+        _release_stale_claim(book, entry, what, waited)
     if entry.state in ledger.UNSETTLED and waited >= reconcile:
         raise TrainingPlanError(claims.ambiguous_plan_message(name, entry, waited))
     if entry.state == ledger.BOUGHT and waited >= props.pending_timeout_seconds:
         raise TrainingPlanError(decisions.pending_timeout_message(name))
     return {"IsComplete": False}
+
+
+def _release_stale_claim(book: ledger.Ledger, entry: ledger.Entry, what: str, waited: int) -> None:
+    """Another invocation's claim has not moved for the wait: release it with a
+    conditional write, then (only then) say nothing was bought, because its claimant's
+    next write fails. If the item moved meanwhile, keep waiting (return)."""
+    try:
+        book.advance(
+            entry,
+            ledger.RELEASED,
+            claimant=_claimant(),
+            Detail=f"claim not called in {waited} s; released by the event waiting for it",
+        )
+    except (ledger.ClaimConflictError, ledger.LedgerError) as exc:
+        _log("poll", f"releasing {entry.key} did not happen ({exc}); waiting", purchase=entry.key)
+        return
+    raise TrainingPlanError(claims.claim_released_message(what, entry, waited))
 
 
 def _settle_seen_plan(
@@ -1188,7 +1282,7 @@ def _extension_ready(
         )
     if entry.state == ledger.CLAIMED:
         if waited >= min(claims.CLAIM_WAIT_SECONDS, props.pending_timeout_seconds):
-            raise TrainingPlanError(claims.claimed_elsewhere_message(what, entry, waited))
+            _release_stale_claim(book, entry, what, waited)
         return None
     ready = _bought_extension_shown(book, entry, history, extend, seen=seen, plan_name=name)
     _log(
@@ -1218,13 +1312,13 @@ def _bought_extension_shown(
     """A bought extension is ready once the history shows its attempt paid (by offering
     and baseline); one adopted without them, once the plan has the total."""
     if not entry.get("OfferingId"):
-        return extension.extension_verdict(plan_name, extend, history, seen, _now()) == "ready"
-    if claims.extension_outcome(entry, history) == "failed":
+        return claims.in_place(history, seen, extend.hours)
+    outcome = claims.extension_outcome(entry, history)
+    if outcome == "failed":
         _settle(book, entry, ledger.FAILED, Error="the history lists it Failed")
         raise TrainingPlanError(claims.failed_extension_message(extend.name, entry))
-    shown = claims.attempt_entry(entry, history)
-    if shown is not None:
-        return shown.get("Status") != "Pending"
+    if outcome == "shown":
+        return claims.attempt_paid(entry, history)
     # Not listed yet, but the plan's end has moved by the total: the history lags.
     return seen >= extend.hours
 
