@@ -31,6 +31,10 @@ Behaviour, with its source:
 - Tags are eventually consistent (`lag_tags`): the tags CreateCustomModel put on a model
   may stay unseen by ListTagsForResource for a few reads, as tags of other AWS services
   are (Bedrock documents no consistency for them either way).
+- Look-ups by name are eventually consistent (`hide_names`): right after a create, a
+  GetCustomModel or GetCustomModelDeployment by name may answer not found for a few
+  reads while the same call by ARN finds it (Bedrock documents no consistency for
+  either; the handler must not take a miss by name for a deletion).
 - A token stays remembered after its model is deleted: the same token and parameters
   answer the deleted model's ARN and create nothing ("Amazon Bedrock ignores the
   request"), which is why an import made again needs a new token.
@@ -140,6 +144,7 @@ class FakeBedrock:
         self._deployment_scripts: dict[str, deque[tuple[str, str]]] = {}
         self._tag_lag = 0
         self._hidden_tags: dict[str, int] = {}  # ARN -> ListTagsForResource reads left unseen
+        self._hidden_names = {"model": 0, "deployment": 0}  # Get* by name left unseen
         self.violations: list[str] = []
 
     # --- scripting ----------------------------------------------------------------------
@@ -189,6 +194,18 @@ class FakeBedrock:
         list) for their first `reads` ListTagsForResource calls."""
         self._tag_lag = reads
 
+    def hide_names(self, *, models: int = 0, deployments: int = 0) -> None:
+        """The next `models` GetCustomModel and `deployments` GetCustomModelDeployment
+        calls that name a resource by its name (not its ARN) answer not found, whether it
+        exists or not; calls by ARN find it."""
+        self._hidden_names = {"model": models, "deployment": deployments}
+
+    def _hidden(self, kind: str, identifier: str) -> bool:
+        if identifier.startswith("arn:") or self._hidden_names[kind] <= 0:
+            return False
+        self._hidden_names[kind] -= 1
+        return True
+
     # --- requests -----------------------------------------------------------------------
 
     def handle(self, operation: str, params: dict[str, Any]) -> Answer:
@@ -222,6 +239,10 @@ class FakeBedrock:
         return Answer(202, {"modelArn": arn})
 
     def _get_model(self, params: dict[str, Any]) -> Answer:
+        if self._hidden("model", params["modelIdentifier"]):
+            raise BedrockError(
+                "ResourceNotFoundException", f"Model {params['modelIdentifier']} not found."
+            )
         model = self._find_model(params["modelIdentifier"])
         script = self._model_scripts.get(model["modelName"])
         if script:
@@ -307,7 +328,12 @@ class FakeBedrock:
         return Answer(202, {"customModelDeploymentArn": arn})
 
     def _get_deployment(self, params: dict[str, Any]) -> Answer:
-        deployment = self._find_deployment(params["customModelDeploymentIdentifier"])
+        identifier = params["customModelDeploymentIdentifier"]
+        if self._hidden("deployment", identifier):
+            raise BedrockError(
+                "ResourceNotFoundException", f"Custom model deployment {identifier} not found."
+            )
+        deployment = self._find_deployment(identifier)
         script = self._deployment_scripts.get(deployment["modelDeploymentName"])
         if script:
             self._show(deployment, script[0], "status")

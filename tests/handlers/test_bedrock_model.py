@@ -9,20 +9,25 @@ import hashlib
 import io
 import json
 import re
+import subprocess
+import sys
 import tarfile
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 from botocore.retries.standard import ExponentialBackoff
 
+from novapod import purchases
 from novapod.constructs.bedrock_model import construct
 from novapod.constructs.bedrock_model.handler import index
+from novapod.constructs.handler_core import ledger
 from tests.conftest import ROOT, Synthesized, resources
 from tests.fakes import iam
 from tests.fakes.aws_control_plane import FakeControlPlane, Fault
@@ -582,17 +587,99 @@ def test_a_delete_of_a_model_the_ledger_never_saw_records_its_next_generation(
     )
 
 
-def test_a_model_deleted_by_hand_is_imported_again_as_a_new_generation(bed: Bed) -> None:
+def release_by_hand(kind: str, name: str) -> None:
+    """What `novapod purchases CONFIG --release KEY` writes (novapod.purchases.release):
+    written here directly, as release() does not accept a bought item yet (see
+    test_novapod_purchases_releases_a_bought_import_whose_model_was_deleted_by_hand)."""
+    book = ledger.Ledger(boto3.client("dynamodb"), LEDGER_TABLE, ENVIRONMENT)
+    entry = book.read(kind, name)
+    assert entry is not None
+    book.advance(
+        entry,
+        ledger.RELEASED,
+        claimant=purchases.RELEASER,
+        Detail=f"released by hand from {entry.state} with novapod purchases --release",
+    )
+
+
+def missing_model(arn: str) -> str:
+    return (
+        f"the purchase ledger records Bedrock model {MODEL} as imported ({arn}), but Bedrock "
+        "shows no model by that name or ARN, so this event imported nothing; if it was "
+        f"deleted by hand, release the item with `novapod purchases CONFIG --release "
+        f"import#{MODEL}` after checking with `aws bedrock get-custom-model "
+        f"--model-identifier {arn}` that it is gone, then deploy again"
+    )
+
+
+def test_a_duplicate_delivery_whose_look_up_by_name_misses_finds_the_model_by_its_arn(
+    bed: Bed,
+) -> None:
+    bed.finished_run()
+    event = bed.driver.event("Create", props())
+    first = bed.driver.send(event)
+    assert first.ok, first.reason
+    # Right after the import, GetCustomModel by name may not see it yet.
+    bed.plane.bedrock.hide_names(models=3)
+
+    again = bed.driver.send(event)
+
+    # A new generation would be a new token, which Bedrock takes for a new import.
+    assert again.ok, again.reason
+    assert again.physical_id == first.physical_id
+    assert bed.tokens() == [token(MODEL, CHECKPOINT)]
+    item = bed.ledger()[f"import#{MODEL}"]
+    assert (item["State"], item["Attempt"], item["Fields"]["Generation"]) == ("bought", 1, 0)
+    assert item["Fields"]["Arn"] == first.physical_id
+
+
+def test_a_model_deleted_by_hand_is_not_imported_again_until_its_item_is_released(
+    bed: Bed,
+) -> None:
     bed.finished_run()
     assert bed.stack().create(props()).ok
-    delete_by_hand(bed.plane.bedrock.models[MODEL]["modelArn"])
+    arn = bed.plane.bedrock.models[MODEL]["modelArn"]
+    delete_by_hand(arn)
 
+    refused = bed.stack().create(props())
+
+    # The ledger says bought and Bedrock shows nothing: deleted, or not visible yet.
+    assert not refused.ok
+    assert refused.reason == missing_model(arn)
+    assert bed.tokens() == [token(MODEL, CHECKPOINT)]
+    item = bed.ledger()[f"import#{MODEL}"]
+    assert (item["State"], item["Fields"]["Generation"], item["Fields"]["Arn"]) == (
+        "bought",
+        0,
+        arn,
+    )
+
+    release_by_hand("import", MODEL)
     again = bed.stack().create(props())
 
     assert again.ok, again.reason
     assert bed.tokens() == [token(MODEL, CHECKPOINT), token(MODEL, CHECKPOINT, 1)]
     item = bed.ledger()[f"import#{MODEL}"]
     assert (item["State"], item["Attempt"], item["Fields"]["Generation"]) == ("bought", 2, 1)
+    assert item["Fields"]["Arn"] == again.physical_id != arn
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=purchases.PurchasesError,
+    reason="novapod.purchases.release accepts only claimed, calling and ambiguous items, "
+    "so the release the missing-model message asks for is refused",
+)
+def test_novapod_purchases_releases_a_bought_import_whose_model_was_deleted_by_hand(
+    bed: Bed,
+) -> None:
+    bed.finished_run()
+    assert bed.stack().create(props()).ok
+    book = ledger.Ledger(boto3.client("dynamodb"), LEDGER_TABLE, ENVIRONMENT)
+
+    released = purchases.release(book, f"import#{MODEL}")
+
+    assert released.state == ledger.RELEASED
 
 
 def test_a_failed_import_is_recorded_and_its_next_import_sends_a_new_token(bed: Bed) -> None:
@@ -1051,6 +1138,63 @@ def test_an_ambiguous_deployment_call_is_resent_with_the_same_token_on_the_next_
     assert (item["State"], item["Fields"]["Resends"]) == ("bought", 1)
 
 
+def missing_deployment(name: str, arn: str) -> str:
+    return (
+        f"the purchase ledger records custom model deployment {name} as created ({arn}), but "
+        "Bedrock shows no deployment by that name or ARN, so this poll created nothing; if it "
+        f"was deleted by hand, release the item with `novapod purchases CONFIG --release "
+        f"deployment#{name}` after checking with `aws bedrock get-custom-model-deployment "
+        f"--custom-model-deployment-identifier {arn}` that it is gone, then deploy again"
+    )
+
+
+def test_a_duplicate_delivery_whose_deployment_look_up_by_name_misses_finds_it_by_its_arn(
+    bed: Bed,
+) -> None:
+    bed.finished_run()
+    deployment = bedrock_name("lite-sft-model")
+    event = bed.driver.event("Create", props(Deployment="on-demand"))
+    first = bed.driver.send(event)
+    assert first.ok, first.reason
+    bed.plane.bedrock.hide_names(deployments=3)
+
+    again = bed.driver.send(event)
+
+    assert again.ok, again.reason
+    assert again.data["DeploymentArn"] == first.data["DeploymentArn"]
+    assert len(bed.plane.calls_to("CreateCustomModelDeployment")) == 1
+    item = bed.ledger()[f"deployment#{deployment}"]
+    assert (item["State"], item["Attempt"], item["Fields"]["Generation"]) == ("bought", 1, 0)
+
+
+def test_a_deployment_deleted_by_hand_is_not_created_again_until_its_item_is_released(
+    bed: Bed,
+) -> None:
+    bed.finished_run()
+    deployment = bedrock_name("lite-sft-model")
+    first = bed.stack().create(props(Deployment="on-demand"))
+    assert first.ok, first.reason
+    arn = first.data["DeploymentArn"]
+    boto3.client("bedrock").delete_custom_model_deployment(customModelDeploymentIdentifier=arn)
+
+    refused = bed.stack().create(props(Deployment="on-demand"))
+
+    assert not refused.ok
+    assert refused.reason == missing_deployment(deployment, arn)
+    assert len(bed.plane.calls_to("CreateCustomModelDeployment")) == 1
+    assert bed.ledger()[f"deployment#{deployment}"]["State"] == "bought"
+
+    release_by_hand("deployment", deployment)
+    again = bed.stack().create(props(Deployment="on-demand"))
+
+    assert again.ok, again.reason
+    calls = bed.plane.calls_to("CreateCustomModelDeployment")
+    assert len(calls) == 2 and calls[0]["clientRequestToken"] != calls[1]["clientRequestToken"]
+    item = bed.ledger()[f"deployment#{deployment}"]
+    assert (item["State"], item["Attempt"], item["Fields"]["Generation"]) == ("bought", 2, 1)
+    assert item["Fields"]["Arn"] == again.data["DeploymentArn"] != arn
+
+
 def test_a_deployment_the_ledger_cannot_record_is_not_created(bed: Bed) -> None:
     bed.finished_run()
     deployment = bedrock_name("lite-sft-model")
@@ -1172,6 +1316,35 @@ def test_without_the_ledger_statement_the_roles_import_nothing(
 
 
 # --- time ------------------------------------------------------------------------------
+
+
+def test_handler_folder_imports_on_its_own_as_the_lambda_asset_root() -> None:
+    # Lambda loads the handler from the asset root: no novapod, no aws_cdk there, only
+    # the handler package and the handler core beside it (provider.handler_code).
+    from novapod.constructs.provider import _stage_with_core, core_handler_module
+
+    root = Path(index.__file__).parent.parent
+    stage = _stage_with_core(root)
+    shipped = sorted(str(p.relative_to(stage)) for p in stage.rglob("*") if p.is_file())
+    assert shipped == sorted(
+        [
+            "novapod_lambda/__init__.py",
+            "novapod_lambda/bedrock_model/__init__.py",
+            *(f"novapod_lambda/bedrock_model/handler/{p.name}" for p in root.glob("handler/*.py")),
+            *(
+                f"novapod_lambda/handler_core/{p.name}"
+                for p in (root.parent / "handler_core").glob("*.py")
+            ),
+        ]
+    )
+    module = core_handler_module(root)
+    assert module == "novapod_lambda.bedrock_model.handler.index"
+    probe = (
+        f"import sys, {module} as h; "
+        "assert callable(h.on_event) and callable(h.is_complete); "
+        "assert not [m for m in sys.modules if m.split('.')[0] in ('novapod', 'aws_cdk')]"
+    )
+    subprocess.run([sys.executable, "-c", probe], cwd=stage, check=True)
 
 
 def test_on_event_worst_case_fits_its_timeout() -> None:

@@ -139,3 +139,15 @@ def test_tags_of_an_import_may_lag_behind_it(bedrock: Any, control_plane: FakeCo
     )["modelArn"]
     reads = [bedrock.list_tags_for_resource(resourceARN=arn)["tags"] for _ in range(3)]
     assert reads == [[], [], [{"key": "k", "value": "v"}]]
+
+
+def test_look_ups_by_name_may_miss_while_the_arn_finds_the_resource(
+    bedrock: Any, control_plane: FakeControlPlane
+) -> None:
+    arn = create(bedrock)
+    control_plane.bedrock.hide_names(models=1)
+    with pytest.raises(ClientError) as error:
+        bedrock.get_custom_model(modelIdentifier="m-1")
+    assert code(error) == "ResourceNotFoundException"
+    assert bedrock.get_custom_model(modelIdentifier=arn)["modelName"] == "m-1"
+    assert bedrock.get_custom_model(modelIdentifier="m-1")["modelArn"] == arn

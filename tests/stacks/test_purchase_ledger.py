@@ -8,11 +8,15 @@ each limited to its own environment's items by dynamodb:LeadingKeys.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.conftest import DEFAULT_CONFIG, ROOT, Synthesized, resources
 
 PURCHASE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"
+NOVA_JOBS = ROOT / "config" / "examples" / "nova-jobs.yaml"
 WRITES = {
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
@@ -78,8 +82,47 @@ def _actions(statement: dict[str, Any]) -> set[str]:
     return {actions} if isinstance(actions, str) else set(actions)
 
 
-def test_only_the_purchase_handlers_write_the_ledger_and_only_their_environment(synth) -> None:
-    result = synth(PURCHASE)
+# Per config: the roles that may write the ledger (on_event buys, is_complete settles).
+LEDGER_WRITERS = {
+    PURCHASE: (
+        "nova-lite",
+        [
+            "capacity/TrainingPlanProviderHandlersIsCompleteRoleDefaultPolicy76A652DF",
+            "capacity/TrainingPlanProviderHandlersOnEventRoleDefaultPolicy651B773C",
+        ],
+    ),
+    # Training plans and Bedrock imports (nova.bedrock_models[]): both purchase handlers.
+    NOVA_JOBS: (
+        "nova-jobs",
+        [
+            "capacity/TrainingPlanProviderHandlersIsCompleteRoleDefaultPolicy76A652DF",
+            "capacity/TrainingPlanProviderHandlersOnEventRoleDefaultPolicy651B773C",
+            "nova-base/BedrockModelsHandlersIsCompleteRoleDefaultPolicyE90786C0",
+            "nova-base/BedrockModelsHandlersOnEventRoleDefaultPolicy1601E754",
+        ],
+    ),
+}
+
+
+def _limited_to(condition: dict[str, Any], environment: str) -> bool:
+    """The statement's condition allows the items of `environment` and nothing else:
+    `dynamodb:LeadingKeys` all equal to it and, when the construct says so, present
+    (`Null` false: ForAllValues alone holds for a request without the key); no other key
+    that could widen or replace it."""
+    if condition.get("ForAllValues:StringEquals") != {"dynamodb:LeadingKeys": [environment]}:
+        return False
+    present = ({"dynamodb:LeadingKeys": "false"}, {"dynamodb:LeadingKeys": False})
+    if condition.get("Null", present[0]) not in present:
+        return False
+    return set(condition) <= {"ForAllValues:StringEquals", "Null"}
+
+
+@pytest.mark.parametrize("config", list(LEDGER_WRITERS), ids=lambda p: p.name)
+def test_only_the_purchase_handlers_write_the_ledger_and_only_their_environment(
+    synth, config: Path
+) -> None:
+    environment, expected = LEDGER_WRITERS[config]
+    result = synth(config)
     writers: dict[str, list[dict[str, Any]]] = {}
     for kind, template in result.templates.items():
         for policy_id, statement in _statements(template):
@@ -87,24 +130,38 @@ def test_only_the_purchase_handlers_write_the_ledger_and_only_their_environment(
                 resource = json.dumps(statement.get("Resource"))
                 if "PurchaseLedger" in resource or statement.get("Resource") == "*":
                     writers.setdefault(f"{kind}/{policy_id}", []).append(statement)
-    # on_event buys, is_complete settles: the training-plan handlers and nothing else.
-    assert sorted(writers) == [
-        "capacity/TrainingPlanProviderHandlersIsCompleteRoleDefaultPolicy76A652DF",
-        "capacity/TrainingPlanProviderHandlersOnEventRoleDefaultPolicy651B773C",
-    ]
-    for statements in writers.values():
+    assert sorted(writers) == expected
+    for writer, statements in writers.items():
         (statement,) = statements
         assert sorted(_actions(statement)) == [
             "dynamodb:GetItem",
             "dynamodb:PutItem",
             "dynamodb:Query",
-        ]
-        assert statement["Condition"] == {
-            "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["nova-lite"]},
-            # ForAllValues alone holds for a request without the key.
-            "Null": {"dynamodb:LeadingKeys": "false"},
-        }
-        assert "PurchaseLedgerArn" in json.dumps(statement["Resource"])
+        ], writer
+        assert _limited_to(statement["Condition"], environment), (writer, statement["Condition"])
+        assert "PurchaseLedgerArn" in json.dumps(statement["Resource"]), writer
+
+
+def test_a_condition_is_limited_to_one_environment_only_as_the_construct_writes_it() -> None:
+    env = {"dynamodb:LeadingKeys": ["nova-jobs"]}
+    present = {"dynamodb:LeadingKeys": "false"}
+    assert _limited_to({"ForAllValues:StringEquals": env}, "nova-jobs")
+    assert _limited_to({"ForAllValues:StringEquals": env, "Null": present}, "nova-jobs")
+    assert _limited_to(
+        {"ForAllValues:StringEquals": env, "Null": {"dynamodb:LeadingKeys": False}}, "nova-jobs"
+    )
+    assert not _limited_to({"ForAllValues:StringEquals": env}, "nova-lite")
+    assert not _limited_to(
+        {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["nova-jobs", "nova-lite"]}},
+        "nova-jobs",
+    )
+    assert not _limited_to(
+        {"ForAllValues:StringEquals": env, "Null": {"dynamodb:LeadingKeys": "true"}}, "nova-jobs"
+    )
+    assert not _limited_to(
+        {"ForAllValues:StringEquals": env, "StringLike": {"aws:PrincipalArn": "*"}}, "nova-jobs"
+    )
+    assert not _limited_to({"Null": present}, "nova-jobs")
 
 
 def test_the_handlers_use_the_key_only_through_dynamodb(synth) -> None:

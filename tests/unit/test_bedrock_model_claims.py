@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from novapod import purchases
 from novapod.constructs.bedrock_model.handler import claims, decisions
 from novapod.constructs.handler_core.ledger import Entry
 
@@ -123,3 +124,22 @@ def test_missing_tags_of_our_own_import_are_waited_for_not_someone_elses() -> No
     assert "from another checkpoint" in str(
         decisions.adoption_problem(model, other, "s3://c/x", ours=True)
     )
+
+
+def test_an_item_released_by_hand_after_it_was_bought_imports_as_a_new_generation() -> None:
+    # novapod purchases --release writes as purchases.RELEASER and leaves Generation as it
+    # was: the bought model's token is spent (Bedrock ignores it even once the model is
+    # gone), so the next call sends the next one.
+    by_hand = claims.HAND_RELEASER
+    arn = "arn:aws:bedrock:us-east-1:123456789012:custom-model/imported/abc"
+    assert by_hand == purchases.RELEASER
+    assert claims.generation(entry("m-1", "released", claimant=by_hand, Arn=arn)) == 1
+    assert claims.generation(entry("m-1", "released", claimant=by_hand, Arn=arn, Generation=2)) == 3
+    # Released by hand from calling or ambiguous (no model recorded): the same token,
+    # which Bedrock ignores should the call have been made after all.
+    assert claims.generation(entry("m-1", "released", claimant=by_hand, Generation=2)) == 2
+    # The handler's own Delete already recorded the next generation.
+    deleted = entry("m-1", "released", Arn=arn, Deleted=arn, Generation=1)
+    assert claims.generation(deleted) == 1
+    # Bought and not released: the generation its model was imported with.
+    assert claims.generation(entry("m-1", "bought", claimant=by_hand, Arn=arn)) == 0

@@ -18,6 +18,12 @@ ignored, so a resend of one import is harmless. The ledger adds what those canno
   model, `CallingRequest` when it called); a later delivery finds them (`pinned`) and
   imports that checkpoint. Two deliveries running at once both register before any
   call and then resolve by `winner`, so at most one of them calls.
+- **Only a recorded deletion frees a bought item.** A bought item whose model (or
+  deployment) Bedrock shows neither by name nor by the ARN it records is not taken for
+  gone: a look-up right after the create may miss, and a new generation is a new token,
+  which Bedrock takes for a new purchase. The item moves to its next generation only
+  when this handler's Delete records the deletion, or when a human releases it
+  (`novapod purchases CONFIG --release KEY`, written as HAND_RELEASER) after checking.
 - **Ownership.** An item whose call may have made the model (`calling`, `ambiguous`, or
   `bought` with the model's ARN) proves the model is this stack's import while its
   source tags are not visible yet.
@@ -35,14 +41,34 @@ IMPORT = "import"
 DEPLOYMENT = "deployment"
 # How many requests an adopted item remembers (a repeated delivery comes soon after).
 REQUEST_MEMORY = 5
+# The claimant `novapod purchases --release` writes (novapod/purchases.py RELEASER; the
+# Lambda asset cannot import it, a test keeps the two equal).
+HAND_RELEASER = "novapod-purchases-release"
 
 Standing = Literal["called", "adopted", "claimed"]
 
 
 def generation(entry: Entry | None) -> int:
-    """The generation the next call of this item uses (0: the token of today)."""
+    """The generation the next call of this item uses (0: the token of today).
+
+    An item a human released after it was bought (it records the ARN) moves on by one:
+    the release leaves `Generation` as it was, and Bedrock ignores that generation's
+    token even once its model is gone. A release from calling or ambiguous keeps it
+    (a resend of that token is harmless should the call have been made)."""
     value = entry.get("Generation") if entry is not None else None
-    return int(value) if isinstance(value, int) and value > 0 else 0
+    current = int(value) if isinstance(value, int) and value > 0 else 0
+    if released_by_hand_after_purchase(entry):
+        return current + 1
+    return current
+
+
+def released_by_hand_after_purchase(entry: Entry | None) -> bool:
+    return (
+        entry is not None
+        and entry.state == ledger.RELEASED
+        and entry.claimant == HAND_RELEASER
+        and bool(entry.get("Arn"))
+    )
 
 
 def requests_of(entry: Entry) -> list[str]:

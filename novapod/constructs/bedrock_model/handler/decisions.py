@@ -479,6 +479,29 @@ def create_ambiguous_message(call: str, what: str, key: str, detail: str) -> str
     )
 
 
+def model_missing_message(name: str, arn: str) -> str:
+    """The ledger says imported, Bedrock shows the model neither by name nor by ARN: a
+    look-up that missed or a deletion by hand, which only a human can tell apart."""
+    return (
+        f"the purchase ledger records Bedrock model {name} as imported ({arn}), but Bedrock "
+        "shows no model by that name or ARN, so this event imported nothing; if it was "
+        f"deleted by hand, release the item with `novapod purchases CONFIG --release "
+        f"import#{name}` after checking with `aws bedrock get-custom-model "
+        f"--model-identifier {arn}` that it is gone, then deploy again"
+    )
+
+
+def deployment_missing_message(name: str, arn: str) -> str:
+    """As model_missing_message, for a deployment."""
+    return (
+        f"the purchase ledger records custom model deployment {name} as created ({arn}), but "
+        "Bedrock shows no deployment by that name or ARN, so this poll created nothing; if it "
+        f"was deleted by hand, release the item with `novapod purchases CONFIG --release "
+        f"deployment#{name}` after checking with `aws bedrock get-custom-model-deployment "
+        f"--custom-model-deployment-identifier {arn}` that it is gone, then deploy again"
+    )
+
+
 def unsettled_message(what: str, key: str, detail: str) -> str:
     return (
         f"{what} was not imported by this event: its purchase ledger item {key} kept "

@@ -17,6 +17,10 @@ is_complete waits for Active, then claims, creates or adopts the deployment and 
 for it; past WaitTimeoutSeconds it fails with a sentence, and the next deploy adopts the
 model and resumes waiting. Delete deletes (unless retained) and moves the ledger item to
 the next generation, whose new client token lets the same checkpoint be imported again.
+Nothing else moves a bought item on but a human's release: one whose model (or
+deployment) Bedrock shows neither by name nor by its recorded ARN fails with the
+commands to check and release it, since a look-up right after the create may miss and a
+new token would be a second import.
 A ledger that cannot be read or written fails closed: nothing is called. Decisions live
 in `decisions.py` and `claims.py`; every step is logged as one JSON line.
 
@@ -495,6 +499,8 @@ class _Importer:
         # Read after the look-up: an item is written before its call, so a model seen
         # here is at least as old as the item read next.
         entry = self._read(target)
+        if model is None and entry is not None and entry.state == ledger.BOUGHT:
+            model = self._bought_model(target, entry)
         if model is not None:
             return self._adopt(target, model, entry)
         superseded = self._superseded(target, entry)
@@ -515,23 +521,6 @@ class _Importer:
             )
             _sleep(HOLDER_WAIT_SECONDS)
             return _Again(ledger.describe(entry))
-        if entry is not None and entry.state == ledger.BOUGHT:
-            # Imported, and gone: deleted outside the stack, or by a Delete whose ledger
-            # write failed. Bedrock ignores the old token, so the next import is a new
-            # generation.
-            gone = self._write(
-                target,
-                lambda: self.book.advance(
-                    entry,
-                    ledger.RELEASED,
-                    claimant=self.claimant,
-                    Generation=claims.generation(entry) + 1,
-                    Gone=entry.get("Arn"),
-                    Detail=f"model {entry.get('Arn')} no longer exists",
-                ),
-                f"{target.key}'s model {entry.get('Arn')} no longer exists; recorded it",
-            )
-            return gone if isinstance(gone, _Again) else _Again(ledger.describe(gone))
         own = self._register_call(target, entry)
         if isinstance(own, _Again):
             return own
@@ -556,6 +545,26 @@ class _Importer:
                 return calling
             own = calling
         return self._call(target, own)
+
+    def _bought_model(self, target: _Target, entry: ledger.Entry) -> dict[str, Any]:
+        """The model of a bought item the look-up by name missed, by the ARN the item
+        records. A look-up right after the import may miss, and a new generation would be
+        a new token, which Bedrock takes for a new import: only a Delete this handler
+        recorded, or a human's release, moves the item on. Neither shown: fail."""
+        arn = str(entry.get("Arn") or "")
+        model = _get_model(self.bedrock, arn) if arn else None
+        if model is not None:
+            _log(
+                "found-by-arn",
+                f"Bedrock shows no model named {target.name} (yet), but {ledger.describe(entry)} "
+                f"and its ARN {arn} finds it; nothing is imported again",
+                model_arn=arn,
+                purchase=target.key,
+            )
+            return model
+        message = decisions.model_missing_message(target.name, arn or "no ARN recorded")
+        _log("refuse", message, model_arn=arn, purchase=target.key)
+        raise BedrockModelError(message)
 
     def _superseded(self, target: _Target, entry: ledger.Entry | None) -> _Target | None:
         """Another delivery of this request gave this claim up for its own item: follow
@@ -899,8 +908,8 @@ def _next_generation(
 ) -> None:
     """After deleting: the ledger items move to their next generation, so importing the
     same checkpoint again sends a token Bedrock has not seen. Best effort: the model is
-    gone either way, and the next import that finds its item bought without a model
-    moves it itself."""
+    gone either way; an item left bought makes the next import fail with the commands to
+    check and release it (it never takes a missing model for a deleted one)."""
     raw = event.get("ResourceProperties", {})
     named = decisions.ledger_of(raw)
     if named is None:
@@ -962,7 +971,8 @@ def _next_generation(
             _log(
                 "ledger-settle-failed",
                 f"recording the deletion of {deleted} in {key} failed ({failed}); the next "
-                "import finds the item without its model and moves it to a new generation",
+                "deploy of it fails until the item is released with novapod purchases "
+                f"CONFIG --release {key}",
                 purchase=key,
             )
             continue
@@ -1109,28 +1119,43 @@ class _Deployment:
             except ledger.LedgerError as failed:
                 _ledger_wait(self.what, self.key, failed, self.late)
                 return None
+        if deployment is None and entry is not None and entry.state == ledger.BOUGHT:
+            try:
+                deployment = self._bought_deployment(entry)
+            except ReadError as failed:
+                if self.late:
+                    raise BedrockModelError(
+                        decisions.deployment_timeout_message(self.name, last_error=failed.detail)
+                    ) from failed
+                return None
         if deployment is not None:
             return self._existing(deployment, entry)
         if self.book is None:
             message = decisions.ledger_missing_message(self.what, "created")
             _log("refuse", message, deployment_name=self.name)
             raise BedrockModelError(message)
-        if entry is not None and entry.state == ledger.BOUGHT:
-            # Created, and gone (deleted outside the stack): the next one is a new
-            # generation; the next poll claims it.
-            _settle(
-                self.book,
-                entry,
-                ledger.RELEASED,
-                Generation=claims.generation(entry) + 1,
-                Gone=entry.get("Arn"),
-                Detail=f"deployment {entry.get('Arn')} no longer exists",
-            )
-            return None
         calling = self._claim(self.book, entry)
         if calling is None:
             return None
         return self._create(self.book, calling)
+
+    def _bought_deployment(self, entry: ledger.Entry) -> dict[str, Any]:
+        """A bought item's deployment the look-up by name missed, by its recorded ARN
+        (as _Importer._bought_model: only a recorded Delete or a release moves it on)."""
+        arn = str(entry.get("Arn") or "")
+        deployment = _get_deployment(self.bedrock, arn) if arn else None
+        if deployment is not None:
+            _log(
+                "found-by-arn",
+                f"Bedrock shows no deployment named {self.name} (yet), but "
+                f"{ledger.describe(entry)} and its ARN {arn} finds it; nothing is created again",
+                deployment_arn=arn,
+                purchase=self.key,
+            )
+            return deployment
+        message = decisions.deployment_missing_message(self.name, arn or "no ARN recorded")
+        _log("refuse", message, deployment_arn=arn, purchase=self.key)
+        raise BedrockModelError(message)
 
     def _claim(self, book: ledger.Ledger, entry: ledger.Entry | None) -> ledger.Entry | None:
         """`calling` for this poll's CreateCustomModelDeployment, or None (poll again)."""
