@@ -32,6 +32,9 @@ ATTENTION: dict[str, str] = {
 }
 # A human may release only what may block deploys and was not bought, after checking.
 RELEASABLE = frozenset({ledger.CLAIMED, ledger.CALLING, ledger.AMBIGUOUS})
+# A bought Bedrock model or deployment can be deleted by hand (a training plan or an
+# extension cannot): releasing its item lets the next deploy import it anew.
+RELEASABLE_BOUGHT = frozenset({"import", "deployment"})
 RELEASER = "novapod-purchases-release"
 # A call may still be under way for this long after its item last changed: an on_event
 # (at most 14 min, the TrainingPlan and Bedrock handlers' timeout) and the wait for its
@@ -118,10 +121,12 @@ def release(
     entry = book.read(kind, name) if name else None
     if entry is None:
         raise PurchasesError(f"the purchase ledger has no item {key} (keys look like plan#NAME)")
-    if entry.state not in RELEASABLE:
+    bought_and_deletable = entry.state == ledger.BOUGHT and entry.kind in RELEASABLE_BOUGHT
+    if entry.state not in RELEASABLE and not bought_and_deletable:
         raise PurchasesError(
             f"{key} is {entry.state}, which is not released by hand (only "
-            f"{', '.join(sorted(RELEASABLE))} items are): nothing was changed"
+            f"{', '.join(sorted(RELEASABLE))} items are, and bought Bedrock imports and "
+            "deployments deleted by hand): nothing was changed"
         )
     updated = _parsed(entry.updated_at)
     moment = now or datetime.now(UTC)

@@ -84,7 +84,12 @@ class PurchaseLedger(Construct):
                 sid=sid,
                 actions=list(actions),
                 resources=[self.table.table_arn],
-                conditions={"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [environment]}},
+                # ForAllValues holds for a request without the key too; Null makes sure
+                # the request names a partition (GetItem, PutItem and Query always do).
+                conditions={
+                    "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [environment]},
+                    "Null": {"dynamodb:LeadingKeys": "false"},
+                },
             )
         )
         principal.grant_principal.add_to_principal_policy(

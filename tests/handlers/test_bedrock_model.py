@@ -664,12 +664,6 @@ def test_a_model_deleted_by_hand_is_not_imported_again_until_its_item_is_release
     assert item["Fields"]["Arn"] == again.physical_id != arn
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=purchases.PurchasesError,
-    reason="novapod.purchases.release accepts only claimed, calling and ambiguous items, "
-    "so the release the missing-model message asks for is refused",
-)
 def test_novapod_purchases_releases_a_bought_import_whose_model_was_deleted_by_hand(
     bed: Bed,
 ) -> None:

@@ -133,7 +133,8 @@ def test_release_refuses_a_bought_item(fake, tmp_path, capsys) -> None:
     assert main(["purchases", config(tmp_path), "--release", f"plan#{PLAN}"]) == 2
     assert capsys.readouterr().err == (
         f"novapod purchases: plan#{PLAN} is bought, which is not released by hand (only "
-        "ambiguous, calling, claimed items are): nothing was changed\n"
+        "ambiguous, calling, claimed items are, and bought Bedrock imports and deployments "
+        "deleted by hand): nothing was changed\n"
     )
     assert fake.calls_to("PutItem") == []
 

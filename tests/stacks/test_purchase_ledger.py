@@ -106,13 +106,12 @@ LEDGER_WRITERS = {
 
 def _limited_to(condition: dict[str, Any], environment: str) -> bool:
     """The statement's condition allows the items of `environment` and nothing else:
-    `dynamodb:LeadingKeys` all equal to it and, when the construct says so, present
-    (`Null` false: ForAllValues alone holds for a request without the key); no other key
-    that could widen or replace it."""
+    `dynamodb:LeadingKeys` all equal to it and present (`Null` false: ForAllValues alone
+    holds for a request without the key); no other key that could widen or replace it."""
     if condition.get("ForAllValues:StringEquals") != {"dynamodb:LeadingKeys": [environment]}:
         return False
     present = ({"dynamodb:LeadingKeys": "false"}, {"dynamodb:LeadingKeys": False})
-    if condition.get("Null", present[0]) not in present:
+    if condition.get("Null") not in present:
         return False
     return set(condition) <= {"ForAllValues:StringEquals", "Null"}
 
@@ -145,12 +144,12 @@ def test_only_the_purchase_handlers_write_the_ledger_and_only_their_environment(
 def test_a_condition_is_limited_to_one_environment_only_as_the_construct_writes_it() -> None:
     env = {"dynamodb:LeadingKeys": ["nova-jobs"]}
     present = {"dynamodb:LeadingKeys": "false"}
-    assert _limited_to({"ForAllValues:StringEquals": env}, "nova-jobs")
+    assert not _limited_to({"ForAllValues:StringEquals": env}, "nova-jobs")  # key may be absent
     assert _limited_to({"ForAllValues:StringEquals": env, "Null": present}, "nova-jobs")
     assert _limited_to(
         {"ForAllValues:StringEquals": env, "Null": {"dynamodb:LeadingKeys": False}}, "nova-jobs"
     )
-    assert not _limited_to({"ForAllValues:StringEquals": env}, "nova-lite")
+    assert not _limited_to({"ForAllValues:StringEquals": env, "Null": present}, "nova-lite")
     assert not _limited_to(
         {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["nova-jobs", "nova-lite"]}},
         "nova-jobs",
