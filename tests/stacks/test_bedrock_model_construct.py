@@ -26,7 +26,10 @@ CLAIMS_PURCHASES = {
     "PurchaseLedger": {
         "actions": ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
         "resources": [LEDGER],
-        "condition": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["nova-jobs"]}},
+        "condition": {
+            "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["nova-jobs"]},
+            "Null": {"dynamodb:LeadingKeys": "false"},
+        },
     },
     "PurchaseLedgerKey": {
         "actions": ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"],
