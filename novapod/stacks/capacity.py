@@ -17,6 +17,7 @@ from novapod.config import NovapodConfig
 from novapod.constructs.network import VpcHandle
 from novapod.constructs.purchase_ledger import PurchaseLedger
 from novapod.constructs.training_plan.construct import TrainingPlan, TrainingPlanProvider
+from novapod.naming import name_head
 
 
 def plan_logical_id(plan: str) -> str:
@@ -44,6 +45,9 @@ class CapacityStack(Stack):
             self,
             "TrainingPlanProvider",
             environment=config.name,
+            bought_heads=[
+                name_head(config.name, r.name) for s, r in requests if not s.existing_arn
+            ],
             adopted_arns=[s.existing_arn for s, _ in requests if s.existing_arn],
             pending_timeout_minutes=config.capacity.pending_timeout_minutes,
             extends=any(s.extend and not s.existing_arn for s, _ in requests),

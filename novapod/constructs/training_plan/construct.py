@@ -28,7 +28,7 @@ from novapod.constructs.provider import (
 )
 from novapod.constructs.purchase_ledger import PurchaseLedger
 from novapod.constructs.training_plan.handler.marker import KEY_PATTERN as MARKER_KEYS
-from novapod.naming import extension_name, training_plan_name, training_plan_name_prefix
+from novapod.naming import extension_name, training_plan_name
 from novapod.planning import PlanRequest
 
 HANDLER_ROOT = Path(__file__).resolve().parent
@@ -63,6 +63,7 @@ class TrainingPlanProvider(Construct):
         id_: str,
         *,
         environment: str,
+        bought_heads: Sequence[str],
         adopted_arns: Sequence[str],
         pending_timeout_minutes: int,
         extended_arns: Sequence[str] = (),
@@ -102,11 +103,15 @@ class TrainingPlanProvider(Construct):
         # Both claim and settle purchases (on_event buys, is_complete reconciles).
         for function in (self.on_event, self.is_complete):
             ledger.grant_purchases(function, environment)
-        own_plans = stack.format_arn(
-            service="sagemaker",
-            resource="training-plan",
-            resource_name=f"{training_plan_name_prefix(environment)}*",
-        )
+        # Each bought plan's own name head (`novapod-<env>-<plan>-`, its digest left open:
+        # an edit renames the plan, and a rollback runs the old name under the new policy).
+        # A prefix per plan, not one per environment: `novapod-cfg-*` would also match every
+        # plan of environment `cfg-a`; an exact collision of heads is refused by the handler
+        # (the plan's novapod:environment tag).
+        own = [
+            stack.format_arn(service="sagemaker", resource="training-plan", resource_name=f"{h}-*")
+            for h in dict.fromkeys(bought_heads)
+        ]
         # A purchase creates the plan and its reserved capacities, and tags both on
         # create: SageMaker documents CreateTrainingPlan with CreateReservedCapacity and
         # AddTags on both resource types (docs.aws.amazon.com/sagemaker/latest/dg/
@@ -117,32 +122,13 @@ class TrainingPlanProvider(Construct):
         reserved_capacity = stack.format_arn(
             service="sagemaker", resource="reserved-capacity", resource_name="*"
         )
-        self.on_event.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="BuyOwnPlans",
-                actions=["sagemaker:CreateTrainingPlan", "sagemaker:CreateReservedCapacity"],
-                resources=[own_plans, reserved_capacity],
-            )
-        )
-        self.on_event.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="TagOnPurchaseOnly",
-                actions=["sagemaker:AddTags"],
-                resources=[own_plans, reserved_capacity],
-                conditions={"StringEquals": {"sagemaker:TaggingAction": list(TAGGING_ACTIONS)}},
-            )
-        )
+        if own:
+            self._allow_purchases(own, reserved_capacity)
         # ListTags: a plan found under our name that the ledger does not know is adopted
         # only when its novapod:environment tag is ours (names can collide across
         # environments); the Service Authorization Reference lists ListTags on the
         # training-plan resource type (list_amazonsagemaker.html).
-        self.on_event.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="DescribeOwnPlans",
-                actions=["sagemaker:DescribeTrainingPlan", "sagemaker:ListTags"],
-                resources=[own_plans],
-            )
-        )
+
         self.on_event.add_to_role_policy(
             iam.PolicyStatement(
                 sid="SearchOfferingsAndZones",
@@ -159,13 +145,13 @@ class TrainingPlanProvider(Construct):
                 )
             )
         if extends or extended_arns:
-            self._allow_extensions(own_plans if extends else None, extended_arns)
+            self._allow_extensions(own if extends else [], extended_arns)
         # is_complete only reads: the plan's status, then its zone name -> zone ID.
         self.is_complete.add_to_role_policy(
             iam.PolicyStatement(
                 sid="DescribeOwnAndAdoptedPlans",
                 actions=["sagemaker:DescribeTrainingPlan"],
-                resources=[own_plans, *adopted_arns],
+                resources=[*own, *adopted_arns],
             )
         )
         self.is_complete.add_to_role_policy(
@@ -175,15 +161,47 @@ class TrainingPlanProvider(Construct):
                 resources=["*"],
             )
         )
-        self._acknowledge(own_plans)
-        acknowledge(
-            default_policy(self.on_event.role),
-            f"AwsSolutions-IAM5[Resource::{nag_resource(self, reserved_capacity)}]",
-            "A purchase creates and tags the plan's reserved capacities, whose IDs SageMaker "
-            "generates; AddTags on them is limited to tagging at creation (TaggingAction).",
+        self._acknowledge(own)
+        if own:
+            acknowledge(
+                default_policy(self.on_event.role),
+                f"AwsSolutions-IAM5[Resource::{nag_resource(self, reserved_capacity)}]",
+                "A purchase creates and tags the plan's reserved capacities, whose IDs "
+                "SageMaker generates; AddTags on them is limited to tagging at creation "
+                "(TaggingAction).",
+            )
+
+    def _allow_purchases(self, own: list[str], reserved_capacity: str) -> None:
+        """CreateTrainingPlan and tagging at creation, Describe and ListTags, on the plan
+        names this environment buys."""
+        self.on_event.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="BuyOwnPlans",
+                actions=["sagemaker:CreateTrainingPlan", "sagemaker:CreateReservedCapacity"],
+                resources=[*own, reserved_capacity],
+            )
+        )
+        self.on_event.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="TagOnPurchaseOnly",
+                actions=["sagemaker:AddTags"],
+                resources=[*own, reserved_capacity],
+                conditions={"StringEquals": {"sagemaker:TaggingAction": list(TAGGING_ACTIONS)}},
+            )
+        )
+        # ListTags: a plan found under our name that the ledger does not know is adopted
+        # only when its novapod:environment tag is ours (names can collide across
+        # environments); the Service Authorization Reference lists ListTags on the
+        # training-plan resource type (list_amazonsagemaker.html).
+        self.on_event.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="DescribeOwnPlans",
+                actions=["sagemaker:DescribeTrainingPlan", "sagemaker:ListTags"],
+                resources=own,
+            )
         )
 
-    def _allow_extensions(self, own_plans: str | None, extended_arns: Sequence[str]) -> None:
+    def _allow_extensions(self, own_plans: Sequence[str], extended_arns: Sequence[str]) -> None:
         """ExtendTrainingPlan, DescribeTrainingPlanExtensionHistory, ListTags and the
         clean-up of old purchase markers on the plans extended (nowhere else).
 
@@ -194,7 +212,7 @@ class TrainingPlanProvider(Construct):
         '*' instead, the call is refused (AccessDenied, HTTP 400) and the handler says
         nothing was bought.
         """
-        plans = [p for p in (own_plans, *extended_arns) if p is not None]
+        plans = [*own_plans, *extended_arns]
         self.on_event.add_to_role_policy(
             iam.PolicyStatement(
                 sid="ExtendOwnPlans",
@@ -241,7 +259,7 @@ class TrainingPlanProvider(Construct):
         """Where is_complete logs each poll while a plan is Pending (the long wait)."""
         return self.is_complete.log_group
 
-    def _acknowledge(self, own_plans: str) -> None:
+    def _acknowledge(self, own_plans: Sequence[str]) -> None:
         reasons = {
             self.on_event: "sagemaker:SearchTrainingPlanOfferings and "
             "ec2:DescribeAvailabilityZones",
@@ -252,12 +270,13 @@ class TrainingPlanProvider(Construct):
             acknowledge(
                 policy, "AwsSolutions-IAM5[Resource::*]", NO_RESOURCE_LEVEL.format(action=actions)
             )
-            acknowledge(
-                policy,
-                f"AwsSolutions-IAM5[Resource::{nag_resource(self, own_plans)}]",
-                "Plan names are derived at synth from a digest of the purchase inputs; the "
-                "wildcard is limited to this environment's novapod-<env>- name prefix.",
-            )
+            for plans in own_plans:
+                acknowledge(
+                    policy,
+                    f"AwsSolutions-IAM5[Resource::{nag_resource(self, plans)}]",
+                    "Plan names end with a digest of the purchase inputs, derived at synth; "
+                    "the wildcard is limited to one plan's novapod-<env>-<plan>- name head.",
+                )
 
 
 class TrainingPlan(Construct):
