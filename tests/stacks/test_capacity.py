@@ -134,7 +134,7 @@ def test_log_groups_have_retention(synth) -> None:
 def test_iam_is_least_privilege(synth) -> None:
     result = synth(PURCHASE)
     template = result.templates["capacity"]
-    plan_arn = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-nova-lite-*"
+    plan_arn = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-nova-lite-lite-sft-*"
     for policy in resources(template, "AWS::IAM::Policy").values():
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             actions = as_list(statement["Action"])
@@ -197,7 +197,7 @@ def test_default_config_has_no_capacity_stack(synth) -> None:
     assert "capacity" not in synth(DEFAULT_CONFIG).templates
 
 
-PLANS = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-nova-lite-*"
+PLANS = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-nova-lite-lite-sft-*"
 CAPACITIES = "arn:aws:sagemaker:us-east-1:111122223333:reserved-capacity/*"
 
 
