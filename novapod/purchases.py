@@ -42,6 +42,13 @@ RELEASER = "novapod-purchases-release"
 SETTLING = timedelta(minutes=30)
 
 
+def attention(entry: Entry) -> str | None:
+    """Why a human should look at this item, or None."""
+    if entry.state == ledger.RELEASED and entry.get("ReleasedFrom") in ledger.UNSETTLED:
+        return f"released by hand from {entry.get('ReleasedFrom')}: it may have been bought"
+    return ATTENTION.get(entry.state)
+
+
 class PurchasesError(Exception):
     """A request the ledger cannot serve (unknown key, not releasable); one sentence."""
 
@@ -75,7 +82,7 @@ def _purchase_json(entry: Entry) -> dict[str, Any]:
         "request_id": entry.request_id,
         "updated_at": entry.updated_at,
         **_fields(entry),
-        "attention": ATTENTION.get(entry.state),
+        "attention": attention(entry),
         "earlier_attempts": [dict(a) for a in entry.attempts],
     }
 
@@ -85,7 +92,7 @@ def purchases_json(environment: str, table: str, entries: Sequence[Entry]) -> st
         "environment": environment,
         "table": table,
         "purchases": [_purchase_json(e) for e in entries],
-        "attention": [e.key for e in entries if e.state in ATTENTION],
+        "attention": [e.key for e in entries if attention(e)],
     }
     return json.dumps(document, indent=2, sort_keys=True, default=str)
 
@@ -94,7 +101,7 @@ def render_text(environment: str, table: str, entries: Sequence[Entry]) -> str:
     """One line per purchase, those needing attention first, then how to read more."""
     if not entries:
         return f"no purchases recorded for environment {environment} (ledger {table})"
-    ordered = sorted(entries, key=lambda e: (e.state not in ATTENTION, e.key))
+    ordered = sorted(entries, key=lambda e: (attention(e) is None, e.key))
     lines = [f"purchases of environment {environment} (ledger {table}):"]
     for entry in ordered:
         f = _fields(entry)
@@ -105,11 +112,10 @@ def render_text(environment: str, table: str, entries: Sequence[Entry]) -> str:
             f"  {entry.state:<9} {entry.key}{money}{bought}{what} (attempt {entry.attempt}, "
             f"approval {f['approval'] or '-'}, updated {entry.updated_at})"
         )
-        if entry.state in ATTENTION:
+        why = attention(entry)
+        if why is not None:
             reason = f["error"] or f["detail"]
-            lines.append(
-                f"            ! {ATTENTION[entry.state]}{f' ({reason})' if reason else ''}"
-            )
+            lines.append(f"            ! {why}{f' ({reason})' if reason else ''}")
     return "\n".join(lines)
 
 

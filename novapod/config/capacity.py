@@ -295,6 +295,22 @@ class Capacity(_Model):
                 problems.append(
                     _at(label, f"names must be unique; repeated: {', '.join(repeated)}")
                 )
+        # Two entries on one plan would be two custom resources that CloudFormation runs
+        # side by side, each reading the plan's extensions before the other claims: one
+        # plan, one entry (its `extend` says the one total to reach).
+        adopted: set[str] = set()
+        for index, plan in enumerate(self.training_plans):
+            if plan.existing_arn is None:
+                continue
+            if plan.existing_arn in adopted:
+                problems.append(
+                    _at(
+                        f"training_plans[{index}].existing_arn",
+                        f"{plan.existing_arn} is adopted by an earlier entry too; adopt a plan "
+                        "once (one entry, with the one extend total it should reach)",
+                    )
+                )
+            adopted.add(plan.existing_arn)
         _raise_all(problems)
         return self
 

@@ -186,3 +186,13 @@ def test_release_refuses_an_item_a_call_may_still_be_under_way_for(fake, tmp_pat
     )
     assert fake.calls_to("PutItem") == []
     assert main(["purchases", config(tmp_path), "--release", f"plan#{OTHER}", "--force"]) == 0
+
+
+def test_an_item_released_from_ambiguous_still_asks_for_a_look(fake, tmp_path, capsys) -> None:
+    released = item(f"plan#{OTHER}", "released", ReleasedFrom="ambiguous", Detail="by hand")
+    fake.dynamodb.put_raw(TABLE, released, settled=True)
+    assert main(["purchases", config(tmp_path), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["attention"] == [f"plan#{OTHER}"]
+    (listed,) = document["purchases"]
+    assert listed["attention"] == "released by hand from ambiguous: it may have been bought"

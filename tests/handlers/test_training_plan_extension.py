@@ -1040,7 +1040,7 @@ def a_failed_extension_lets_the_next_deploy_buy_again(w: World) -> Outcome:
         max_total=96,
         data={
             **EXTENDED,
-            # The describe still lags behind the first 48 h; the history shows the second.
+            # The describe still lags behind the first 48 h; the history lists both.
             "EndTime": "2030-01-10T00:00:00Z",
             "ExtensionName": EXT96,
             "ExtendedHours": "96",
@@ -1052,7 +1052,8 @@ def a_new_total_counts_a_bought_extension_the_history_does_not_show_yet(w: World
     # 48 h bought and never shown in the first deploy's wait; the user raises the total
     # to 96 h (approved anew): only 48 h more are bought, not 96 h.
     stack = bought(w)
-    w.plane.lag_extensions(history_reads=30, describe_reads=30)
+    # Unseen by the first deploy's five polls, listed a few reads into the second.
+    w.plane.lag_extensions(history_reads=7, describe_reads=30)
     assert stack.update(w.extend_props(**SHORT)).ok and stack.rolled_back
     assert (extension_item(w) or {})["State"] == "bought"
     outcome = stack.update(w.extend_props(96, **SHORT))
@@ -1129,7 +1130,8 @@ def a_failed_extension_then_the_same_offering_with_the_history_newest_first(w: W
         bought=0,
         ledger=("released", 1),
         error=(
-            f"extension {EXT48} was not bought: the purchase ledger showed {KEY} claimed by "
+            f"extension {EXT48} was not bought by this event: the purchase ledger showed {KEY} "
+            "claimed by "
             "another invocation (request rival) that had not called the service in 120 s, and "
             "this event released that claim with a conditional write, so that invocation can "
             "no longer call; deploy again"

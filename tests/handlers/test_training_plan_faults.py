@@ -1185,3 +1185,25 @@ def test_subnets_by_zone_as_object_or_json_string_agree(world: World) -> None:
     second = world.stack().create(world.props())  # JSON string, as in every scenario
     assert second.data == BOUGHT
     assert world.plane.create_counts() == {PLAN: 1}
+
+
+def test_an_ambiguous_purchase_released_while_awaited_is_not_called_unbought(
+    world: World,
+) -> None:
+    # The operator releases the ambiguous item (--force) while the deploy still waits:
+    # the deploy must not say its purchase bought nothing.
+    from novapod import purchases
+    from novapod.constructs.handler_core import ledger
+    from tests.handlers.world import ENVIRONMENT, LEDGER_TABLE
+
+    world.plane.server_error("CreateTrainingPlan")
+    event = world.driver.event("Create", world.props())
+    result = index.on_event(event, None)
+    book = ledger.Ledger(boto3.client("dynamodb"), LEDGER_TABLE, ENVIRONMENT)
+    purchases.release(book, f"plan#{PLAN}", force=True)
+    outcome = world.driver.complete(event, result)
+    assert outcome.reason == (
+        f"training plan {PLAN} was not bought by this event: the purchase ledger holds "
+        f"plan#{PLAN} released by hand from ambiguous, so its last call may have bought it; "
+        "check it with AWS, then deploy again to try anew"
+    )

@@ -134,7 +134,9 @@ def test_log_groups_have_retention(synth) -> None:
 def test_iam_is_least_privilege(synth) -> None:
     result = synth(PURCHASE)
     template = result.templates["capacity"]
-    plan_arn = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-nova-lite-lite-sft-*"
+    plan_arn = (
+        "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-nova-lite-lite-sft-????????"
+    )
     for policy in resources(template, "AWS::IAM::Policy").values():
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             actions = as_list(statement["Action"])
@@ -197,7 +199,7 @@ def test_default_config_has_no_capacity_stack(synth) -> None:
     assert "capacity" not in synth(DEFAULT_CONFIG).templates
 
 
-PLANS = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-nova-lite-lite-sft-*"
+PLANS = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-nova-lite-lite-sft-????????"
 CAPACITIES = "arn:aws:sagemaker:us-east-1:111122223333:reserved-capacity/*"
 
 
@@ -258,3 +260,23 @@ def test_capacity_outputs_per_plan_with_descriptions(synth) -> None:
             continue
         assert len(output.get("Description", "")) > 20, name
     assert "training plan lite-sft" in outputs[f"{plan}UpfrontFee"]["Description"]
+
+
+def test_plan_permissions_never_reach_another_environments_plans(synth) -> None:
+    # Issue 18 §3: `novapod-nova-lite-*` would also match every plan of an environment
+    # named `nova-lite-lite` (or a plan `lite-sft-x`); the eight `?` stop at the digest.
+    from tests.fakes import iam
+
+    result = synth(PURCHASE)
+    template = result.templates["capacity"]
+    resources_ = [
+        joined(r, result)
+        for s in statements(template, "OnEventRole")
+        for r in as_list(s["Resource"])
+        if "training-plan/" in joined(r, result)
+    ]
+    prefix = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/"
+    own = prefix + "novapod-nova-lite-lite-sft-31e61478"
+    other_environment = prefix + "novapod-nova-lite-lite-sft-x-31e61478"
+    assert any(iam.wildcard_match(r, own) for r in resources_)
+    assert not any(iam.wildcard_match(r, other_environment) for r in resources_)

@@ -70,7 +70,7 @@ def test_extension_permissions_cover_only_the_plans_extended(synth) -> None:
     resources_ = _listed(extend["Resource"])
     assert TEAM_ARN in resources_
     assert resources_ == [
-        "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-ext-lite-*",
+        "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-ext-lite-????????",
         TEAM_ARN,
     ]
     read = _statements(template, "IsCompleteRole")["ReadExtensions"]
@@ -86,7 +86,7 @@ def test_old_purchase_markers_may_only_be_deleted_and_only_their_keys(synth) -> 
     assert mark["Effect"] == "Allow"
     assert _listed(mark["Action"]) == ["sagemaker:DeleteTags"]
     assert _listed(mark["Resource"]) == [
-        "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-ext-lite-*",
+        "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-ext-lite-????????",
         TEAM_ARN,
     ]
     assert mark["Condition"] == {

@@ -1403,3 +1403,29 @@ def test_validation_time_can_be_set_for_reproducible_synths(monkeypatch) -> None
             "it like 2026-11-30T00:00:00Z or unset it",
         )
     ]
+
+
+def test_a_plan_adopted_by_two_entries_is_refused(tmp_path) -> None:
+    # Two resources on one plan would read its extensions side by side, each before the
+    # other claims (issue 18: never buy past the largest approved total).
+    from pathlib import Path
+
+    from novapod.config import ConfigError, load_config
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "config" / "examples" / "adopt-existing-plan.yaml").read_text()
+    data = yaml.safe_load(text)
+    plans = data["capacity"]["training_plans"]
+    plans.append({**plans[0], "name": "again"})
+    path = tmp_path / "twice.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError) as raised:
+        load_config(path)
+    assert raised.value.issues == [
+        (
+            "capacity.training_plans[1].existing_arn",
+            "arn:aws:sagemaker:us-east-1:111122223333:training-plan/team-p5-january is adopted "
+            "by an earlier entry too; adopt a plan once (one entry, with the one extend total "
+            "it should reach)",
+        )
+    ]

@@ -109,7 +109,11 @@ class TrainingPlanProvider(Construct):
         # plan of environment `cfg-a`; an exact collision of heads is refused by the handler
         # (the plan's novapod:environment tag).
         own = [
-            stack.format_arn(service="sagemaker", resource="training-plan", resource_name=f"{h}-*")
+            # `?` x 8: the digest's eight hex digits and nothing longer, so `novapod-cfg-a-`
+            # never covers `novapod-cfg-a-b-<digest>` (plan a-b, or environment cfg-a).
+            stack.format_arn(
+                service="sagemaker", resource="training-plan", resource_name=f"{h}-{'?' * 8}"
+            )
             for h in dict.fromkeys(bought_heads)
         ]
         # A purchase creates the plan and its reserved capacities, and tags both on
@@ -275,7 +279,8 @@ class TrainingPlanProvider(Construct):
                     policy,
                     f"AwsSolutions-IAM5[Resource::{nag_resource(self, plans)}]",
                     "Plan names end with a digest of the purchase inputs, derived at synth; "
-                    "the wildcard is limited to one plan's novapod-<env>-<plan>- name head.",
+                    "the wildcards are the eight digest characters after one plan's "
+                    "novapod-<env>-<plan>- head.",
                 )
 
 

@@ -51,19 +51,30 @@ def baseline_fields(
     history: Sequence[Mapping[str, Any]], offering_id: str, earlier: Sequence[Mapping[str, Any]]
 ) -> dict[str, int]:
     """The history entries of `offering_id` that are not this attempt's, by kind: those
-    listed now, or those the ledger's earlier attempts account for (a read may lag behind
-    them), whichever is more. An earlier attempt released by hand from calling or
-    ambiguous counts as possibly bought."""
+    listed now, or those the ledger's earlier attempts account for (this item's and the
+    plan's other extension items'; a read may lag behind them), whichever is more. An
+    attempt released by hand from calling or ambiguous counts as possibly bought and as
+    possibly Failed: either way its entry is not taken for this attempt's."""
     shown_now, failed_now = _counts(history, offering_id)
     mine = [a for a in earlier if a.get("OfferingId") == offering_id]
-    shown = sum(
+    unsettled = sum(
         1
         for a in mine
-        if a.get("State") == ledger.BOUGHT
-        or (a.get("State") == ledger.RELEASED and a.get("ReleasedFrom") in ledger.UNSETTLED)
+        if a.get("State") == ledger.RELEASED and a.get("ReleasedFrom") in ledger.UNSETTLED
     )
-    failed = sum(1 for a in mine if a.get("State") == ledger.FAILED)
+    shown = sum(1 for a in mine if a.get("State") == ledger.BOUGHT) + unsettled
+    failed = sum(1 for a in mine if a.get("State") == ledger.FAILED) + unsettled
     return {"BaselineShown": max(shown_now, shown), "BaselineFailed": max(failed_now, failed)}
+
+
+def attempts_of(entries: Sequence[Entry]) -> list[Mapping[str, Any]]:
+    """Every attempt the items record: each item's last one and its earlier ones."""
+    return [a for e in entries for a in (e.summary(), *e.attempts)]
+
+
+def released_unsettled(entry: Entry) -> bool:
+    """Released by hand from calling or ambiguous: it may have been bought."""
+    return entry.state == ledger.RELEASED and entry.get("ReleasedFrom") in ledger.UNSETTLED
 
 
 def extension_outcome(entry: Entry, history: Sequence[Mapping[str, Any]]) -> AttemptOutcome:
@@ -169,7 +180,8 @@ def claim_released_message(what: str, entry: Entry, waited: int) -> str:
     """Said only after this event released the other claim with a conditional write:
     that claimant's next write (calling) then fails, so it can no longer buy."""
     return (
-        f"{what} was not bought: the purchase ledger showed {entry.key} claimed by another "
+        f"{what} was not bought by this event: the purchase ledger showed {entry.key} "
+        "claimed by another "
         f"invocation (request {entry.request_id or '?'}) that had not called the service in "
         f"{waited} s, and this event released that claim with a conditional write, so that "
         "invocation can no longer call; deploy again"
@@ -177,10 +189,17 @@ def claim_released_message(what: str, entry: Entry, waited: int) -> str:
 
 
 def other_attempt_ended_message(what: str, entry: Entry) -> str:
+    if released_unsettled(entry):
+        return (
+            f"{what} was not bought by this event: the purchase ledger holds {entry.key} "
+            f"released by hand from {entry.get('ReleasedFrom')}, so its last call may have "
+            "bought it; check it with AWS, then deploy again to try anew"
+        )
     return (
-        f"{what} was not bought: another invocation held the claim and its attempt ended "
-        f"{entry.state} ({entry.get('Error') or entry.get('Detail') or 'no detail'}), which "
-        "bought nothing; deploy again to try anew"
+        f"{what} was not bought by this event: another invocation held the claim and its "
+        f"attempt ended {entry.state} "
+        f"({entry.get('Error') or entry.get('Detail') or 'no detail'}), which bought nothing; "
+        "deploy again to try anew"
     )
 
 

@@ -761,7 +761,7 @@ def _extend(
         )
         if adopted is not None:
             return _result(props, name, arn, None, awaiting=claims.EXTENSION)
-    seen = _with_other_extensions(book, extend, plan, history, seen)
+    seen, others = _with_other_extensions(book, extend, plan, history, seen)
     claimed = _claim(
         book,
         claims.EXTENSION,
@@ -791,7 +791,9 @@ def _extend(
         claimed,
         what,
         OfferingId=offering_id,
-        **claims.baseline_fields(history, offering_id, claimed.attempts),
+        **claims.baseline_fields(
+            history, offering_id, [*claimed.attempts, *claims.attempts_of(others)]
+        ),
         Hours=missing,
         UpfrontFee=str(chosen.get("UpfrontFee", "")),
         Currency=str(chosen.get("CurrencyCode", "")),
@@ -832,11 +834,12 @@ def _with_other_extensions(
     plan: Mapping[str, Any],
     history: list[dict[str, Any]],
     seen: int,
-) -> int:
-    """The hours the plan has, counting what the ledger's other extensions of this plan
-    bought (a total approved before, e.g. 48 h under a 96 h approval now): a bought one
-    the history does not show yet counts by its total; one whose outcome is unknown (or
-    a claim that may still call) blocks the purchase, because the hours are unknown."""
+) -> tuple[int, list[ledger.Entry]]:
+    """The hours the plan has (and its other extension items), counting what the
+    ledger's other extensions of this plan bought (a total approved before, e.g. 48 h
+    under a 96 h approval now): a bought one the history does not show yet counts by its
+    total, as does one released by hand from calling or ambiguous; one whose outcome is
+    unknown (or a claim that may still call) blocks the purchase: the hours are unknown."""
     name = str(plan["TrainingPlanName"])
     try:
         listed = book.entries(claims.EXTENSION)
@@ -853,16 +856,20 @@ def _with_other_extensions(
             message = claims.other_extension_blocks_message(extend.name, other)
             _log("refuse", message, plan_name=name, extension=extend.name, other=other.key)
             raise TrainingPlanError(message)
-        if other.state == ledger.BOUGHT and claims.total_of(other) > seen:
+        counts = other.state == ledger.BOUGHT or (
+            claims.released_unsettled(other)
+            and claims.extension_outcome(other, history) != "failed"
+        )
+        if counts and claims.total_of(other) > seen:
             _log(
                 "extension-ledger",
-                f"{other.key} is bought ({claims.total_of(other)} h in total) and the plan "
+                f"{other.key} is {other.state} ({claims.total_of(other)} h in total) and the plan "
                 f"shows {seen} h: counting {claims.total_of(other)} h",
                 plan_name=name,
                 extension=extend.name,
             )
             seen = claims.total_of(other)
-    return seen
+    return seen, others
 
 
 def _choose_extension(
@@ -937,7 +944,7 @@ def _reconcile_extension(
     _log(
         "reconcile",
         f"{ledger.describe(entry)}: the extension history shows its offering "
-        f"{entry.get('OfferingId') or '?'} beyond the {entry.get('Baseline') or 0} earlier "
+        f"{entry.get('OfferingId') or '?'} beyond the {entry.get('BaselineShown') or 0} earlier "
         f"entries as {outcome}",
         purchase=entry.key,
         outcome=outcome,
@@ -1192,7 +1199,7 @@ def _await_plan(props: PlanProperties, since: datetime) -> dict[str, Any]:
         raise TrainingPlanError(
             claims.other_attempt_ended_message(what, entry)
             if entry
-            else f"{what} was not bought: its ledger item is gone; deploy again"
+            else f"{what} was not bought by this event: its ledger item is gone; deploy again"
         )
     if entry.state == ledger.CLAIMED and waited >= claim_wait:
         _release_stale_claim(book, entry, what, waited)
@@ -1278,7 +1285,7 @@ def _extension_ready(
         raise TrainingPlanError(
             claims.other_attempt_ended_message(what, entry)
             if entry
-            else f"{what} was not bought: its ledger item is gone; deploy again"
+            else f"{what} was not bought by this event: its ledger item is gone; deploy again"
         )
     if entry.state == ledger.CLAIMED:
         if waited >= min(claims.CLAIM_WAIT_SECONDS, props.pending_timeout_seconds):
