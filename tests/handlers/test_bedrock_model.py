@@ -9,8 +9,6 @@ import hashlib
 import io
 import json
 import re
-import subprocess
-import sys
 import tarfile
 import threading
 from collections import Counter
@@ -31,6 +29,7 @@ from novapod.constructs.handler_core import ledger
 from tests.conftest import ROOT, Synthesized, resources
 from tests.fakes import iam
 from tests.fakes.aws_control_plane import FakeControlPlane, Fault
+from tests.handlers.asset_probe import assert_asset_imports_alone
 from tests.handlers.lifecycle import CREATE_FAILED_MARKER, ProviderDriver, Stack
 from tests.handlers.test_fake_iam import EXAMPLE_ACCOUNT, as_role, with_storage_outputs
 from tests.handlers.world import LEDGER_TABLE, T0, FakeClock
@@ -1313,32 +1312,7 @@ def test_without_the_ledger_statement_the_roles_import_nothing(
 
 
 def test_handler_folder_imports_on_its_own_as_the_lambda_asset_root() -> None:
-    # Lambda loads the handler from the asset root: no novapod, no aws_cdk there, only
-    # the handler package and the handler core beside it (provider.handler_code).
-    from novapod.constructs.provider import _stage_with_core, core_handler_module
-
-    root = Path(index.__file__).parent.parent
-    stage = _stage_with_core(root)
-    shipped = sorted(str(p.relative_to(stage)) for p in stage.rglob("*") if p.is_file())
-    assert shipped == sorted(
-        [
-            "novapod_lambda/__init__.py",
-            "novapod_lambda/bedrock_model/__init__.py",
-            *(f"novapod_lambda/bedrock_model/handler/{p.name}" for p in root.glob("handler/*.py")),
-            *(
-                f"novapod_lambda/handler_core/{p.name}"
-                for p in (root.parent / "handler_core").glob("*.py")
-            ),
-        ]
-    )
-    module = core_handler_module(root)
-    assert module == "novapod_lambda.bedrock_model.handler.index"
-    probe = (
-        f"import sys, {module} as h; "
-        "assert callable(h.on_event) and callable(h.is_complete); "
-        "assert not [m for m in sys.modules if m.split('.')[0] in ('novapod', 'aws_cdk')]"
-    )
-    subprocess.run([sys.executable, "-c", probe], cwd=stage, check=True)
+    assert_asset_imports_alone(Path(index.__file__).parent.parent)
 
 
 def test_on_event_worst_case_fits_its_timeout() -> None:

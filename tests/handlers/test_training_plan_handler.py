@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from novapod.constructs.training_plan.handler import index
+from tests.handlers.asset_probe import assert_asset_imports_alone
 from tests.handlers.world import PLAN, World
 
 ARN = f"arn:aws:sagemaker:us-east-1:123456789012:training-plan/{PLAN}"
@@ -121,35 +119,7 @@ def test_on_event_result_carries_the_wait_start_outside_the_attributes(world: Wo
 
 
 def test_handler_folder_imports_on_its_own_as_the_lambda_asset_root() -> None:
-    # Lambda loads the handler from the asset root: no novapod, no aws_cdk there, only
-    # the handler package and the handler core beside it (provider.handler_code).
-    from novapod.constructs.provider import _stage_with_core, core_handler_module
-
-    root = Path(index.__file__).parent.parent
-    stage = _stage_with_core(root)
-    shipped = sorted(str(p.relative_to(stage)) for p in stage.rglob("*") if p.is_file())
-    assert shipped == sorted(
-        [
-            "novapod_lambda/__init__.py",
-            "novapod_lambda/training_plan/__init__.py",
-            *(f"novapod_lambda/training_plan/handler/{p.name}" for p in root.glob("handler/*.py")),
-            *(
-                f"novapod_lambda/handler_core/{p.name}"
-                for p in (root.parent / "handler_core").glob("*.py")
-            ),
-        ]
-    )
-    module = core_handler_module(root)
-    assert module == "novapod_lambda.training_plan.handler.index"
-    probe = (
-        f"import sys, {module} as h; "
-        "assert callable(h.on_event) and callable(h.is_complete); "
-        "assert not [m for m in sys.modules if m.split('.')[0] in ('novapod', 'aws_cdk')]"
-    )
-    # No bytecode written into the stage: the asset is exactly its sources.
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    subprocess.run([sys.executable, "-c", probe], cwd=stage, check=True, env=env)
-    assert not list(stage.rglob("__pycache__"))
+    assert_asset_imports_alone(Path(index.__file__).parent.parent)
 
 
 def test_a_tampered_stage_is_built_anew() -> None:
