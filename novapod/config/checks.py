@@ -20,6 +20,7 @@ from novapod.config.jobs import Job, batch_size_problem, max_length_problem, rep
 from novapod.config.network import GATEWAY_ENDPOINTS, RIG_ENDPOINTS
 from novapod.constructs.cluster_bootstrap.pins import default_pins
 from novapod.facts import cluster_instance_types, eks_facts, plan_instance_types, support_warning
+from novapod.naming import training_plan_name
 from novapod.node_images import node_image_registries
 from novapod.nova.catalog import CatalogError, catalog
 
@@ -411,7 +412,23 @@ def purchase_problems(
     requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]],
     now: datetime,
 ) -> Iterator[_FieldError]:
-    """Every plan to buy is approved by its exact name, capped, and still buyable."""
+    """Every plan to buy is approved by its exact name, capped, and still buyable; no
+    entry adopts a plan another entry buys (two resources on one plan would read its
+    extensions side by side, each before the other claims)."""
+    bought = {
+        training_plan_name(config.name, r): i
+        for i, (s, r) in enumerate(requests)
+        if not s.adopted and s.purchase is not None
+    }
+    for i, (spec, _) in enumerate(requests):
+        name = spec.existing_arn.rsplit("/", 1)[-1] if spec.existing_arn else None
+        if name is not None and name in bought:
+            yield _at(
+                f"capacity.training_plans[{i}].existing_arn",
+                f"names {name}, the plan capacity.training_plans[{bought[name]}] buys: one "
+                "entry per plan (put its extend on that entry and remove this one)",
+                root=True,
+            )
     instance_types = sorted(plan_instance_types())
     for i, (spec, request) in enumerate(requests):
         if spec.adopted:

@@ -1429,3 +1429,32 @@ def test_a_plan_adopted_by_two_entries_is_refused(tmp_path) -> None:
             "it should reach)",
         )
     ]
+
+
+def test_an_entry_adopting_a_plan_another_entry_buys_is_refused(tmp_path) -> None:
+    from pathlib import Path
+
+    from novapod.config import ConfigError, load_config
+
+    root = Path(__file__).resolve().parents[2]
+    data = yaml.safe_load((root / "config" / "examples" / "single-rig-purchase.yaml").read_text())
+    bought = "novapod-nova-lite-lite-sft-31e61478"  # the first entry's name, pinned
+    data["capacity"]["training_plans"].append(
+        {
+            "name": "again",
+            "existing_arn": f"arn:aws:sagemaker:us-east-1:111122223333:training-plan/{bought}",
+            "instance_type": "ml.p5.48xlarge",
+            "instance_count": 4,
+        }
+    )
+    path = tmp_path / "again.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError) as raised:
+        load_config(path)
+    assert raised.value.issues == [
+        (
+            "capacity.training_plans[1].existing_arn",
+            f"names {bought}, the plan capacity.training_plans[0] buys: one entry per plan "
+            "(put its extend on that entry and remove this one)",
+        )
+    ]
