@@ -270,6 +270,33 @@ def _unavailable(what: str, key: str, failed: ledger.LedgerError) -> BedrockMode
     return BedrockModelError(message)
 
 
+def _by_recorded_arn(
+    entry: ledger.Entry,
+    get: Callable[[str], dict[str, Any] | None],
+    *,
+    what: str,
+    key: str,
+    arn_field: str,
+    missing: Callable[[str], str],
+) -> dict[str, Any]:
+    """What a bought item's recorded ARN finds (the look-up by name missed it), else fail
+    with `missing(arn)`: nothing is created again without a recorded Delete or release."""
+    arn = str(entry.get("Arn") or "")
+    found = get(arn) if arn else None
+    if found is not None:
+        _log(
+            "found-by-arn",
+            f"Bedrock shows no {what} (yet), but {ledger.describe(entry)} and its ARN {arn} "
+            "finds it; nothing is created again",
+            purchase=key,
+            **{arn_field: arn},
+        )
+        return found
+    message = missing(arn or "no ARN recorded")
+    _log("refuse", message, purchase=key, **{arn_field: arn})
+    raise BedrockModelError(message)
+
+
 def _settle(
     book: ledger.Ledger, entry: ledger.Entry, state: ledger.State, **fields: Any
 ) -> ledger.Entry:
@@ -551,20 +578,14 @@ class _Importer:
         records. A look-up right after the import may miss, and a new generation would be
         a new token, which Bedrock takes for a new import: only a Delete this handler
         recorded, or a human's release, moves the item on. Neither shown: fail."""
-        arn = str(entry.get("Arn") or "")
-        model = _get_model(self.bedrock, arn) if arn else None
-        if model is not None:
-            _log(
-                "found-by-arn",
-                f"Bedrock shows no model named {target.name} (yet), but {ledger.describe(entry)} "
-                f"and its ARN {arn} finds it; nothing is imported again",
-                model_arn=arn,
-                purchase=target.key,
-            )
-            return model
-        message = decisions.model_missing_message(target.name, arn or "no ARN recorded")
-        _log("refuse", message, model_arn=arn, purchase=target.key)
-        raise BedrockModelError(message)
+        return _by_recorded_arn(
+            entry,
+            lambda arn: _get_model(self.bedrock, arn),
+            what=f"model named {target.name}",
+            key=target.key,
+            arn_field="model_arn",
+            missing=lambda arn: decisions.model_missing_message(target.name, arn),
+        )
 
     def _superseded(self, target: _Target, entry: ledger.Entry | None) -> _Target | None:
         """Another delivery of this request gave this claim up for its own item: follow
@@ -1142,20 +1163,14 @@ class _Deployment:
     def _bought_deployment(self, entry: ledger.Entry) -> dict[str, Any]:
         """A bought item's deployment the look-up by name missed, by its recorded ARN
         (as _Importer._bought_model: only a recorded Delete or a release moves it on)."""
-        arn = str(entry.get("Arn") or "")
-        deployment = _get_deployment(self.bedrock, arn) if arn else None
-        if deployment is not None:
-            _log(
-                "found-by-arn",
-                f"Bedrock shows no deployment named {self.name} (yet), but "
-                f"{ledger.describe(entry)} and its ARN {arn} finds it; nothing is created again",
-                deployment_arn=arn,
-                purchase=self.key,
-            )
-            return deployment
-        message = decisions.deployment_missing_message(self.name, arn or "no ARN recorded")
-        _log("refuse", message, deployment_arn=arn, purchase=self.key)
-        raise BedrockModelError(message)
+        return _by_recorded_arn(
+            entry,
+            lambda arn: _get_deployment(self.bedrock, arn),
+            what=f"deployment named {self.name}",
+            key=self.key,
+            arn_field="deployment_arn",
+            missing=lambda arn: decisions.deployment_missing_message(self.name, arn),
+        )
 
     def _claim(self, book: ledger.Ledger, entry: ledger.Entry | None) -> ledger.Entry | None:
         """`calling` for this poll's CreateCustomModelDeployment, or None (poll again)."""
