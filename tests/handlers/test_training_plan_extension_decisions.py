@@ -10,8 +10,8 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from novapod.constructs.training_plan.handler import extension
-from novapod.constructs.training_plan.handler.decisions import PropertyError, TrainingPlanError
+from novapod.constructs.training_plan.handler import claims, extension
+from novapod.constructs.training_plan.handler.decisions import PropertyError
 from novapod.naming import extension_name
 from tests.handlers.world import PLAN, World
 
@@ -191,33 +191,14 @@ def test_the_cap_is_inclusive() -> None:
 # --- after the purchase ---------------------------------------------------------------------
 
 
-def test_the_verdict_waits_for_payment_and_for_visibility() -> None:
-    ext = parsed()
+def test_an_extension_adopted_without_an_attempt_is_ready_once_paid_and_in_place() -> None:
+    # claims.in_place: no timestamps, only the plan's total and the payments it lists.
     paid = [{"DurationHours": 48, "Status": "Active"}]
     pending = [{"DurationHours": 48, "Status": "Pending"}]
-    assert extension.extension_verdict(PLAN, ext, paid, 48, START) == "ready"
-    assert extension.extension_verdict(PLAN, ext, pending, 48, START) == "pending"
-    assert extension.extension_verdict(PLAN, ext, [], 0, START) == "pending"  # not shown yet
-    with pytest.raises(TrainingPlanError, match="is extended by 0 h, not the 48 h"):
-        extension.extension_verdict(PLAN, ext, [], 0, None)
-
-
-def test_a_failed_extension_of_this_event_fails_the_deploy() -> None:
-    failed = [
-        {
-            "TrainingPlanExtensionOfferingId": "tpeo-x",
-            "DurationHours": 48,
-            "Status": "Failed",
-            "PaymentStatus": "Failed",
-            "ExtendedAt": START,
-        }
-    ]
-    with pytest.raises(TrainingPlanError, match=r"tpeo-x of training plan .* is Failed"):
-        extension.extension_verdict(PLAN, parsed(), failed, 0, START)
-    # A failure older than this event's purchase is not ours: keep waiting for ours.
-    assert extension.extension_verdict(PLAN, parsed(), failed, 0, START + timedelta(1)) == (
-        "pending"
-    )
+    assert claims.in_place(paid, 48, 48) is True
+    assert claims.in_place(pending, 48, 48) is False
+    assert claims.in_place([], 0, 48) is False  # not shown yet
+    assert claims.in_place(paid, 72, 48) is True  # more than asked: nothing is undone
 
 
 # --- the fake's extension APIs, as botocore sends and reads them ----------------------------

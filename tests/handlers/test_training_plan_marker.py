@@ -1,4 +1,5 @@
-"""The purchase marker's pure decisions (handler/marker.py) and the fake's tag APIs."""
+"""The purchase markers earlier versions wrote (handler/marker.py): how they are read and
+resolved for the migration to the ledger, and the fake's tag APIs."""
 
 from __future__ import annotations
 
@@ -9,13 +10,12 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from novapod.constructs.training_plan.handler import marker
+from novapod.constructs.training_plan.handler import claims, marker
 from novapod.naming import extension_name
 from tests.handlers.world import PLAN, World, extension_offerings
 
 ARN = f"arn:aws:sagemaker:us-east-1:123456789012:training-plan/{PLAN}"
 EXT48 = extension_name(PLAN, 48)
-EXT96 = extension_name(PLAN, 96)
 KEY_A = f"novapod-extension:{EXT48}:00000000000a"
 KEY_B = f"novapod-extension:{EXT48}:00000000000b"
 
@@ -32,25 +32,7 @@ def parsed(*tags: dict[str, str]) -> list[marker.Marker]:
     return marker.parse_markers(list(tags))
 
 
-# --- keys and values -----------------------------------------------------------------------
-
-
-def test_a_marker_is_written_as_a_tag_the_api_accepts() -> None:
-    own = marker.new_marker(EXT48, 48, "tpeo-" + "a" * 64, "0123456789ab")
-    assert own.tag() == {
-        "Key": f"novapod-extension:{EXT48}:0123456789ab",
-        "Value": "pending tpeo-" + "a" * 64,
-    }
-    assert own.as_bought().value == "bought tpeo-" + "a" * 64
-    # The longest plan name (64) still makes a key within TagKey's 128 characters.
-    longest = extension_name("p" * 64, 4368)
-    assert len(marker.new_marker(longest, 4368, "x", "0123456789ab").key) <= 128
-
-
-def test_a_value_keeps_only_what_the_tag_value_pattern_allows() -> None:
-    odd = marker.new_marker(EXT48, 48, "tpeo-1!#$%&*?<>\n2", "0123456789ab")
-    assert odd.value == "pending tpeo-12"
-    assert len(marker.new_marker(EXT48, 48, "x" * 400, "t").value) == 256
+# --- reading the markers earlier versions wrote ------------------------------------------
 
 
 def test_markers_are_read_back_from_the_plans_tags_and_others_left_alone() -> None:
@@ -67,86 +49,27 @@ def test_markers_are_read_back_from_the_plans_tags_and_others_left_alone() -> No
     ]
 
 
-# --- resolution ----------------------------------------------------------------------------
+# --- resolution (claims.unresolved_markers) ----------------------------------------------
 
 
 @pytest.mark.parametrize(
-    ("history", "seen", "expected"),
+    ("history", "seen", "unresolved"),
     [
-        ([], 0, "unseen"),
-        ([entry("tpeo-1", "Pending")], 0, "shown"),  # listed (payment pending): bought
-        ([entry("tpeo-1", "Failed")], 0, "failed"),  # listed only as Failed: nothing added
-        ([entry("tpeo-1", "Failed"), entry("tpeo-1")], 48, "shown"),
-        ([entry("tpeo-other")], 24, "unseen"),  # another extension, short of the total
-        ([], 48, "shown"),  # the end time shows the total (history lagging)
+        ([], 0, True),
+        ([entry("tpeo-1", "Pending")], 0, False),  # listed (payment pending): bought
+        # Listed only as Failed proves nothing: the slot a Failed payment frees can come
+        # back with the same offering ID (issue 18's first double purchase).
+        ([entry("tpeo-1", "Failed")], 0, True),
+        ([entry("tpeo-1", "Failed"), entry("tpeo-1")], 48, False),
+        ([entry("tpeo-other")], 24, True),  # another extension, short of the total
+        ([], 48, False),  # the end time shows the total (history lagging)
     ],
 )
-def test_a_marker_resolves_when_either_read_shows_its_purchase(
-    history: list[dict[str, Any]], seen: int, expected: str
+def test_a_marker_is_resolved_only_by_a_non_failed_entry_or_the_total(
+    history: list[dict[str, Any]], seen: int, unresolved: bool
 ) -> None:
     (pending,) = parsed(tag(KEY_A, "pending tpeo-1"))
-    assert marker.outcome(pending, history, seen) == expected
-
-
-def test_an_unreadable_marker_value_blocks_until_the_total_shows() -> None:
-    (odd,) = parsed(tag(KEY_A, "edited by hand"))
-    assert marker.gate([odd], [entry("hand")], 0).blocking == (odd,)
-    assert marker.gate([odd], [], 48).blocking == ()
-
-
-def test_the_gate_blocks_on_pending_and_counts_bought_markers_not_shown() -> None:
-    pending, bought = parsed(tag(KEY_A, "pending tpeo-1"), tag(KEY_B, "bought tpeo-2"))
-    assert marker.gate([pending, bought], [], 0) == marker.Gate((pending,), 48)
-    assert marker.gate([bought], [], 0) == marker.Gate((), 48)
-    assert marker.gate([bought], [entry("tpeo-2", "Failed")], 0) == marker.Gate((), 0)
-    assert marker.gate([pending], [entry("tpeo-1")], 48) == marker.Gate((), 48)
-
-
-def test_an_event_goes_on_only_if_its_second_read_finds_nothing_new() -> None:
-    own = marker.new_marker(EXT48, 48, "tpeo-1", "00000000000a")
-    before = marker.gate([], [], 0)
-    assert marker.back_off_reason(own, [own], before, [], 0) is None
-    assert marker.back_off_reason(own, [], before, [], 0) == (
-        f"its own marker {own.key} is not listed yet"
-    )
-    # Both wrote before either read: each sees the other's pending marker.
-    other = marker.new_marker(EXT48, 48, "tpeo-1", "00000000000b")
-    assert marker.back_off_reason(own, [own, other], before, [], 0) == (
-        f"{other.key} marks another purchase pending"
-    )
-    assert marker.back_off_reason(other, [own, other], before, [], 0) == (
-        f"{own.key} marks another purchase pending"
-    )
-    # Another event bought (and marked it) between the two reads.
-    done = other.as_bought()
-    assert marker.back_off_reason(own, [own, done], before, [], 0) == (
-        "another purchase was marked bought meanwhile (extended by 48 h, not 0 h)"
-    )
-    # A marker resolved before the first read changes nothing.
-    old = marker.new_marker(EXT96, 96, "tpeo-old", "00000000000c").as_bought()
-    history = [entry("tpeo-old", hours=96)]
-    assert (
-        marker.back_off_reason(own, [old, own], marker.gate([old], history, 96), history, 96)
-        is None
-    )
-
-
-def test_the_timeout_sentence_says_how_to_check_and_how_to_clear() -> None:
-    (pending,) = parsed(tag(KEY_A, "pending tpeo-1"))
-    assert marker.marker_timeout_message(ARN, pending, 600) == (
-        f"extension {EXT48} may have been bought: tag {KEY_A} on the training plan marks it "
-        "pending (offering tpeo-1) and neither the plan's extension history nor its end time "
-        "has shown it in 600 s, so no deploy extends the plan while that tag is there; check "
-        f"with `aws sagemaker describe-training-plan-extension-history --training-plan-arn "
-        f"{ARN}` and, only if it lists no extension tpeo-1, clear the marker with `aws "
-        f"sagemaker delete-tags --resource-arn {ARN} --tag-keys {KEY_A}`, then deploy again"
-    )
-    assert marker.marker_timeout_message(ARN, pending.as_bought(), 600).startswith(
-        f"extension {EXT48} was bought: tag {KEY_A} on the training plan marks it bought"
-    )
-
-
-# --- the fake's tag APIs ------------------------------------------------------------------
+    assert (claims.unresolved_markers([pending], history, seen) == [pending]) is unresolved
 
 
 def _bought(world: World) -> Any:

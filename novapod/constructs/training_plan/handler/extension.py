@@ -15,9 +15,9 @@ rollback or a delete leaves them, and says so.
 
 Reads alone leave one window: an extension bought but not yet shown by either read
 when a second event for the same approval reads them. The service offers no token to
-close it, so a durable marker on the plan does (`marker.py`): written before the call,
-checked before any purchase, and any event that finds one pending waits for it to show
-instead of buying.
+close it, so the purchase ledger does (handler_core/ledger.py, claims.py): the purchase
+is claimed with a conditional write before the call, and any event that finds it
+calling, ambiguous or bought never buys past it.
 """
 
 from __future__ import annotations
@@ -27,11 +27,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any
 
 from .decisions import (
     PropertyError,
-    TrainingPlanError,
     _decimal,
     _int,
     _present,
@@ -39,8 +38,6 @@ from .decisions import (
     as_utc,
     upfront_fee,
 )
-
-ExtensionVerdict = Literal["ready", "pending"]
 
 # One extension: "1-day increments up to 14 days, or 7-day increments up to 182 days"
 # (training-plan-extension.html above); TrainingPlanExtensionDurationHours is 0-4368.
@@ -301,35 +298,6 @@ def not_sent_extend_message(extension_name: str, detail: str) -> str:
 
 
 # --- after the purchase ------------------------------------------------------------------
-
-
-def extension_verdict(
-    plan_name: str,
-    extension: ExtensionProperties,
-    history: Sequence[Mapping[str, Any]],
-    seen: int,
-    extended_at: datetime | None,
-) -> ExtensionVerdict:
-    """`ready` once the plan has the total and no extension awaits payment; `pending`
-    while one does, or while the one this event bought is not shown yet."""
-    if seen >= extension.hours:
-        waiting = any(e.get("Status") == "Pending" for e in counted(history))
-        return "pending" if waiting else "ready"
-    if extended_at is None:
-        raise TrainingPlanError(
-            f"training plan {plan_name} is extended by {seen} h, not the {extension.hours} h "
-            f"extension {extension.name} asks for; deploy again to extend it"
-        )
-    for entry in history:
-        at = as_utc(entry.get("ExtendedAt"))
-        if entry.get("Status") == "Failed" and at is not None and at >= extended_at:
-            raise TrainingPlanError(
-                f"extension {entry.get('TrainingPlanExtensionOfferingId', '?')} of training plan "
-                f"{plan_name} is Failed (payment {entry.get('PaymentStatus') or 'unknown'}) and "
-                f"adds no time; the next deploy extends again under {extension.name} (up to "
-                f"{extension.max_upfront_fee} {extension.currency}), or remove extend"
-            )
-    return "pending"
 
 
 def extension_timeout_message(plan_name: str, extension: ExtensionProperties) -> str:

@@ -1,21 +1,21 @@
 """Lambda entry points of the TrainingPlan custom resource (CDK `Provider` framework).
 
 CreateTrainingPlan is a non-refundable purchase with no idempotency token and no
-cancel. So every event that may buy first describes the plan by its deterministic
-name and adopts it when it exists; it checks the chosen offering against the request
-before buying; it sends CreateTrainingPlan at most once, on a client that never
-retries it; and when that call fails it classifies the failure: a refusal bought
-nothing, an ambiguous failure (5xx, timeout, lost answer) is followed by describes
-that adopt a plan that now exists, and otherwise says the plan may have been bought.
-An `extend` on the plan (ExtendTrainingPlan, which has no token at all) is bought the
-same way: approved by name before any call, only what the plan's extension history and
-end time do not show yet, within its own cap, at most once per event, and only under a
-durable marker tagged on the plan before the call (`marker.py`): an event that finds a
-purchase marked but not shown waits for it and never buys past it. Delete never touches
-the plan nor undoes an extension. Decisions live in `decisions.py`, `extension.py` and
-`marker.py`; this module only
-performs the calls they ask for and logs every step as one JSON line (the Lambda's
-CloudWatch log group is where a `cdk deploy` user follows a purchase).
+cancel, ExtendTrainingPlan has no token at all. So every purchase is first claimed in
+the purchase ledger (handler_core/ledger.py: a conditional write, before any search
+result is acted on) and marked `calling` right before its one call, on a client that
+never retries it; an event that finds the item claimed by a call, bought or ambiguous
+never buys past it, and settles it from DescribeTrainingPlan or the extension history
+(claims.py). A plan that exists under the deterministic name is adopted; the chosen
+offering is checked against the request; a failed call is classified: a refusal bought
+nothing, an ambiguous failure (5xx, timeout, lost answer) is awaited in is_complete
+and otherwise reported as "may have been bought". An `extend` is approved by name
+before any call and buys only what the plan's history, end time and ledger do not
+show yet, within its own cap. Delete never touches the plan nor undoes an extension.
+Decisions live in `decisions.py`, `extension.py` and `claims.py` (`marker.py` reads the
+tags earlier versions wrote, for the migration); this module only performs the calls
+they ask for and logs every step as one JSON line (the Lambda's CloudWatch log group
+is where a `cdk deploy` user follows a purchase).
 """
 
 from __future__ import annotations
@@ -260,14 +260,19 @@ def _release(book: ledger.Ledger, claimed: ledger.Entry, reason: str) -> None:
     _settle(book, claimed, ledger.RELEASED, Detail=reason)
 
 
+def _tags(sagemaker: Any, plan_arn: str) -> list[dict[str, Any]]:
+    """The plan's tags (ListTags, botocore's paginator)."""
+    paginator = sagemaker.get_paginator("list_tags")
+    tags: list[dict[str, Any]] = []
+    for page in paginator.paginate(ResourceArn=plan_arn):
+        tags += page.get("Tags", [])
+    return tags
+
+
 def _plan_owner(sagemaker: Any, plan: Mapping[str, Any]) -> str | None:
     """The plan's novapod:environment tag (every plan novapod buys carries it)."""
-    paginator = sagemaker.get_paginator("list_tags")
-    for page in paginator.paginate(ResourceArn=plan["TrainingPlanArn"]):
-        for tag in page.get("Tags", []):
-            if tag.get("Key") == ENVIRONMENT_TAG:
-                return str(tag.get("Value"))
-    return None
+    tags = _tags(sagemaker, plan["TrainingPlanArn"])
+    return next((str(t.get("Value")) for t in tags if t.get("Key") == ENVIRONMENT_TAG), None)
 
 
 def _refuse_foreign(sagemaker: Any, props: PlanProperties, plan: Mapping[str, Any]) -> None:
@@ -698,12 +703,8 @@ def _history(sagemaker: Any, plan_arn: str) -> list[dict[str, Any]]:
 
 
 def _markers(sagemaker: Any, plan_arn: str) -> list[marker.Marker]:
-    """The purchase markers earlier versions tagged on the plan (ListTags, paginated)."""
-    paginator = sagemaker.get_paginator("list_tags")
-    tags: list[dict[str, Any]] = []
-    for page in paginator.paginate(ResourceArn=plan_arn):
-        tags += page.get("Tags", [])
-    return marker.parse_markers(tags)
+    """The purchase markers earlier versions tagged on the plan."""
+    return marker.parse_markers(_tags(sagemaker, plan_arn))
 
 
 def _bought_hours(
