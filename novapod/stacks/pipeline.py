@@ -90,8 +90,8 @@ SYNTH_TIMEOUT_MINUTES = 90
 # _FULL_URI, which is how CodeBuild hands a build its project role (the ECS convention:
 # blog.jwr.io/aws/codebuild/container/iam/role/2019/05/30/iam-role-inside-container-inside-
 # aws-codebuild.html); last the EC2 instance metadata service, off with
-# AWS_EC2_METADATA_DISABLED=true. The AWS SDK for JavaScript's default chain reads the same
-# variables. tests/unit/test_pipeline_credentials.py runs botocore through the result.
+# AWS_EC2_METADATA_DISABLED=true. tests/unit/test_pipeline_credentials.py runs botocore
+# through the result against each kind of source.
 CREDENTIAL_VARIABLES = (
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
