@@ -118,7 +118,13 @@ CLI_ROOT = "src/hyperpod_cli"
 # The Helm runs of the CLI: the recipes launcher's `helm install` (start-job) and
 # cancel-job's `helm uninstall` (repo, path, marker).
 HELM_RUNS = (
-    ("start-job", "install", RECIPES, "launcher/nova/launchers.py", r'f"helm install --timeout=15m'),
+    (
+        "start-job",
+        "install",
+        RECIPES,
+        "launcher/nova/launchers.py",
+        r'f"helm install --timeout=15m',
+    ),
     ("cancel-job", "uninstall", CLI, f"{CLI_ROOT}/service/cancel_training_job.py", r'"uninstall"'),
 )
 VERB_OF = {"read": "get", "get": "get", "list": "list", "create": "create", "delete": "delete", "patch": "patch", "replace": "update"}  # fmt: skip
@@ -163,7 +169,7 @@ HELM_FACTS: Sequence[tuple[int, str, str, str, str, Sequence[tuple[str, str]]]] 
 )  # fmt: skip
 
 
-class UpstreamChanged(Exception):
+class UpstreamChangedError(Exception):
     """Upstream no longer reads as this script expects; the message names the file."""
 
 
@@ -193,7 +199,7 @@ class Tree:
 
     def expect(self, path: str, marker: str) -> None:
         if not re.search(marker, self.read(path)):
-            raise UpstreamChanged(
+            raise UpstreamChangedError(
                 f"{self.repo}@{self.commit}:{path} no longer matches /{marker}/; re-read it "
                 "and update tools/upstream_facts.py"
             )
@@ -218,7 +224,7 @@ def open_tree(repo: str, ref: str, local: Path | None, scratch: Path) -> Tree:
         check=True, capture_output=True, text=True,
     ).stdout.strip()  # fmt: skip
     if re.fullmatch(r"[0-9a-f]{40}", ref) and commit != ref:
-        raise UpstreamChanged(f"{repo}: fetched {commit}, not the pinned {ref}")
+        raise UpstreamChangedError(f"{repo}: fetched {commit}, not the pinned {ref}")
     tag = None if re.fullmatch(r"[0-9a-f]{40}", ref) else ref
     return Tree(repo=repo, git_dir=local, commit=commit, tag=tag)
 
@@ -298,7 +304,7 @@ def chart_facts(tree: Tree) -> dict[str, Any]:
             for value in re.findall(r"image:\s*\{\{\s*([^}]+?)\s*\}\}", text):
                 role = IMAGE_VALUES.get(value)
                 if role is None:
-                    raise UpstreamChanged(
+                    raise UpstreamChangedError(
                         f"{tree.repo}@{tree.commit}:{path} references image {value}, which "
                         "tools/upstream_facts.py does not know; find where the launcher sets it"
                     )
@@ -318,14 +324,19 @@ def side_images(tree: Tree) -> dict[str, dict[str, Any]]:
         path = f"{CONSTANTS}/{module}"
         found = constants(tree, path)
         if image_name not in found or map_name not in found:
-            raise UpstreamChanged(f"{tree.repo}@{tree.commit}:{path} lacks {image_name} or {map_name}")
+            raise UpstreamChangedError(
+                f"{tree.repo}@{tree.commit}:{path} lacks {image_name} or {map_name}"
+            )
         template, accounts = found[image_name], found[map_name]
         regions = {
             region: template.format(account_id=account, region=region)
             for region, account in sorted(accounts.items())
         }
         out[role] = {"regions": regions, "source": tree.source(path)}
-    tree.expect("launcher/nova/utils.py", r"INIT_CONTAINER_IMAGE_URI\.format\(account_id=account_id, region=region\)")
+    tree.expect(
+        "launcher/nova/utils.py",
+        r"INIT_CONTAINER_IMAGE_URI\.format\(account_id=account_id, region=region\)",
+    )
     return out
 
 
@@ -349,7 +360,10 @@ def recipe_facts(tree: Tree, charts: Mapping[str, Any]) -> dict[str, Any]:
         stem = Path(name).name
         main = ((regional.get(stem) or {}).get("k8s") or {}).get("container_image") or {}
         if main.get("prod"):
-            images["main"] = {"regions": dict(sorted(main["prod"].items())), "source": tree.source(REGIONAL)}
+            images["main"] = {
+                "regions": dict(sorted(main["prod"].items())),
+                "source": tree.source(REGIONAL),
+            }
         for role in roles:
             if role != "main":
                 images[role] = sides[role]
@@ -421,7 +435,9 @@ def cli_facts(tree: Tree, recipes: Tree) -> list[dict[str, Any]]:
             path = f"{CLI_ROOT}/{service}"
             tree.expect(path, rf"k8s_client\.{method}\(")
             if method not in calls:
-                raise UpstreamChanged(f"{tree.repo}@{tree.commit}: KubernetesClient.{method} makes no API call")
+                raise UpstreamChangedError(
+                    f"{tree.repo}@{tree.commit}: KubernetesClient.{method} makes no API call"
+                )
             group, resource, verb = calls[method]
             facts.append({
                 "command": command, "group": group, "resource": resource, "verb": verb,
@@ -431,7 +447,10 @@ def cli_facts(tree: Tree, recipes: Tree) -> list[dict[str, Any]]:
         holder = recipes if repo == RECIPES else tree
         holder.expect(path, marker)
         facts.append({"command": command, "helm": action, "source": holder.source(path)})
-    return sorted(facts, key=lambda f: (f["command"], f.get("resource", ""), f.get("verb", ""), f.get("helm", "")))
+    return sorted(
+        facts,
+        key=lambda f: (f["command"], f.get("resource", ""), f.get("verb", ""), f.get("helm", "")),
+    )
 
 
 # -------------------------------------------------------------------------------- Helm
@@ -504,9 +523,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--helm4-tag", required=True)
     parser.add_argument("--apiserver-tag", required=True)
     for name in ("recipes", "cli", "helm", "apiserver"):
-        parser.add_argument(f"--{name}-git", type=Path, help=f"local git dir of {name} (default: fetch from GitHub)")
+        parser.add_argument(
+            f"--{name}-git", type=Path, help=f"local git dir of {name} (default: fetch from GitHub)"
+        )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--check", action="store_true", help="fail if --out differs instead of writing it")
+    parser.add_argument(
+        "--check", action="store_true", help="fail if --out differs instead of writing it"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="upstream-facts-") as scratch:
         where = Path(scratch)
@@ -519,12 +542,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
             apiserver = open_tree(APISERVER, args.apiserver_tag, args.apiserver_git, where)
             text = render(facts(recipes, cli, helm, apiserver))
-        except UpstreamChanged as error:
+        except UpstreamChangedError as error:
             print(f"upstream-facts: {error}", file=sys.stderr)
             return 1
     if args.check:
         if not args.out.is_file() or args.out.read_text() != text:
-            print(f"upstream-facts: {args.out} is not what the pinned commits give; run make upstream-facts", file=sys.stderr)
+            print(
+                f"upstream-facts: {args.out} is not what the pinned commits give; run make upstream-facts",
+                file=sys.stderr,
+            )
             return 1
         return 0
     args.out.write_text(text)

@@ -70,7 +70,10 @@ def scientist_rules() -> tuple[Rule, ...]:
     for (group, resource), granted in verbs.items():
         shared.setdefault((group, tuple(sorted(granted))), []).append(resource)
     return tuple(
-        sorted(((group,), tuple(sorted(resources)), granted) for (group, granted), resources in shared.items())
+        sorted(
+            ((group,), tuple(sorted(resources)), granted)
+            for (group, granted), resources in shared.items()
+        )
     )
 
 

@@ -19,10 +19,11 @@ launcher/nova/launchers.py): every override-parameters key is a Hydra override o
 launcher's root config, so recipe fields sit under `recipes.`; a key the recipe lacks
 needs a `+` prefix (Hydra: "Could not override ... To append to your config use +"),
 and a key it has must not have one: which keys each recipe has comes from the upstream
-facts (novapod/data/nova_upstream.yaml, its key paths at the pinned commit); JSON null arrives as the string "None" (never sent); the image is
-only ever the `container` key (no default); the label selector is accepted only as the
-`--label-selector` flag in Hydra dict syntax, and the launcher merges it with the
-instance-type and Restricted requirements.
+facts (novapod/data/nova_upstream.yaml, its key paths at the pinned commit); JSON null
+arrives as the string "None" (never sent); the image is only ever the `container` key
+(no default); the label selector is accepted only as the `--label-selector` flag in
+Hydra dict syntax, and the launcher merges it with the instance-type and Restricted
+requirements.
 """
 
 from __future__ import annotations
@@ -266,7 +267,9 @@ def new_keys_marked(overrides: Mapping[str, Any], recipe: str) -> dict[str, Any]
     run.validation_data_s3_path), so Hydra adds it instead of refusing the override."""
     keys = upstream_facts().recipe(recipe).keys
     marked = {
-        f"+{key}" if key.startswith(RECIPE_KEYS) and key[len(RECIPE_KEYS) :] not in keys else key: value
+        f"+{key}"
+        if key.startswith(RECIPE_KEYS) and key[len(RECIPE_KEYS) :] not in keys
+        else key: value
         for key, value in overrides.items()
     }
     return dict(sorted(marked.items()))

@@ -201,11 +201,11 @@ def test_execution_role_statements(synth, fragment, kind) -> None:
     assert "ec2:DescribeInstanceTypes" in statements["DescribeWithoutResourceLevel"]["Action"]
     pulls = [joined(r) for r in as_list(statements["PullImages"]["Resource"])]
     if kind == "restricted":
-        nova = "arn:${AWS::Partition}:ecr:us-east-1:708977205387:repository/"
+        nova = "arn:aws:ecr:us-east-1:708977205387:repository/"
         assert f"{nova}init-container-repo" in pulls
         assert all("*" not in arn for arn in pulls)
     else:
-        assert pulls == ["arn:${AWS::Partition}:ecr:us-east-1:*:repository/*"]
+        assert pulls == ["arn:aws:ecr:us-east-1:*:repository/*"]
     for statement in statements.values():
         assert all("*" not in a for a in as_list(statement["Action"]))
     # The role's S3/KMS access comes from StorageStack's managed policies.

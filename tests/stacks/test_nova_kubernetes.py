@@ -45,7 +45,9 @@ def helm_requests(major: int) -> set[tuple[str, str, str]]:
     verbs = {f["verb"] for f in FACTS["helm"] if f["helm"] == major and f["objects"] == "chart"}
     release = {f["verb"] for f in FACTS["helm"] if f["helm"] == major and f["objects"] == "release"}
     cli = {(f["group"], f["resource"], f["verb"]) for f in FACTS["cli"] if "verb" in f}
-    return {(g, r, v) for g, r in kinds for v in verbs} | {("", "secrets", v) for v in release} | cli
+    return (
+        {(g, r, v) for g, r in kinds for v in verbs} | {("", "secrets", v) for v in release} | cli
+    )
 
 
 def test_the_scientists_role_grants_every_kind_and_verb_helm_3_and_4_need(synth) -> None:

@@ -213,7 +213,9 @@ def test_the_restricted_role_pulls_every_image_of_the_nova_charts(region: str) -
         subnet_ids=["subnet-a"], security_group_id="sg-1", storage_policies=[],
     )  # fmt: skip
     (policy,) = Template.from_stack(stack).find_resources("AWS::IAM::Policy").values()
-    document = resolve(policy["Properties"]["PolicyDocument"], account="111122223333", region=region)
+    document = resolve(
+        policy["Properties"]["PolicyDocument"], account="111122223333", region=region
+    )
     statements = [parse_statement(s) for s in document["Statement"]]
     wanted = images_in(region)
     # The init container every chart adds, and the main images.
@@ -240,9 +242,7 @@ def requests(major: int) -> set[tuple[str, str, str]]:
     release = {f["verb"] for f in FACTS["helm"] if f["helm"] == major and f["objects"] == "release"}
     cli = {(f["group"], f["resource"], f["verb"]) for f in FACTS["cli"] if "verb" in f}
     return (
-        {(g, r, v) for g, r in kinds for v in chart}
-        | {("", "secrets", v) for v in release}
-        | cli
+        {(g, r, v) for g, r in kinds for v in chart} | {("", "secrets", v) for v in release} | cli
     )
 
 
@@ -285,7 +285,9 @@ def some_value(spec: Any) -> float:
 
 
 @pytest.mark.parametrize(("model", "technique", "recipe", "task"), CATALOG_JOBS, ids=str)
-def test_every_override_key_exists_in_its_recipe_or_is_sent_as_new(model, technique, recipe, task) -> None:
+def test_every_override_key_exists_in_its_recipe_or_is_sent_as_new(
+    model, technique, recipe, task
+) -> None:
     nova = catalog()
     variant = next(
         v for v in nova.variants[(model, technique)]
