@@ -48,7 +48,6 @@ PLACEHOLDERS: tuple[str, ...] = (
     "ClusterName",
     "MlflowTrackingServerArn",
 )
-DEFAULT_NAMESPACE = "kubeflow"  # where the Nova SDK and guides put jobs (reference §9)
 GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
 # Recipes whose run block has validation_data_s3_path (Nova 2 CPT and SFT); for the
 # others the launcher needs `+` to add it.

@@ -385,9 +385,9 @@ def test_outputs_say_where_things_are(synth) -> None:
     assert all(o.get("Description") for o in outputs.values())
     assert outputs["ConnectClusterCommand"]["Value"] == (
         "hyperpod connect-cluster --cluster-name novapod-nova-jobs --region us-east-1 "
-        "--namespace kubeflow"
+        "--namespace nova-jobs"
     )
-    assert outputs["Namespace"]["Value"] == "kubeflow"
+    assert outputs["Namespace"]["Value"] == "nova-jobs"
     assert joined(outputs["RecipeIndexUri"]["Value"], result) == (
         "s3://${ArtifactsBucket}/recipes/index.json"
     )
