@@ -589,7 +589,7 @@ def _parser() -> argparse.ArgumentParser:
             "unknown job, a job HyperPod cannot run, or a stack not deployed; exit 1 when "
             "an AWS call fails. Scientist's path: novapod recipes CONFIG --out DIR (review), "
             "novapod launch CONFIG JOB (check), novapod launch CONFIG JOB --run, then "
-            "novapod results CONFIG."
+            "novapod results CONFIG; novapod cancel CONFIG JOB stops a run."
         ),
     )
     launch_cmd.add_argument("config", nargs="?", help=config_help)
