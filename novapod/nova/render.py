@@ -52,7 +52,6 @@ PLACEHOLDERS: tuple[str, ...] = (
     "ClusterName",
     "MlflowTrackingServerArn",
 )
-DEFAULT_NAMESPACE = "kubeflow"  # where the Nova SDK and guides put jobs (reference §9)
 GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
 RECIPE_KEYS = "recipes."
 

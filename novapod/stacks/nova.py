@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Aws, CfnOutput, Stack
+from aws_cdk import ArnFormat, Aws, CfnOutput, Stack
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -71,8 +71,20 @@ MLFLOW_READ_ACTIONS = (
     "sagemaker-mlflow:SearchExperiments",
     "sagemaker-mlflow:SearchRuns",
 )
+# HyperPod's log groups: /aws/sagemaker/Clusters/<cluster name>/<cluster id>.
+LOG_GROUP_PREFIX = "/aws/sagemaker/Clusters/"
 # The stacks whose outputs `novapod launch` and `novapod results` read.
 READABLE_STACKS = ("storage", "hyperpod", "nova")
+
+
+def job_log_groups(scope: Stack, cluster_name: str) -> str:
+    """The HyperPod cluster's log groups and their streams, where Nova jobs log."""
+    return scope.format_arn(
+        service="logs",
+        resource="log-group",
+        resource_name=f"{LOG_GROUP_PREFIX}{cluster_name}/*",
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
 
 
 def connect_command(cluster_name: str, region: str, namespace: str) -> str:
@@ -228,6 +240,10 @@ class NovaStack(Stack):
             )
             for kind in READABLE_STACKS
         ]
+        eks_cluster = self.format_arn(
+            service="eks", resource="cluster", resource_name=self.cluster_name
+        )
+        logs = job_log_groups(self, self.cluster_name)
         statements = [
             iam.PolicyStatement(
                 sid="DescribeHyperPodCluster",
@@ -239,13 +255,25 @@ class NovaStack(Stack):
                 resources=[hyperpod_cluster_arn],
             ),
             iam.PolicyStatement(
-                sid="DescribeEksCluster",
-                actions=["eks:DescribeCluster"],
-                resources=[
-                    self.format_arn(
-                        service="eks", resource="cluster", resource_name=self.cluster_name
-                    )
-                ],
+                sid="DescribeEksCluster", actions=["eks:DescribeCluster"], resources=[eks_cluster]
+            ),
+            # `hyperpod get-log` asks whether the CloudWatch observability add-on is
+            # installed (aws/sagemaker-hyperpod-cli@abcdc77b:src/hyperpod_cli/service/
+            # get_logs.py, is_container_insights_addon_enabled: eks ListAddons).
+            iam.PolicyStatement(
+                sid="ListEksAddons", actions=["eks:ListAddons"], resources=[eks_cluster]
+            ),
+            # RIG restricts `kubectl logs`: the jobs' logs are in the HyperPod cluster's
+            # log group /aws/sagemaker/Clusters/<name>/<cluster id>, one stream per node
+            # (named SagemakerHyperPodTrainingJob...), read with FilterLogEvents as the Nova SDK
+            # does (aws/nova-forge-sdk@1db84f8c:src/amzn_nova_customization_sdk/monitor/
+            # log_monitor.py, SMHPStrategy). Log-group and log-stream ARNs both start with
+            # the group's name (docs.aws.amazon.com/service-authorization/latest/reference/
+            # list_amazoncloudwatchlogs.html).
+            iam.PolicyStatement(
+                sid="ReadJobLogs",
+                actions=["logs:DescribeLogStreams", "logs:FilterLogEvents", "logs:GetLogEvents"],
+                resources=[logs],
             ),
             iam.PolicyStatement(
                 sid="ListOutputsAndBundle",
@@ -289,6 +317,12 @@ class NovaStack(Stack):
             acknowledge(
                 policy, f"AwsSolutions-IAM5[Resource::{nag_resource(self, resource)}]", reason
             )
+        acknowledge(
+            policy,
+            f"AwsSolutions-IAM5[Resource::{nag_resource(self, logs)}]",
+            "HyperPod names the cluster's log group /aws/sagemaker/Clusters/<name>/<cluster "
+            "id> (an ID it generates) with a stream per node; read only, this cluster's only.",
+        )
         for stack in stacks:
             acknowledge(
                 policy,

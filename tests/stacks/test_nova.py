@@ -257,6 +257,18 @@ def test_the_scientist_policy_reads_and_describes_only(synth) -> None:
         for k in ("hyperpod", "nova", "storage")
     ]
     assert found["ReadExperiments"]["resources"] == [MLFLOW_ARN]
+    # RIG restricts kubectl logs: the jobs' logs are read in the HyperPod cluster's log
+    # group, and `hyperpod get-log` lists the EKS add-ons (issue 19).
+    assert found["ReadJobLogs"] == {
+        "actions": ["logs:DescribeLogStreams", "logs:FilterLogEvents", "logs:GetLogEvents"],
+        "resources": [
+            "arn:aws:logs:us-east-1:111122223333:log-group:/aws/sagemaker/Clusters/"
+            "novapod-nova-jobs/*"
+        ],
+        "condition": None,
+    }
+    assert found["ListEksAddons"]["actions"] == ["eks:ListAddons"]
+    assert found["ListEksAddons"]["resources"] == found["DescribeEksCluster"]["resources"]
     writes = [a for s in found.values() for a in s["actions"] if ":Put" in a or ":Create" in a]
     assert writes == ["sagemaker:CreatePresignedMlflowTrackingServerUrl"]
     outputs = template["Outputs"]
@@ -385,9 +397,9 @@ def test_outputs_say_where_things_are(synth) -> None:
     assert all(o.get("Description") for o in outputs.values())
     assert outputs["ConnectClusterCommand"]["Value"] == (
         "hyperpod connect-cluster --cluster-name novapod-nova-jobs --region us-east-1 "
-        "--namespace kubeflow"
+        "--namespace nova-jobs"
     )
-    assert outputs["Namespace"]["Value"] == "kubeflow"
+    assert outputs["Namespace"]["Value"] == "nova-jobs"
     assert joined(outputs["RecipeIndexUri"]["Value"], result) == (
         "s3://${ArtifactsBucket}/recipes/index.json"
     )

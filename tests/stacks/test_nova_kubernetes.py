@@ -56,7 +56,7 @@ def test_the_scientists_role_grants_every_kind_and_verb_helm_3_and_4_need(synth)
     assert role["apiVersion"] == f"{RBAC}/v1"
     assert role["metadata"] == {
         "name": "novapod-nova-scientists",
-        "namespace": "kubeflow",
+        "namespace": "nova-jobs",
         "labels": MANAGED,
     }
     granted = {
@@ -112,7 +112,7 @@ def test_the_role_is_bound_to_the_scientists_group_of_their_access_entries(synth
     result = synth(EXAMPLE)
     _, objects = manifests(synth)
     binding = objects["RoleBinding"]
-    assert binding["metadata"]["namespace"] == "kubeflow"
+    assert binding["metadata"]["namespace"] == "nova-jobs"
     assert binding["roleRef"] == {
         "apiGroup": RBAC,
         "kind": "Role",
@@ -166,15 +166,15 @@ def test_no_wildcards_and_no_cluster_admin(synth) -> None:
 def test_the_namespace_and_the_change_trigger_are_in_the_template(synth) -> None:
     props, _ = manifests(synth)
     variables = props["BuildEnvironment"]
-    assert variables["NOVA_NAMESPACE"] == "kubeflow"
+    assert variables["NOVA_NAMESPACE"] == "nova-jobs"
     assert json.loads(variables["NOVA_NAMESPACE_MANIFEST"]) == {
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {"name": "kubeflow", "labels": MANAGED},
+        "metadata": {"name": "nova-jobs", "labels": MANAGED},
     }
     assert variables["NOVA_ACCESS_OBJECTS"].split() == [
-        f"kubeflow/role.{RBAC}/novapod-nova-scientists",
-        f"kubeflow/rolebinding.{RBAC}/novapod-nova-scientists",
+        f"nova-jobs/role.{RBAC}/novapod-nova-scientists",
+        f"nova-jobs/rolebinding.{RBAC}/novapod-nova-scientists",
         f"/clusterrole.{RBAC}/novapod-nova-environment-check",
         f"/clusterrolebinding.{RBAC}/novapod-nova-environment-check",
     ]

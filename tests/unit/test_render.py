@@ -90,10 +90,10 @@ def assert_commands(spec: dict[str, Any], region: str) -> None:
     connect, start = spec["commands"]
     assert connect == [
         "hyperpod", "connect-cluster", "--cluster-name", "${ClusterName}",
-        "--region", region, "--namespace", "kubeflow",
+        "--region", region, "--namespace", "nova-jobs",
     ]  # fmt: skip
     recipe = spec["recipe"]
-    assert start[:6] == ["hyperpod", "start-job", "--namespace", "kubeflow", "--recipe", recipe]
+    assert start[:6] == ["hyperpod", "start-job", "--namespace", "nova-jobs", "--recipe", recipe]
     assert start[6] == "--override-parameters"
     assert len(start) == 8
     assert spec["label_selector"] is None
@@ -1153,10 +1153,10 @@ def test_a_job_on_a_restricted_group_is_pinned_to_it_by_a_hydra_dict_label_selec
     assert spec["commands"] == [
         [
             "hyperpod", "connect-cluster", "--cluster-name", "${ClusterName}",
-            "--region", "us-east-1", "--namespace", "kubeflow",
+            "--region", "us-east-1", "--namespace", "nova-jobs",
         ],
         [
-            "hyperpod", "start-job", "--namespace", "kubeflow",
+            "hyperpod", "start-job", "--namespace", "nova-jobs",
             "--recipe", "fine-tuning/nova/nova_1_0/nova_lite/SFT/nova_lite_1_0_p5_p4d_gpu_lora_sft",
             "--override-parameters",
             '{"+recipes.run.validation_data_s3_path":"s3://${DataBucket}/sft/validation.jsonl",'
