@@ -26,7 +26,7 @@ import yaml
 from novapod.cli import main
 from novapod.constructs.nova_environment.handler import kubernetes as eks_auth
 from novapod.nova.cancel import run_pattern, run_problem
-from novapod.nova.kubernetes import SCIENTIST_RULES
+from novapod.nova.kubernetes import scientist_rules
 from tests.conftest import ROOT
 from tests.fakes.aws_control_plane import FakeControlPlane
 from tests.fakes.helm import install
@@ -114,7 +114,7 @@ def cluster(
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
     with FakeKubernetes(cluster_name=CLUSTER, secret_key="fake-secret") as kube:
         # The scientists' Role in the jobs' namespace, as the bootstrap binds it.
-        kube.bind_role(NAMESPACE, SCIENTIST_RULES)
+        kube.bind_role(NAMESPACE, scientist_rules())
         token = eks_auth.token(boto3.client("sts", region_name="us-east-1"), CLUSTER)
         monkeypatch.setenv("FAKE_K8S_SERVER", kube.endpoint)
         monkeypatch.setenv("FAKE_K8S_CA", kube.ca_pem.decode())
@@ -278,3 +278,21 @@ def test_the_fake_refuses_what_the_scientists_role_does_not_grant(cluster: Clust
         'resource "pytorchjobs" in API group "kubeflow.org" in the namespace "nova-jobs"',
     )
     assert cluster.kube.objects.keys() == {("", "configmaps", "x", "c")}
+
+
+# The chart of upstream's launcher (novapod/data/nova_upstream.yaml) each fixture entry seeds.
+FIXTURE_CHART = {"sft": "SFT", "evaluation": "SFT", "ppo": "PPO", "rft": "RFT"}
+
+
+def test_the_seeded_objects_are_kinds_the_upstream_chart_creates() -> None:
+    from novapod.nova.upstream import upstream_facts
+
+    facts = upstream_facts()
+    kinds = {"PyTorchJob": ("kubeflow.org", "pytorchjobs"), "ConfigMap": ("", "configmaps")}
+    kinds |= {"Service": ("", "services"), "Secret": ("", "secrets")}
+    kinds |= {"StatefulSet": ("apps", "statefulsets"), "Deployment": ("apps", "deployments")}
+    kinds |= {"Job": ("batch", "jobs")}
+    for entry, objects in CHARTS.items():
+        created = facts.chart_objects[FIXTURE_CHART[entry]]
+        for obj in objects:
+            assert kinds[obj["kind"]] in created, (entry, obj)
