@@ -4,7 +4,7 @@ endpoints and flow logs."""
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Literal, get_args
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
@@ -237,6 +237,15 @@ class Network(_Model):
         if self.closed:
             return CLOSED_ENDPOINTS
         return GATEWAY_ENDPOINTS + RIG_ENDPOINTS
+
+    def endpoints_with(self, needed: Iterable[str]) -> tuple[str, ...]:
+        """The endpoints to create for a VPC whose workloads call `needed` through endpoints:
+        added to the default set, in canonical order; a network.endpoints list as is
+        (validation makes it name them: checks.job_endpoint_problems)."""
+        if self.endpoints is not None:
+            return self.endpoint_names
+        wanted = {*self.endpoint_names, *needed}
+        return tuple(e for e in ALL_ENDPOINTS if e in wanted)
 
     @property
     def zone_ids(self) -> list[str]:

@@ -179,25 +179,22 @@ class NovapodConfig(_Model):
 
     @property
     def job_endpoints(self) -> dict[str, str]:
-        """Interface endpoint -> the first job whose pods call AWS through it. Only with a
-        Nova stack: the jobs then run on this cluster's restricted groups, in this VPC."""
+        """Interface endpoint -> the first job whose pods call AWS through it, in the
+        endpoints' order. Only with a Nova stack: the jobs then run on this cluster's
+        restricted groups, in this VPC."""
         if not self.has_nova_stack:
             return {}
         needed: dict[str, str] = {}
         for job in self.jobs:
             for name in job.endpoints:
                 needed.setdefault(name, job.name)
-        return needed
+        return {name: needed[name] for name in ALL_ENDPOINTS if name in needed}
 
     @property
     def endpoint_names(self) -> tuple[str, ...]:
         """The VPC endpoints to create: the network's and, unless network.endpoints lists
         them (taken as is; validation makes it name the jobs' too), the jobs'."""
-        names = self.network.endpoint_names
-        if self.network.endpoints is not None:
-            return names
-        wanted = {*names, *self.job_endpoints}
-        return tuple(e for e in ALL_ENDPOINTS if e in wanted)
+        return self.network.endpoints_with(self.job_endpoints)
 
     @property
     def nova_settings(self) -> Nova:

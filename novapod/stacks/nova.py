@@ -207,9 +207,9 @@ class NovaStack(Stack):
             acknowledge(
                 policy,
                 f"AwsSolutions-IAM5[Resource::{nag_resource(self, queues.resources[0])}]",
-                "RFT's reward service exchanges messages through queues it names *SageMaker*, "
-                "the grant of the AWS RIG sample (awsome-distributed-ai hyperpod-eks-tf); "
-                "this account and Region only, send/receive/delete only.",
+                "RFT's reward service exchanges messages through queues whose names contain "
+                "SageMaker, the grant of the AWS RIG sample (awsome-distributed-ai "
+                "hyperpod-eks-tf); this account and Region only, send/receive/delete only.",
             )
         acknowledge(
             policy,
