@@ -47,6 +47,7 @@ def problems(config: NovapodConfig, now: datetime) -> list[_FieldError]:
     found += purchase_problems(config, requests or [], now)
     found += extension_problems(config, requests or [])
     found += nova_problems(config)
+    found += job_endpoint_problems(config)
     return found
 
 
@@ -406,6 +407,25 @@ def service_limit_problems(
                 f"through endpoints; add {', '.join(missing)}",
                 root=True,
             )
+
+
+def job_endpoint_problems(config: NovapodConfig) -> Iterator[_FieldError]:
+    """A network.endpoints list that lacks what the jobs' pods call (without a list the
+    config adds them: NovapodConfig.endpoint_names)."""
+    if config.network.endpoints is None:
+        return
+    missing = {
+        name: job
+        for name, job in config.job_endpoints.items()
+        if name not in config.network.endpoint_names
+    }
+    if missing:
+        yield _at(
+            "network.endpoints",
+            "jobs on restricted groups reach AWS only through endpoints; add "
+            + ", ".join(f"{name} (for job {job})" for name, job in missing.items()),
+            root=True,
+        )
 
 
 def purchase_problems(
