@@ -379,6 +379,33 @@ def test_the_update_after_a_run_finished_imports_it_exactly_once(bed: Bed) -> No
     assert len(bed.plane.calls_to("CreateCustomModelDeployment")) == 1
 
 
+def test_a_refused_first_import_rolls_back_to_waiting_without_calling_again(
+    bed: Bed,
+) -> None:
+    stack = waiting_stack(bed)
+    bed.finished_run()
+    bed.plane.error("CreateCustomModel", "AccessDeniedException", status=403, message="no")
+
+    rollback = stack.update(props(Refresh="1"))
+
+    # The Update failed; CloudFormation's rollback (the old properties, Refresh absent)
+    # returns to waiting instead of importing again, so the rollback itself succeeds.
+    assert stack.rolled_back
+    failed = stack.history[-2]
+    assert (failed.request_type, failed.ok) == ("Update", False)
+    assert failed.reason.startswith(f"CreateCustomModel for Bedrock model {MODEL} was refused")
+    assert (rollback.ok, rollback.physical_id, rollback.data) == (True, WAITING_ID, waiting_data())
+    assert bed.tokens() == [token(MODEL, CHECKPOINT)]
+    item = bed.ledger()[f"import#{MODEL}"]
+    assert (item["State"], item["Fields"]["Generation"]) == ("refused", 1)
+
+    # Fixed, a higher refresh imports with the next generation's token.
+    imported = stack.update(props(Refresh="2"))
+
+    assert imported.ok and not stack.rolled_back, imported.reason
+    assert bed.tokens() == [token(MODEL, CHECKPOINT), token(MODEL, CHECKPOINT, 1)]
+
+
 def test_a_repeated_update_after_waiting_imports_once(bed: Bed) -> None:
     waiting_stack(bed)
     bed.finished_run()

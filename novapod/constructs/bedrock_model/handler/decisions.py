@@ -28,7 +28,8 @@ Resource properties (CloudFormation passes scalars as strings):
   sends an Update only when a property changed
   (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/crpg-ref-requesttypes-update.html),
   so a new value is how a deploy with nothing else changed reads the job's newest
-  checkpoint again: the first import after waiting, or a newer run's.
+  checkpoint again: the first import after waiting, or a newer run's. A lower value on a
+  waiting resource (CloudFormation rolling back a failed import) reads nothing.
 
 Attributes (`Data`, all strings): ModelArn, ModelName (the Bedrock name), CheckpointUri,
 DeploymentArn ("" without a deployment), Status ("Active").
@@ -374,6 +375,34 @@ def waiting_data(props: ModelProperties) -> dict[str, str]:
         checkpoint="",
         deployment_arn=placeholder if props.deployment == "on-demand" else "",
         status=WAITING,
+    )
+
+
+def refresh_of(raw: Mapping[str, Any] | None) -> int:
+    """The `Refresh` property as a number (absent, or not a whole number: 0)."""
+    value = (raw or {}).get("Refresh")
+    try:
+        return int(str(value)) if value not in (None, "") else 0
+    except ValueError:
+        return 0
+
+
+def refresh_lowered(event: Mapping[str, Any]) -> bool:
+    """An Update whose Refresh went down: what CloudFormation sends when it rolls back a
+    failed Update (the old properties, the failed ones as OldResourceProperties), or an
+    edit back to a number already used. Neither asks for a new look at the job."""
+    return refresh_of(event.get("ResourceProperties")) < refresh_of(
+        event.get("OldResourceProperties")
+    )
+
+
+def still_waiting_message(props: ModelProperties, event: Mapping[str, Any]) -> str:
+    return (
+        f"Refresh went down from {refresh_of(event.get('OldResourceProperties'))} to "
+        f"{refresh_of(event.get('ResourceProperties'))} (CloudFormation rolling back a "
+        f"failed import, or an edit), so Bedrock model {props.model_name} stays waiting for "
+        "a checkpoint and nothing was read or imported; set refresh to a number above "
+        "every one used before to import"
     )
 
 

@@ -16,8 +16,9 @@ model the ledger or its source tag shows it imported, and only then claims and c
 A job with no manifest yet is no failure: nothing is claimed or called, the resource
 succeeds as waiting for a checkpoint under a stable placeholder ID (decisions.waiting_id)
 and is_complete answers at once; the Update that finds a checkpoint (a new `Refresh`)
-imports it as above. An imported model whose job shows no run any more fails the Update
-and is kept.
+imports it as above. An Update of a waiting resource whose Refresh went down (the
+rollback of a failed import) stays waiting and reads nothing. An imported model whose
+job shows no run any more fails the Update and is kept.
 is_complete waits for Active, then claims, creates or adopts the deployment and waits
 for it; past WaitTimeoutSeconds it fails with a sentence, and the next deploy adopts the
 model and resumes waiting. Delete deletes (unless retained) and moves the ledger item to
@@ -330,6 +331,16 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     if request_type == "Delete":
         return _delete(event)
     props = decisions.parse_properties(event["ResourceProperties"])
+    old_id = str(event.get("PhysicalResourceId") or "")
+    if (
+        request_type == "Update"
+        and decisions.is_waiting_id(old_id)
+        and decisions.refresh_lowered(event)
+    ):
+        # The rollback of a failed first import returns to waiting rather than try the
+        # import again (which a refused call would fail again, and the rollback with it).
+        _log("waiting", decisions.still_waiting_message(props, event), physical_id=old_id)
+        return {"PhysicalResourceId": old_id, "Data": decisions.waiting_data(props)}
     request_id = str(event.get("RequestId") or "")
     book = _ledger(props)
     pin = _pinned(book, props, request_id) if book is not None else None
@@ -363,7 +374,6 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         arn = _adopt_without_ledger(bedrock, target)
     else:
         arn, target = _Importer(bedrock, book, props, request_id).run(target)
-    old_id = str(event.get("PhysicalResourceId") or "")
     if request_type == "Update" and decisions.is_waiting_id(old_id):
         _log(
             "imported-after-waiting",
