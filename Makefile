@@ -16,7 +16,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 export NOVAPOD_CONFIG ?= $(CONFIG)
 
-.PHONY: help setup synth test lint typecheck unit bench mutation clean client pipeline-synth pipeline-review compliance
+.PHONY: help setup synth test lint typecheck unit bench mutation clean client client-tools client-wheel upstream-facts pipeline-synth pipeline-review compliance
 
 help:
 	@echo "make synth   synthesize $(CONFIG) with the pinned CDK CLI into cdk.out/"
@@ -25,7 +25,9 @@ help:
 	@echo "make compliance  checkov (pinned, in $(COMPLIANCE_VENV)/) over every shipped config's templates"
 	@echo "make mutation  mutation score of the purchase path (not part of make test)"
 	@echo "make pipeline-synth PIPELINE=FILE  synthesize the CDK Pipelines app (pipeline_app.py) into cdk.out/"
-	@echo "make client  the HyperPod CLI for \`novapod launch --run\` in $(CLIENT_VENV)/ (needs GitHub and helm)"
+	@echo "make client  the HyperPod CLI for \`novapod launch --run\` in $(CLIENT_VENV)/ (needs helm, aws, and GitHub or CLIENT_WHEEL=FILE)"
+	@echo "make client-wheel  build the pinned HyperPod CLI once into $(CLIENT_WHEEL_DIR)/ (needs GitHub)"
+	@echo "make upstream-facts  regenerate novapod/data/nova_upstream.yaml from the pinned commits (needs GitHub)"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -119,24 +121,88 @@ mutation: setup
 # our reference describes, in its own virtual environment (it pins click, kubernetes,
 # hydra-core, awscli ... which must not meet novapod's). `novapod launch --run` finds it
 # there and puts its bin/ first on PATH (the CLI runs `aws` and the recipes launcher's
-# python3). Note: its setup.py runs `git submodule update --remote`, so the recipes
-# (aws/sagemaker-hyperpod-recipes) come from the tip of the submodule's branch
-# (release-2.0.0) at install time, not from the commit the CLI records. Not part of
-# `make setup` or CI. The Helm charts it renders are installed with `helm`, which must be on PATH.
+# python3). The recipes it launches (aws/sagemaker-hyperpod-recipes, a git submodule of
+# the CLI) are pinned too, to the commit the Nova catalog and novapod/data/
+# nova_upstream.yaml were written from: the CLI's setup.py runs `git submodule update
+# --remote`, which would take the tip of branch release-2.0.0 (and silently keep the
+# CLI's older recorded commit when that fetch fails), so the build checks the recipes
+# out itself, tells git not to update them, and refuses a build whose recipes are not
+# the pinned commit. `make client-wheel` builds the client once into
+# $(CLIENT_WHEEL_DIR)/ (needs GitHub); `make client CLIENT_WHEEL=FILE` installs from that
+# file on a machine without GitHub access. Not part of `make setup` or CI. The charts
+# are installed with `helm` (Helm 3 or 4: the scientists' Role grants what both need) and
+# connect-cluster runs `aws`: both must be on PATH.
 CLIENT_VENV := .venv-client
 CLIENT_PYTHON ?= python3.11
 HYPERPOD_CLI_COMMIT := abcdc77b3e4ca160874021c6615baf0dbb96c69b
-HYPERPOD_CLI := git+https://github.com/aws/sagemaker-hyperpod-cli@$(HYPERPOD_CLI_COMMIT)
+HYPERPOD_RECIPES_COMMIT := 263199555b2e1f8eb9b17459892e440f3242b5d9
+HYPERPOD_CLI_GIT ?= https://github.com/aws/sagemaker-hyperpod-cli.git
+HYPERPOD_RECIPES_GIT ?= https://github.com/aws/sagemaker-hyperpod-recipes.git
+RECIPES_SUBMODULE := src/hyperpod_cli/sagemaker_hyperpod_recipes
+CLIENT_BUILD := build/client
+CLIENT_WHEEL_DIR := dist-client/$(HYPERPOD_CLI_COMMIT)-$(HYPERPOD_RECIPES_COMMIT)
+CLIENT_WHEEL ?= $(CLIENT_WHEEL_DIR)/hyperpod-2.0.0-py3-none-any.whl
+# Written into the recipes before the build; the install checks it (a wheel built
+# from other pins is refused).
+RECIPES_MARK := NOVAPOD_RECIPES_COMMIT
+CLIENT_STAMP := $(CLIENT_VENV)/.installed-$(HYPERPOD_CLI_COMMIT)-$(HYPERPOD_RECIPES_COMMIT)
 
-client: $(CLIENT_VENV)/.installed-$(HYPERPOD_CLI_COMMIT)
+client: client-tools $(CLIENT_STAMP)
 
-$(CLIENT_VENV)/.installed-$(HYPERPOD_CLI_COMMIT):
+client-tools:
+	@command -v helm > /dev/null || { echo "make client: helm is not on PATH; install Helm 3 or 4 (https://helm.sh/docs/intro/install/), which the recipes launcher runs."; exit 1; }
+	@command -v aws > /dev/null || { echo "make client: the aws CLI is not on PATH; install it (https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html), which hyperpod connect-cluster runs."; exit 1; }
+	@case "$$(helm version --template '{{.Version}}' 2> /dev/null)" in v3.*|v4.*) ;; \
+	  *) echo "make client: helm $$(helm version --template '{{.Version}}' 2> /dev/null) is neither Helm 3 nor Helm 4, the versions novapod/data/nova_upstream.yaml grants verbs for; install one of them."; exit 1;; esac
+
+$(CLIENT_STAMP): $(CLIENT_WHEEL)
 	rm -rf $(CLIENT_VENV)
 	$(CLIENT_PYTHON) -m venv $(CLIENT_VENV)
 	$(CLIENT_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=23"
-	$(CLIENT_VENV)/bin/python -m pip install --disable-pip-version-check "hyperpod @ $(HYPERPOD_CLI)"
+	$(CLIENT_VENV)/bin/python -m pip install --disable-pip-version-check "$(CLIENT_WHEEL)"
+	@test "$$(cat $(CLIENT_VENV)/$(RECIPES_MARK) 2> /dev/null)" = $(HYPERPOD_RECIPES_COMMIT) \
+	  || { echo "make client: $(CLIENT_WHEEL) holds recipes $$(cat $(CLIENT_VENV)/$(RECIPES_MARK) 2> /dev/null || echo 'of unknown commit'), not $(HYPERPOD_RECIPES_COMMIT); build it with make client-wheel at this novapod commit."; rm -rf $(CLIENT_VENV); exit 1; }
 	$(CLIENT_VENV)/bin/hyperpod --help > /dev/null
 	touch $@
+
+client-wheel: $(CLIENT_WHEEL_DIR)/hyperpod-2.0.0-py3-none-any.whl
+	@echo "copy $< to a machine without GitHub access and run make client CLIENT_WHEEL=<that file> there"
+
+# The CLI at its commit, the recipes submodule at ours (its own submodules, the NeMo
+# launcher main.py imports, at the commits it records), `update = none` so setup.py's
+# `git submodule update --remote` leaves them, then a wheel; the recipes commit is
+# checked before and after the build.
+$(CLIENT_WHEEL_DIR)/hyperpod-2.0.0-py3-none-any.whl:
+	rm -rf $(CLIENT_BUILD) && mkdir -p $(CLIENT_BUILD) $(CLIENT_WHEEL_DIR)
+	git init --quiet $(CLIENT_BUILD)/cli
+	git -C $(CLIENT_BUILD)/cli fetch --quiet --depth 1 $(HYPERPOD_CLI_GIT) $(HYPERPOD_CLI_COMMIT)
+	git -C $(CLIENT_BUILD)/cli checkout --quiet FETCH_HEAD
+	git init --quiet --separate-git-dir $(CURDIR)/$(CLIENT_BUILD)/recipes.git $(CLIENT_BUILD)/cli/$(RECIPES_SUBMODULE)
+	git -C $(CLIENT_BUILD)/cli/$(RECIPES_SUBMODULE) fetch --quiet --depth 1 $(HYPERPOD_RECIPES_GIT) $(HYPERPOD_RECIPES_COMMIT)
+	git -C $(CLIENT_BUILD)/cli/$(RECIPES_SUBMODULE) checkout --quiet FETCH_HEAD
+	git -C $(CLIENT_BUILD)/cli/$(RECIPES_SUBMODULE) submodule update --quiet --init --recursive --depth 1
+	git -C $(CLIENT_BUILD)/cli config submodule.$(RECIPES_SUBMODULE).update none
+	test "$$(git -C $(CLIENT_BUILD)/cli/$(RECIPES_SUBMODULE) rev-parse HEAD)" = $(HYPERPOD_RECIPES_COMMIT)
+	echo $(HYPERPOD_RECIPES_COMMIT) > $(CLIENT_BUILD)/cli/$(RECIPES_SUBMODULE)/$(RECIPES_MARK)
+	$(CLIENT_PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps \
+	  -w $(CLIENT_WHEEL_DIR) ./$(CLIENT_BUILD)/cli
+	@test "$$(git -C $(CLIENT_BUILD)/cli/$(RECIPES_SUBMODULE) rev-parse HEAD)" = $(HYPERPOD_RECIPES_COMMIT) \
+	  || { echo "make client-wheel: the CLI's build moved the recipes off $(HYPERPOD_RECIPES_COMMIT); the wheel is not the pinned launcher."; rm -f $@; exit 1; }
+	@echo "built $@ (CLI $(HYPERPOD_CLI_COMMIT), recipes $(HYPERPOD_RECIPES_COMMIT))"
+
+# novapod/data/nova_upstream.yaml from the pinned commits (tools/upstream_facts.py; needs
+# GitHub, or UPSTREAM_GIT_ARGS="--recipes-git DIR --cli-git DIR --helm-git DIR
+# --apiserver-git DIR" for local copies). Helm: the bootstrap's Helm 3 and a Helm 4;
+# the API server: the Kubernetes minor of novapod/data/eks.yaml's default.
+HELM3_TAG := v3.20.1
+HELM4_TAG := v4.2.4
+APISERVER_TAG := v0.35.7
+UPSTREAM_GIT_ARGS ?=
+
+upstream-facts: $(VENV)/.installed
+	$(BIN)/python tools/upstream_facts.py --recipes-commit $(HYPERPOD_RECIPES_COMMIT) \
+	  --cli-commit $(HYPERPOD_CLI_COMMIT) --helm3-tag $(HELM3_TAG) --helm4-tag $(HELM4_TAG) \
+	  --apiserver-tag $(APISERVER_TAG) $(UPSTREAM_GIT_ARGS)
 
 # checkov over the templates of config/default.yaml and every example, synthesized with
 # the NIST 800-53 R5 and HIPAA packs (`novapod compliance-report`, which also prints the
@@ -164,4 +230,4 @@ $(COMPLIANCE_VENV)/.installed-$(CHECKOV_VERSION):
 	touch $@
 
 clean:
-	rm -rf cdk.out review review-base .pytest_cache .mypy_cache .ruff_cache mutants $(COMPLIANCE_OUT)
+	rm -rf cdk.out review review-base .pytest_cache .mypy_cache .ruff_cache mutants $(COMPLIANCE_OUT) $(CLIENT_BUILD)

@@ -2,9 +2,9 @@
 the Nova recipes of its jobs, launch them, read their evaluations, and review what a
 change to the synthesized stacks does.
 
-Only `offerings`, `launch`, `results` and `pipeline-check` talk to AWS. The other commands
-never read AWS settings (profile, config and credentials files), so a broken or missing
-profile cannot stop them.
+Only `offerings`, `launch`, `cancel`, `results`, `purchases` and `pipeline-check` talk to
+AWS. The other commands never read AWS settings (profile, config and credentials files),
+so a broken or missing profile cannot stop them.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from novapod.config import (
 from novapod.constructs.handler_core import ledger
 from novapod.constructs.training_plan.handler import decisions, offerings
 from novapod.naming import training_plan_name
-from novapod.nova import launch, render, results
+from novapod.nova import cancel, launch, render, results
 from novapod.nova.catalog import CatalogError
 
 EXIT_OK = 0
@@ -332,6 +332,51 @@ def _launch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cancel(args: argparse.Namespace) -> int:
+    if args.config is None and args.job.endswith((".yaml", ".yml")):
+        raise launch.LaunchError(
+            f"name the job to cancel after the config: novapod cancel {args.job} JOB"
+        )
+    config = _load(args)
+    (cfn,) = _aws_clients(config, "cancel", "cloudformation")
+    try:
+        prepared = cancel.prepare(config, args.job, args.run_name, cfn=cfn)
+    except (BotoCoreError, ClientError) as error:
+        raise _AwsError(f"novapod cancel: an AWS call failed: {error}") from None
+    if args.dry_run:
+        print(shlex.join(prepared.connect))
+        if prepared.run is None:
+            print(shlex.join(prepared.list_command()))
+            print(shlex.join(prepared.uninstall_command("RUN")))
+            print("# RUN: the one run helm list shows (or name it with --run)", file=sys.stderr)
+        else:
+            print(shlex.join(prepared.uninstall_command(prepared.run)))
+        return EXIT_OK
+    hyperpod = launch.hyperpod_executable(Path(__file__).resolve().parent.parent)
+    if hyperpod is None:
+        print(f"novapod cancel: {launch.NOT_INSTALLED}", file=sys.stderr)
+        return EXIT_INVALID
+    helm = cancel.helm_executable()
+    if helm is None:
+        print(f"novapod cancel: {cancel.NO_HELM}", file=sys.stderr)
+        return EXIT_INVALID
+    print(f"+ {shlex.join(prepared.connect)}", file=sys.stderr)
+    sys.stdout.flush()
+    outcome = cancel.execute(prepared, hyperpod, helm, sys.stdout)
+    if outcome.failed is not None:
+        print(
+            f"novapod cancel: `{shlex.join(outcome.failed[:2])}` failed with exit status "
+            f"{outcome.status}; job {prepared.job} was not cancelled",
+            file=sys.stderr,
+        )
+        return outcome.status
+    print(
+        f"cancelled job {prepared.job}: run {outcome.run} uninstalled from namespace "
+        f"{prepared.namespace} with every object its chart created; its outputs stay in S3"
+    )
+    return EXIT_OK
+
+
 def _results(args: argparse.Namespace) -> int:
     config = _load(args)
     if not results.evaluation_jobs(config):
@@ -450,6 +495,40 @@ def _add_purchases(commands: Any, config_help: str) -> None:
     purchases_cmd.set_defaults(run=_purchases)
 
 
+def _add_cancel(commands: Any, config_help: str) -> None:
+    cancel_cmd = commands.add_parser(
+        "cancel",
+        help="stop a job's run: helm uninstall of its release (every technique, PPO too)",
+        description=(
+            "Cancel a run of JOB: hyperpod connect-cluster, then helm uninstall of the run's "
+            "Helm release in the jobs' namespace, which removes every object its chart "
+            "created (PPO's four PyTorchJobs and actor-generation StatefulSet included, "
+            "which `hyperpod cancel-job` leaves running). Without --run, helm list finds "
+            "the job's run; with several, name one. Needs the HyperPod CLI and Helm, AWS "
+            "credentials that can describe the stacks, and a route to the cluster's "
+            "private endpoint (inside the VPC, or from eks.private_access_cidrs)."
+        ),
+        epilog=(
+            "Exit 0 once helm uninstalled the run; 2 for an unknown job, a run name that "
+            "is not the job's, no run or several runs, or a stack not deployed; 1 when an "
+            "AWS call fails; the exit status of connect-cluster or helm when one fails. "
+            "The run's outputs in S3 are kept. --dry-run prints the commands instead."
+        ),
+    )
+    cancel_cmd.add_argument("config", nargs="?", help=config_help)
+    cancel_cmd.add_argument("job", help="the job's name (jobs[].name)")
+    cancel_cmd.add_argument(
+        "--run",
+        dest="run_name",
+        metavar="RUN",
+        help="the run (Helm release) to cancel, as `novapod launch --run` printed it",
+    )
+    cancel_cmd.add_argument(
+        "--dry-run", action="store_true", help="print the commands, run nothing"
+    )
+    cancel_cmd.set_defaults(run=_cancel)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="novapod",
@@ -510,7 +589,7 @@ def _parser() -> argparse.ArgumentParser:
             "unknown job, a job HyperPod cannot run, or a stack not deployed; exit 1 when "
             "an AWS call fails. Scientist's path: novapod recipes CONFIG --out DIR (review), "
             "novapod launch CONFIG JOB (check), novapod launch CONFIG JOB --run, then "
-            "novapod results CONFIG."
+            "novapod results CONFIG; novapod cancel CONFIG JOB stops a run."
         ),
     )
     launch_cmd.add_argument("config", nargs="?", help=config_help)
@@ -524,6 +603,7 @@ def _parser() -> argparse.ArgumentParser:
         help="launch even though a job named in after: has no finished run",
     )
     launch_cmd.set_defaults(run=_launch)
+    _add_cancel(commands, config_help)
     results_cmd = commands.add_parser(
         "results",
         help="evaluation metrics: one table per task, base model vs tuned jobs",

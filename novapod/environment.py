@@ -64,6 +64,8 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         f"{prefix}-network",
         stack_name=f"{prefix}-network",
         network=config.network,
+        # The network's endpoints and those the jobs' pods call from restricted groups.
+        endpoints=config.endpoint_names,
         name=prefix,
         # Egress beside the first thing that needs it: with EKS, the bootstrap build in
         # the eks stack, so the EKS cluster does not wait ~2 minutes for NAT gateways.

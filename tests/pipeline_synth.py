@@ -54,15 +54,32 @@ class SynthesizedPipeline:
         role: str = self.project(action)["Properties"]["ServiceRole"]["Fn::GetAtt"][0]
         return role
 
+    def statements_on(self, resource: str) -> dict[str, list[dict[str, Any]]]:
+        """Role logical ID -> the statements of its policies whose Resource is `resource`."""
+        found: dict[str, list[dict[str, Any]]] = {}
+        for policy in self.template["Resources"].values():
+            if policy["Type"] != "AWS::IAM::Policy":
+                continue
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                if statement["Resource"] in (resource, [resource]):
+                    for role in policy["Properties"]["Roles"]:
+                        found.setdefault(role["Ref"], []).append(statement)
+        return found
+
 
 @cache
 def synthesize_pipeline() -> SynthesizedPipeline:
+    return synthesize_pipeline_file(PIPELINE_EXAMPLE, PIPELINE_FILE)
+
+
+def synthesize_pipeline_file(path: Path, pipeline_file: str) -> SynthesizedPipeline:
+    """Another pipeline file, synthesized on each call."""
     from novapod.config import load_pipeline
     from novapod.stacks.pipeline import create_pipeline_app
 
     outdir = Path(tempfile.mkdtemp(prefix="novapod-pipeline-"))
     app, stack = create_pipeline_app(
-        load_pipeline(PIPELINE_EXAMPLE), pipeline_file=PIPELINE_FILE, outdir=outdir
+        load_pipeline(path), pipeline_file=pipeline_file, outdir=outdir
     )
     assembly = app.synth()
     stages: dict[str, dict[str, dict[str, Any]]] = {}

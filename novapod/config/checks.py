@@ -18,6 +18,7 @@ from novapod.config.capacity import TrainingPlanSpec
 from novapod.config.hyperpod import RestrictedGroup, StandardGroup
 from novapod.config.jobs import Job, batch_size_problem, max_length_problem, replicas_problem
 from novapod.config.network import GATEWAY_ENDPOINTS, RIG_ENDPOINTS
+from novapod.config.nova import DEFAULT_NAMESPACE, TRAINING_OPERATOR_NAMESPACE
 from novapod.constructs.cluster_bootstrap.pins import default_pins
 from novapod.facts import cluster_instance_types, eks_facts, plan_instance_types, support_warning
 from novapod.naming import training_plan_name
@@ -48,6 +49,7 @@ def problems(config: NovapodConfig, now: datetime) -> list[_FieldError]:
     found += extension_problems(config, requests or [])
     found += nova_problems(config)
     found += bedrock_deployment_problems(config)
+    found += job_endpoint_problems(config)
     return found
 
 
@@ -409,6 +411,25 @@ def service_limit_problems(
             )
 
 
+def job_endpoint_problems(config: NovapodConfig) -> Iterator[_FieldError]:
+    """A network.endpoints list that lacks what the jobs' pods call (without a list the
+    config adds them: NovapodConfig.endpoint_names)."""
+    if config.network.endpoints is None:
+        return
+    missing = {
+        name: job
+        for name, job in config.job_endpoints.items()
+        if name not in config.network.endpoint_names
+    }
+    if missing:
+        yield _at(
+            "network.endpoints",
+            "jobs on restricted groups reach AWS only through endpoints; add "
+            + ", ".join(f"{name} (for job {job})" for name, job in missing.items()),
+            root=True,
+        )
+
+
 def purchase_problems(
     config: NovapodConfig,
     requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]],
@@ -529,6 +550,17 @@ def nova_problems(config: NovapodConfig) -> Iterator[_FieldError]:
                     "true, or mlflow: false",
                     root=True,
                 )
+    standard = config.hyperpod.instance_groups if config.hyperpod is not None else []
+    if nova.namespace == TRAINING_OPERATOR_NAMESPACE and standard:
+        yield _at(
+            "nova.namespace",
+            f"{TRAINING_OPERATOR_NAMESPACE} holds the HyperPod training operator's "
+            "ServiceAccount, bound cluster-wide to pods, pods/exec and secrets, and anyone "
+            "who may launch jobs there could run any image as it on the standard groups "
+            f"({', '.join(g.name for g in standard)}); use another namespace, such as "
+            f"{DEFAULT_NAMESPACE} (the default)",
+            root=True,
+        )
     admins = set(config.eks.admin_principals) if config.eks else set()
     seen: set[str] = set()
     for i, role in enumerate(nova.scientists):

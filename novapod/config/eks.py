@@ -19,6 +19,22 @@ def _kubernetes_versions() -> tuple[str, ...]:
     return eks_facts().usable_versions
 
 
+def _ipv4_cidrs(value: list[str], everything: str) -> list[str]:
+    """Each entry an IPv4 network in canonical form, none of them 0.0.0.0/0, none twice."""
+    seen: set[str] = set()
+    for cidr in value:
+        try:
+            network = ipaddress.IPv4Network(cidr, strict=True)
+        except ValueError as exc:
+            raise ValueError(f"{cidr!r} is not an IPv4 CIDR ({exc})") from None
+        if network.prefixlen == 0:
+            raise ValueError(f"0.0.0.0/0 {everything}; list your CIDRs")
+        if cidr in seen:
+            raise ValueError(f"{cidr} is listed twice; remove one")
+        seen.add(cidr)
+    return value
+
+
 class Eks(_Model):
     """The EKS cluster that orchestrates HyperPod."""
 
@@ -53,6 +69,12 @@ class Eks(_Model):
         max_length=40,
         description="CIDRs allowed to reach a public endpoint (not 0.0.0.0/0).",
     )
+    private_access_cidrs: list[str] = Field(
+        default_factory=list,
+        max_length=40,
+        description="IPv4 CIDRs outside the VPC (VPN, peered or transit-gateway networks) "
+        "allowed HTTPS to the private endpoint; the VPC's own CIDR always is.",
+    )
     admin_principals: list[Annotated[str, StringConstraints(pattern=PRINCIPAL_ARN)]] = Field(
         default_factory=list, description="IAM roles/users granted cluster admin (access entries)."
     )
@@ -85,16 +107,12 @@ class Eks(_Model):
     @field_validator("public_access_cidrs")
     @classmethod
     def _cidrs(cls, value: list[str]) -> list[str]:
-        for cidr in value:
-            try:
-                network = ipaddress.IPv4Network(cidr, strict=True)
-            except ValueError as exc:
-                raise ValueError(f"{cidr!r} is not an IPv4 CIDR ({exc})") from None
-            if network.prefixlen == 0:
-                raise ValueError(
-                    "0.0.0.0/0 opens the API endpoint to the internet; list your CIDRs"
-                )
-        return value
+        return _ipv4_cidrs(value, "opens the API endpoint to the internet")
+
+    @field_validator("private_access_cidrs")
+    @classmethod
+    def _private_cidrs(cls, value: list[str]) -> list[str]:
+        return _ipv4_cidrs(value, "admits every address to the private endpoint")
 
     @field_validator("log_retention_days")
     @classmethod

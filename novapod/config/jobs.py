@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from novapod.config.base import _at, _FieldError, _Model, _raise_all
 from novapod.config.fields import PlanName
+from novapod.config.network import LAMBDA_ENDPOINTS, MLFLOW_ENDPOINTS, RFT_ENDPOINTS
 from novapod.nova.catalog import PPO_ROLE_NAMES, CatalogError, Hyperparameter, catalog
 
 # The recipe launcher keeps the first 34 characters of a run name (and adds a random
@@ -147,6 +148,26 @@ class Job(_Model):
         names = list(self.after)
         if self.source_job is not None:
             names.append(self.source_job)
+        return tuple(dict.fromkeys(names))
+
+    @property
+    def lambda_arns(self) -> tuple[str, ...]:
+        """The Lambda functions the job's pods invoke: reward (RFT, rft-eval), metrics."""
+        named = [self.reward_lambda_arn]
+        if self.evaluation is not None:
+            named += [self.evaluation.reward_lambda_arn, self.evaluation.metrics_lambda_arn]
+        return tuple(dict.fromkeys(arn for arn in named if arn is not None))
+
+    @property
+    def endpoints(self) -> tuple[str, ...]:
+        """The interface endpoints the job's pods call AWS through from a restricted group:
+        Lambda for its functions, SQS too for RFT (the AWS RIG sample gives RFT both),
+        MLflow's when it logs there."""
+        names: list[str] = []
+        if self.lambda_arns:
+            names += RFT_ENDPOINTS if self.technique.startswith("rft-") else LAMBDA_ENDPOINTS
+        if self.mlflow:
+            names += MLFLOW_ENDPOINTS
         return tuple(dict.fromkeys(names))
 
     @model_validator(mode="after")

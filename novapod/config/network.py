@@ -4,7 +4,7 @@ endpoints and flow logs."""
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Literal, get_args
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
@@ -27,15 +27,27 @@ EndpointName = Literal[
     "ec2messages",
     "lambda",
     "sqs",
+    "sagemaker.experiments",
 ]
 ALL_ENDPOINTS: tuple[str, ...] = get_args(EndpointName)
 GATEWAY_ENDPOINTS: tuple[str, ...] = ("s3",)
-# The two that reinforcement fine-tuning adds; every other interface endpoint is one
-# that nodes of restricted instance groups (no internet access) need.
+# What the jobs' pods call from restricted groups, which reach AWS only through endpoints
+# (awslabs/awsome-distributed-ai@95b939cd 1.architectures/7.sagemaker-hyperpod-eks/
+# terraform-modules/hyperpod-eks-tf/modules/vpc_endpoints/main.tf adds lambda and sqs in
+# RIG mode for RFT): a job's Lambda functions (reward, custom metrics), the queues of RFT,
+# and SageMaker managed MLflow (aws.sagemaker.<region>.experiments, the "Connecting to an
+# MLflow tracking server through an Interface VPC Endpoint" page of the SageMaker guide,
+# docs.aws.amazon.com/sagemaker/latest/dg/mlflow-interface-endpoint.html).
+LAMBDA_ENDPOINTS: tuple[str, ...] = ("lambda",)
 RFT_ENDPOINTS: tuple[str, ...] = ("lambda", "sqs")
+MLFLOW_ENDPOINTS: tuple[str, ...] = ("sagemaker.experiments",)
+# Every other interface endpoint is one that nodes of restricted instance groups need.
 RIG_ENDPOINTS: tuple[str, ...] = tuple(
-    e for e in ALL_ENDPOINTS if e not in GATEWAY_ENDPOINTS + RFT_ENDPOINTS
+    e for e in ALL_ENDPOINTS if e not in GATEWAY_ENDPOINTS + RFT_ENDPOINTS + MLFLOW_ENDPOINTS
 )
+# A closed network always has every endpoint but MLflow's, which only jobs that log to
+# MLflow call (the config adds it for them: NovapodConfig.endpoint_names).
+CLOSED_ENDPOINTS: tuple[str, ...] = tuple(e for e in ALL_ENDPOINTS if e not in MLFLOW_ENDPOINTS)
 
 MAX_PRIVATE_PREFIX = 21  # /21: ~25 ml.p5.48xlarge nodes per zone
 
@@ -180,7 +192,9 @@ class Network(_Model):
         None,
         description=(
             "VPC endpoints to create. Default: S3 gateway plus the interface endpoints "
-            "restricted instance groups need; a closed network needs all of them."
+            "restricted instance groups need, and those the jobs call (lambda and sqs for "
+            "their functions, sagemaker.experiments for MLflow); a closed network needs "
+            "all but sagemaker.experiments. A list is taken as is: it must name the jobs' too."
         ),
         json_schema_extra={"uniqueItems": True},
     )
@@ -199,7 +213,7 @@ class Network(_Model):
             if repeated:
                 yield _at("endpoints", f"listed twice: {', '.join(repeated)}")
             if self.closed:
-                missing = [e for e in ALL_ENDPOINTS if e not in self.endpoints]
+                missing = [e for e in CLOSED_ENDPOINTS if e not in self.endpoints]
                 if missing:
                     yield _at(
                         "endpoints",
@@ -217,11 +231,21 @@ class Network(_Model):
 
     @property
     def endpoint_names(self) -> tuple[str, ...]:
+        """The network's own endpoints, without the jobs' (NovapodConfig.endpoint_names)."""
         if self.endpoints is not None:
             return tuple(e for e in ALL_ENDPOINTS if e in self.endpoints)
         if self.closed:
-            return ALL_ENDPOINTS
+            return CLOSED_ENDPOINTS
         return GATEWAY_ENDPOINTS + RIG_ENDPOINTS
+
+    def endpoints_with(self, needed: Iterable[str]) -> tuple[str, ...]:
+        """The endpoints to create for a VPC whose workloads call `needed` through endpoints:
+        added to the default set, in canonical order; a network.endpoints list as is
+        (validation makes it name them: checks.job_endpoint_problems)."""
+        if self.endpoints is not None:
+            return self.endpoint_names
+        wanted = {*self.endpoint_names, *needed}
+        return tuple(e for e in ALL_ENDPOINTS if e in wanted)
 
     @property
     def zone_ids(self) -> list[str]:

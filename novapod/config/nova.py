@@ -29,7 +29,20 @@ ModelName = Annotated[str, StringConstraints(pattern=MODEL_NAME_PATTERN)]
 # per checkpoint) within the 63 characters above, so a name keeps 54
 # (novapod/constructs/bedrock_model/handler/decisions.py, model_name).
 MAX_MODEL_NAME = 54
-DEFAULT_NAMESPACE = "kubeflow"  # where the Nova SDK and guides put jobs (reference §9)
+# The jobs' own namespace, which the bootstrap build creates (novapod/nova/kubernetes.py).
+# Not the Nova SDK's `kubeflow`: see TRAINING_OPERATOR_NAMESPACE. The training operator
+# watches every namespace: the HyperPod chart starts it without --namespace or
+# KUBEFLOW_NAMESPACE (aws/sagemaker-hyperpod-cli@abcdc77b:helm_chart/HyperPodHelmChart/
+# charts/training-operators/templates/Deployment/training-operator-kubeflow-Deployment.yaml),
+# and unset means "all namespaces cluster-wide" (kubeflow/training-operator
+# cmd/training-operator.v1/main.go, flag namespace).
+DEFAULT_NAMESPACE = "nova-jobs"
+# The HyperPod chart's namespace of the training operator, whose ServiceAccount is bound
+# cluster-wide to `*` on pods and deployments, create on pods/exec, and secrets
+# (same chart, training-operators/templates/ClusterRole/training-operator-ClusterRole.yaml
+# and ClusterRoleBinding/). Whoever may create a pod-making object there can run a pod as
+# that ServiceAccount; config/checks.py refuses it while the cluster has standard groups.
+TRAINING_OPERATOR_NAMESPACE = "kubeflow"
 # Namespaces Kubernetes and HyperPod keep for themselves.
 RESERVED_NAMESPACES = ("default", "aws-hyperpod")
 
@@ -79,7 +92,8 @@ class Nova(_Model):
     namespace: Namespace = Field(
         DEFAULT_NAMESPACE,
         max_length=63,
-        description="Kubernetes namespace of the jobs (a DNS label); the Nova SDK uses kubeflow.",
+        description="Kubernetes namespace of the jobs (a DNS label), created for them; "
+        "kubeflow (the Nova SDK's) is refused while the cluster has standard groups.",
     )
     scientists: list[RoleArn] = Field(
         default_factory=list,

@@ -31,7 +31,7 @@ from novapod.config.capacity import (
 from novapod.config.eks import Eks
 from novapod.config.hyperpod import HyperPod, RestrictedGroup
 from novapod.config.jobs import Job, jobs_problems
-from novapod.config.network import Network
+from novapod.config.network import ALL_ENDPOINTS, Network
 from novapod.config.nova import Nova
 from novapod.config.storage import Storage
 from novapod.naming import training_plan_name
@@ -185,6 +185,25 @@ class NovapodConfig(_Model):
     def has_nova_stack(self) -> bool:
         """The Nova environment stack serves jobs on a HyperPod cluster."""
         return bool(self.jobs) and self.hyperpod is not None
+
+    @property
+    def job_endpoints(self) -> dict[str, str]:
+        """Interface endpoint -> the first job whose pods call AWS through it, in the
+        endpoints' order. Only with a Nova stack: the jobs then run on this cluster's
+        restricted groups, in this VPC."""
+        if not self.has_nova_stack:
+            return {}
+        needed: dict[str, str] = {}
+        for job in self.jobs:
+            for name in job.endpoints:
+                needed.setdefault(name, job.name)
+        return {name: needed[name] for name in ALL_ENDPOINTS if name in needed}
+
+    @property
+    def endpoint_names(self) -> tuple[str, ...]:
+        """The VPC endpoints to create: the network's and, unless network.endpoints lists
+        them (taken as is; validation makes it name the jobs' too), the jobs'."""
+        return self.network.endpoints_with(self.job_endpoints)
 
     @property
     def nova_settings(self) -> Nova:

@@ -12,6 +12,18 @@ def _construct_id(name: str) -> str:
     return "".join(p.capitalize() for p in name.replace(".", "-").split("-"))
 
 
+def _service(name: str) -> ec2.IInterfaceVpcEndpointService:
+    """The interface endpoint service of a config endpoint name."""
+    if name == "sagemaker.experiments":
+        # SageMaker managed MLflow: aws.sagemaker.<region>.experiments, not under
+        # com.amazonaws (aws-cdk-lib 2.275 InterfaceVpcEndpointAwsService
+        # .SAGEMAKER_EXPERIMENTS). Its private DNS name is the host the sagemaker-mlflow
+        # plugin sends a tracking-server ARN's requests to, <region>.experiments.sagemaker
+        # .aws (sagemaker-mlflow 0.5.0 sagemaker_mlflow/mlflow_sagemaker_helpers.py).
+        return ec2.InterfaceVpcEndpointAwsService.SAGEMAKER_EXPERIMENTS
+    return ec2.InterfaceVpcEndpointAwsService(name)
+
+
 class VpcEndpoints(Construct):
     """One endpoint per configured service, interface endpoints in every private subnet."""
 
@@ -42,7 +54,7 @@ class VpcEndpoints(Construct):
                 self,
                 _construct_id(name),
                 vpc=network.vpc,
-                service=ec2.InterfaceVpcEndpointAwsService(name),
+                service=_service(name),
                 subnets=network.subnet_selection,
                 security_groups=[security_group],
                 private_dns_enabled=True,

@@ -11,7 +11,12 @@ RIG copy, kube-proxy, CoreDNS, the pod identity agent, the EFA device plugin, th
 health-monitoring agent). AWS's HyperPod EKS sample grants the ECR pull actions on
 Resource '*' (aws-samples/awsome-distributed-training 1.architectures/
 7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/sagemaker-iam-role-stack.yaml);
-we name the AWS-owned repositories instead (novapod/data/node_images.yaml).
+we name the AWS-owned repositories instead (novapod/data/node_images.yaml). Restricted
+groups run the Nova jobs, whose charts pull from the Nova registry of the region the
+launcher runs in (its main, init and side images: launcher/nova/utils.py of the pinned
+recipes); they may pull exactly the repositories of those images in the role's region,
+from the upstream facts (novapod/data/nova_upstream.yaml): `init-container-repo` beside
+the `nova-*` ones.
 
 EksStack creates these roles, from values known at synth (the EKS cluster's ARN is
 written from its name), so they exist while the EKS cluster is still being created;
@@ -31,6 +36,7 @@ from novapod.config import HyperPod
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.cluster_bootstrap.pins import default_pins
 from novapod.node_images import ImageRepository, node_image_registries
+from novapod.nova.upstream import upstream_facts
 
 INSTANCE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
 ENI_ACTIONS = (
@@ -59,8 +65,6 @@ DESCRIBE_ACTIONS = (
     "cloudwatch:DescribeAlarms",
 )
 ECR_PULL = ("ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability")
-# Nova customization images live in AWS-owned repositories whose names start so.
-NOVA_REPOSITORIES = "nova-*"
 
 GroupKind = Literal["restricted", "standard"]
 # Construct IDs, kept from when HyperPodStack built the roles (same logical IDs).
@@ -68,6 +72,15 @@ ROLE_IDS: dict[GroupKind, str] = {
     "restricted": "RestrictedGroupRole",
     "standard": "StandardGroupRole",
 }
+
+
+def nova_image_repositories(region: str) -> tuple[ImageRepository, ...]:
+    """The ECR repositories of every image a Nova chart pulls in `region` (main, init and
+    side images), from the upstream facts; none where the region has no Nova registry."""
+    return tuple(
+        ImageRepository(region, account, name)
+        for account, name in upstream_facts().repositories(region)
+    )
 
 
 def execution_role_kinds(hyperpod: HyperPod | None) -> tuple[GroupKind, ...]:
@@ -119,11 +132,14 @@ class ExecutionRole(Construct):
             )
 
         interfaces = arn("ec2", "network-interface", "*")
+        # Standard groups run any workload: every repository (pulls only).
         repositories = stack.format_arn(
-            service="ecr",
-            account="*",
-            resource="repository",
-            resource_name=NOVA_REPOSITORIES if kind == "restricted" else "*",
+            service="ecr", account="*", resource="repository", resource_name="*"
+        )
+        pulls = (
+            [self._repository_arn(r) for r in nova_image_repositories(region)]
+            if kind == "restricted"
+            else [repositories]
         )
         statements = [
             iam.PolicyStatement(
@@ -155,10 +171,10 @@ class ExecutionRole(Construct):
             iam.PolicyStatement(
                 sid="EcrAuthorizationToken", actions=["ecr:GetAuthorizationToken"], resources=["*"]
             ),
-            iam.PolicyStatement(
-                sid="PullImages",
-                actions=list(ECR_PULL),
-                resources=[repositories],
+            *(
+                [iam.PolicyStatement(sid="PullImages", actions=list(ECR_PULL), resources=pulls)]
+                if pulls
+                else []
             ),
             iam.PolicyStatement(
                 sid="PullNodeSystemImages",
@@ -210,12 +226,10 @@ class ExecutionRole(Construct):
             "CNI and EFA create do not exist yet, and the CNI tags the ones it manages; "
             "creation is limited to our subnets and group.",
         }
-        reasons[f"Resource::{nag_resource(self, repositories)}"] = (
-            "Nova images live in AWS-owned accounts that differ per region; pulls are "
-            "limited to repositories named nova-*."
-            if kind == "restricted"
-            else "Standard groups run EKS system images from AWS-owned registries that differ "
-            "per region and add-on; pulls only (no push)."
-        )
+        if kind == "standard":
+            reasons[f"Resource::{nag_resource(self, repositories)}"] = (
+                "Standard groups run EKS system images from AWS-owned registries that differ "
+                "per region and add-on; pulls only (no push)."
+            )
         for finding, reason in reasons.items():
             acknowledge(self.policy, f"AwsSolutions-IAM5[{finding}]", reason)

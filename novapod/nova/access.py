@@ -54,15 +54,6 @@ def _datasets(job: Job) -> Iterable[str]:
         yield job.evaluation.dataset
 
 
-def _lambdas(job: Job) -> Iterable[str]:
-    if job.reward_lambda_arn is not None:
-        yield job.reward_lambda_arn
-    if job.evaluation is not None:
-        for arn in (job.evaluation.reward_lambda_arn, job.evaluation.metrics_lambda_arn):
-            if arn is not None:
-                yield arn
-
-
 def data_grants(config: NovapodConfig) -> DataGrants:
     """The datasets and functions of every job, each once, in config order."""
     data: dict[str, None] = {}
@@ -75,7 +66,7 @@ def data_grants(config: NovapodConfig) -> DataGrants:
                 external.setdefault(bucket, {})[key] = None
             else:
                 data[location] = None
-        lambdas.update(dict.fromkeys(_lambdas(job)))
+        lambdas.update(dict.fromkeys(job.lambda_arns))
     return DataGrants(
         data_keys=tuple(data),
         external={bucket: tuple(keys) for bucket, keys in external.items()},

@@ -7,29 +7,22 @@ group of their EKS access entries), and a ClusterRole/ClusterRoleBinding that le
 NovaEnvironment check read namespaces and CRDs (`ENVIRONMENT_CHECK_GROUP`). The
 ClusterBootstrap build applies them (novapod/constructs/cluster_bootstrap/README.md).
 
-Where the kinds and verbs come from (aws/sagemaker-hyperpod-recipes at 0700d223, the
-submodule the HyperPod CLI's release_v2 head abcdc77b pins; the same kinds on its main
-branch in 2026-06):
-- `hyperpod start-job --recipe` runs the recipes launcher, which writes a chart and runs
-  `helm install --namespace <ns> <job> <chart>` without --wait
-  (launcher/nova/launchers.py and launcher/evaluation/launchers.py, _create_helm_script).
-  The charts' kinds: PyTorchJob and ConfigMap (launcher/nova/k8s_templates/SFT/,
-  PPO/training.yaml, launcher/evaluation/k8s_templates/EVAL/); PPO adds a Service and a
-  StatefulSet (PPO/training-ag.yaml); RFT adds Services, Deployments (RFT/templates/
-  hub.yaml, redis.yaml), StatefulSets (vllm-generation.yaml, nats-server.yaml), batch
-  Jobs (hub.yaml, prompt-rbs.yaml) and a Secret (nats-server.yaml). No hooks.
-- Helm gets every object before creating it (helm/helm pkg/action/validate.go,
-  existingResourceConflict) and keeps each release as Secrets in the release's
-  namespace, listed by label, created, updated and deleted (helm.sh/community/hips/
-  archives/helm/helm-v3/003-state; pkg/storage/driver/secrets.go).
-- aws/sagemaker-hyperpod-cli release_v2 (src/hyperpod_cli/): `list-jobs -n` reads the
-  namespace then lists PyTorchJobs (service/list_training_jobs.py,
-  clients/kubernetes_client.py check_if_namespace_exists, list_training_jobs);
-  `get-job` gets one; `list-pods` and `get-log` list the job's pods, read one pod and its
-  log (service/list_pods.py, service/get_logs.py); `cancel-job` deletes the PyTorchJob,
-  then `helm uninstall`s the release (service/cancel_training_job.py).
-Pods are created by the operators, never by the scientist; no watch, exec, patch or
-escalation verbs are needed by those commands, so none are granted.
+Where the kinds and verbs come from: the upstream facts (novapod/data/nova_upstream.yaml,
+written by tools/upstream_facts.py from pinned commits, each fact with its source):
+- `hyperpod start-job --recipe` runs the recipes launcher, which renders the recipe's
+  chart and runs `helm install` (launcher/nova/launchers.py); the objects each chart
+  creates are the facts' `charts` (PyTorchJobs and ConfigMaps; PPO adds a Service and a
+  StatefulSet; RFT Services, Deployments, StatefulSets, batch Jobs and a Secret).
+- Helm 3 and Helm 4 (`helm`): install gets each object and creates it; Helm 4 installs
+  by server-side apply, a PATCH the API server authorizes as `patch` (and as `create`
+  when it creates the object); upgrade also patches and deletes; uninstall deletes. Both
+  keep each release as Secrets in the release's namespace (list, get, create, update,
+  delete). A scientist may have either Helm: the Role grants both.
+- aws/sagemaker-hyperpod-cli release_v2: `list-jobs -n` reads the namespace then lists
+  PyTorchJobs, `get-job` gets one, `list-pods` and `get-log` list the job's pods and read
+  one pod and its log, `cancel-job` deletes the PyTorchJob, then `helm uninstall`s.
+Pods are created by the operators, never by the scientist; no watch, exec or escalation
+verb is used by those commands, so none is granted.
 """
 
 from __future__ import annotations
@@ -41,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from novapod.nova.access import SCIENTISTS_GROUP
+from novapod.nova.upstream import upstream_facts
 
 # The Kubernetes group the NovaEnvironment check's EKS access entry maps its role to
 # (kubernetes_groups of AWS::EKS::AccessEntry): bound to ENVIRONMENT_CHECK_ROLE below,
@@ -55,32 +49,38 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "novapod"
 RBAC_API = "rbac.authorization.k8s.io"
 
-# (apiGroups, resources, verbs) of the scientists' Role; sources in the module docstring.
-SCIENTIST_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
-    # helm install (create, get), list-jobs (list), get-job (get), cancel-job and helm
-    # uninstall (delete).
-    (("kubeflow.org",), ("pytorchjobs",), ("create", "delete", "get", "list")),
-    # The charts' other objects: helm install (get, create) and helm uninstall (delete).
-    (("",), ("configmaps", "services"), ("create", "delete", "get")),
-    (("apps",), ("deployments", "statefulsets"), ("create", "delete", "get")),
-    (("batch",), ("jobs",), ("create", "delete", "get")),
-    # RFT's NATS Secret and Helm's release records (list by label, create, update on
-    # install and uninstall, get and delete on uninstall).
-    (("",), ("secrets",), ("create", "delete", "get", "list", "update")),
-    # list-pods and get-log list the job's pods; get-log reads one pod and its log.
-    (("",), ("pods",), ("get", "list")),
-    (("",), ("pods/log",), ("get",)),
-    # list-jobs -n reads the namespace. Bound in the namespace, this allows reading that
-    # namespace only: the API server gives GET /api/v1/namespaces/<ns> the namespace <ns>
-    # (k8s.io/apiserver pkg/endpoints/request/requestinfo.go), as the HyperPod chart's own
-    # team Role relies on (helm_chart/HyperPodHelmChart/charts/team-role-and-bindings/
-    # templates/team-level-namespaced-role.yaml).
-    (("",), ("namespaces",), ("get",)),
-)
+Rule = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+
+
+def scientist_rules() -> tuple[Rule, ...]:
+    """(apiGroups, resources, verbs) of the scientists' Role, from the upstream facts:
+    every kind a Nova chart creates x what Helm 3 and Helm 4 do to it, Helm's release
+    Secrets, and the CLI's own requests. Resources of one group with the same verbs share
+    a rule.
+
+    `namespaces: get` (list-jobs -n reads the namespace) is bound in the namespace, so it
+    allows reading that namespace only: the API server gives GET /api/v1/namespaces/<ns>
+    the namespace <ns> (k8s.io/apiserver pkg/endpoints/request/requestinfo.go), as the
+    HyperPod chart's own team Role relies on (helm_chart/HyperPodHelmChart/charts/
+    team-role-and-bindings/templates/team-level-namespaced-role.yaml)."""
+    verbs: dict[tuple[str, str], set[str]] = {}
+    for group, resource, verb in upstream_facts().required_requests():
+        verbs.setdefault((group, resource), set()).add(verb)
+    shared: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for (group, resource), granted in verbs.items():
+        shared.setdefault((group, tuple(sorted(granted))), []).append(resource)
+    return tuple(
+        sorted(
+            ((group,), tuple(sorted(resources)), granted)
+            for (group, granted), resources in shared.items()
+        )
+    )
+
+
 # What the NovaEnvironment check reads: GET the namespace and each required CRD
 # (novapod/constructs/nova_environment/handler/decisions.py namespace_path, crd_path).
 # Both are cluster-scoped, so a ClusterRole; get only, no list or watch.
-ENVIRONMENT_CHECK_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
+ENVIRONMENT_CHECK_RULES: tuple[Rule, ...] = (
     (("",), ("namespaces",), ("get",)),
     (("apiextensions.k8s.io",), ("customresourcedefinitions",), ("get",)),
 )
@@ -90,9 +90,7 @@ def _labels() -> dict[str, str]:
     return {MANAGED_BY_LABEL: MANAGED_BY}
 
 
-def _rules(
-    rules: Sequence[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]],
-) -> list[dict[str, list[str]]]:
+def _rules(rules: Sequence[Rule]) -> list[dict[str, list[str]]]:
     return [
         {"apiGroups": list(groups), "resources": list(kinds), "verbs": list(verbs)}
         for groups, kinds, verbs in rules
@@ -123,7 +121,7 @@ def access_objects(namespace: str) -> list[dict[str, Any]]:
         "apiVersion": f"{RBAC_API}/v1",
         "kind": "Role",
         "metadata": {"name": SCIENTIST_ROLE, "namespace": namespace, "labels": _labels()},
-        "rules": _rules(SCIENTIST_RULES),
+        "rules": _rules(scientist_rules()),
     }
     role_binding = _binding("RoleBinding", SCIENTIST_ROLE, "Role", SCIENTISTS_GROUP)
     role_binding["metadata"]["namespace"] = namespace

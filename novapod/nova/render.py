@@ -17,10 +17,13 @@ How the HyperPod CLI (aws/sagemaker-hyperpod-cli, release_v2) applies these, rea
 its source and the recipes launcher (aws/sagemaker-hyperpod-recipes main.py,
 launcher/nova/launchers.py): every override-parameters key is a Hydra override on the
 launcher's root config, so recipe fields sit under `recipes.`; a key the recipe lacks
-needs a `+` prefix; JSON null arrives as the string "None" (never sent); the image is
-only ever the `container` key (no default); the label selector is accepted only as the
-`--label-selector` flag in Hydra dict syntax, and the launcher merges it with the
-instance-type and Restricted requirements.
+needs a `+` prefix (Hydra: "Could not override ... To append to your config use +"),
+and a key it has must not have one: which keys each recipe has comes from the upstream
+facts (novapod/data/nova_upstream.yaml, its key paths at the pinned commit); JSON null
+arrives as the string "None" (never sent); the image is only ever the `container` key
+(no default); the label selector is accepted only as the `--label-selector` flag in
+Hydra dict syntax, and the launcher merges it with the instance-type and Restricted
+requirements.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import yaml
 
 from novapod.config.jobs import dependency_order
 from novapod.nova.catalog import Variant, catalog
+from novapod.nova.upstream import upstream_facts
 
 if TYPE_CHECKING:
     from novapod.config import Job, NovapodConfig
@@ -48,11 +52,8 @@ PLACEHOLDERS: tuple[str, ...] = (
     "ClusterName",
     "MlflowTrackingServerArn",
 )
-DEFAULT_NAMESPACE = "kubeflow"  # where the Nova SDK and guides put jobs (reference §9)
 GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
-# Recipes whose run block has validation_data_s3_path (Nova 2 CPT and SFT); for the
-# others the launcher needs `+` to add it.
-_HAS_VALIDATION_KEY = frozenset({("cpt", 2), ("sft-lora", 2), ("sft-full", 2)})
+RECIPE_KEYS = "recipes."
 
 
 def checkpoint_placeholder(job: str) -> str:
@@ -195,8 +196,8 @@ def launch_spec(
     task = job.evaluation.task if job.evaluation is not None else None
     image = nova.image(job.model, job.technique, config.region, task)
     namespace = config.nova_settings.namespace
-    overrides = _overrides(job, instance_type, recipe, image)
     path = variant.recipe.replace("{suffix}", _suffix(job))
+    overrides = new_keys_marked(_overrides(job, instance_type, recipe, image), path)
     start = [
         "hyperpod", "start-job", "--namespace", namespace, "--recipe", path,
         "--override-parameters", json.dumps(overrides, sort_keys=True, separators=(",", ":")),
@@ -230,14 +231,12 @@ def _overrides(
     job: Job, instance_type: str, recipe: Mapping[str, Any], image: str
 ) -> dict[str, Any]:
     run = recipe["run"]
-    generation = catalog().model(job.model).generation
     out: dict[str, Any] = {"container": image, "instance_type": instance_type}
     for key in ("name", "model_name_or_path", "data_s3_path", "output_s3_path"):
         if run.get(key):
             out[f"recipes.run.{key}"] = run[key]
     if "validation_data_s3_path" in run:
-        plus = "" if (job.technique, generation) in _HAS_VALIDATION_KEY else "+"
-        out[f"{plus}recipes.run.validation_data_s3_path"] = run["validation_data_s3_path"]
+        out["recipes.run.validation_data_s3_path"] = run["validation_data_s3_path"]
     if "replicas" in run and job.technique != "evaluation":
         out["recipes.run.replicas"] = run["replicas"]
     if job.reward_lambda_arn:
@@ -259,6 +258,20 @@ def _overrides(
         if job.evaluation.reward_lambda_arn:
             out["recipes.rl_env.reward_lambda_arn"] = job.evaluation.reward_lambda_arn
     return dict(sorted(out.items()))
+
+
+def new_keys_marked(overrides: Mapping[str, Any], recipe: str) -> dict[str, Any]:
+    """The overrides with `+` before each recipe key the upstream recipe does not have
+    (Nova 1 llm_judge has no inference.max_new_tokens, most recipes no
+    run.validation_data_s3_path), so Hydra adds it instead of refusing the override."""
+    keys = upstream_facts().recipe(recipe).keys
+    marked = {
+        f"+{key}"
+        if key.startswith(RECIPE_KEYS) and key[len(RECIPE_KEYS) :] not in keys
+        else key: value
+        for key, value in overrides.items()
+    }
+    return dict(sorted(marked.items()))
 
 
 def _suffix(job: Job) -> str:

@@ -2,7 +2,8 @@
 
 Native `AWS::EKS::Cluster` (aws_eks_v2), EKS Auto Mode off, the standard managed
 add-ons at pinned versions, all control-plane logs with retention, secrets encrypted
-with the environment's key, a private endpoint unless config opens it to a CIDR list.
+with the environment's key, a private endpoint unless config opens it to a CIDR list,
+and HTTPS to that private endpoint from the connected networks the config lists.
 The HyperPod dependencies are installed by the ClusterBootstrap custom resource.
 The HyperPod execution roles are created here too, from values known at synth, so
 they are ready while the cluster and the bootstrap still run and HyperPodStack (which
@@ -38,6 +39,7 @@ from novapod.constructs.flow_logs import VpcFlowLog
 from novapod.constructs.lifecycle_scripts import LifecycleScripts
 from novapod.constructs.log_retention import retention
 from novapod.constructs.network import Egress, EgressHandover, PrivatePlacement, VpcHandle
+from novapod.constructs.security_group import HTTPS
 from novapod.facts import ADDON_NAMES, eks_facts
 from novapod.nova.kubernetes import NovaAccess
 
@@ -169,6 +171,7 @@ class EksStack(Stack):
                 resources=[key.key_arn],
             )
         )
+        self.private_access_rules = self._private_access(spec, security_group)
         cfn_cluster = self.cluster.node.default_child
         assert isinstance(cfn_cluster, eks.CfnCluster)
         cfn_cluster.add_property_override(
@@ -268,6 +271,32 @@ class EksStack(Stack):
         }
         self._acknowledge()
         self._outputs()
+
+    def _private_access(
+        self, spec: Eks, security_group: ec2.ISecurityGroup
+    ) -> list[ec2.CfnSecurityGroupIngress]:
+        """HTTPS to the private endpoint from the networks in eks.private_access_cidrs.
+
+        The endpoint's ENIs carry the HyperPod group, which admits 443 from the VPC CIDR
+        only; a connected network (VPN, peering, transit gateway) needs its own rule on
+        443 (EKS User Guide, cluster-endpoint.html, "Accessing a private only API
+        server"). Written here, not in the network stack: the rules follow the eks
+        section. Keyed by the CIDR, so reordering the list replaces no rule (a
+        replacement would create a duplicate rule first, which EC2 refuses)."""
+        return [
+            ec2.CfnSecurityGroupIngress(
+                self,
+                "PrivateEndpointAccess" + cidr.replace(".", "x").replace("/", "m"),
+                group_id=security_group.security_group_id,
+                ip_protocol="tcp",
+                from_port=HTTPS,
+                to_port=HTTPS,
+                cidr_ip=cidr,
+                description=f"Kubernetes API private endpoint from {cidr} "
+                "(eks.private_access_cidrs)",
+            )
+            for cidr in spec.private_access_cidrs
+        ]
 
     def _outputs(self) -> None:
         CfnOutput(

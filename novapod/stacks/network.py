@@ -9,6 +9,7 @@ one, the EKS cluster included, which needs none of them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from aws_cdk import Stack
@@ -31,7 +32,8 @@ class NetworkStack(Stack):
     """Exposes `handle` (VPC, private subnets by zone ID), `security_group`,
     `deferred_egress` (what a later stack builds NAT egress from, or None),
     `deferred_endpoints` (the endpoint names a later stack builds, else empty) and
-    `placement` (where a function runs beside the cluster)."""
+    `placement` (where a function runs beside the cluster). `endpoints`: the VPC
+    endpoints to create, the network's and the jobs' (NovapodConfig.endpoint_names)."""
 
     def __init__(
         self,
@@ -39,6 +41,7 @@ class NetworkStack(Stack):
         id_: str,
         *,
         network: Network,
+        endpoints: Sequence[str],
         name: str,
         defer_egress: bool = False,
         defer_endpoints: bool = False,
@@ -78,13 +81,13 @@ class NetworkStack(Stack):
         ).security_group
         self.deferred_endpoints: tuple[str, ...] = ()
         if defer_endpoints:
-            self.deferred_endpoints = network.endpoint_names
+            self.deferred_endpoints = tuple(endpoints)
         else:
             VpcEndpoints(
                 self,
                 "Endpoints",
                 network=self.handle,
-                names=network.endpoint_names,
+                names=tuple(endpoints),
                 security_group=self.security_group,
             )
         # The VPC's flow logs are built under the environment's key in a later stack

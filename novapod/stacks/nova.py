@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Aws, CfnOutput, Stack
+from aws_cdk import ArnFormat, Aws, CfnOutput, Stack
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -40,24 +40,15 @@ from novapod.nova.access import (
     data_grants,
     scientist_entry_id,
 )
+from novapod.nova.mlflow import mlflow_actions
 from novapod.stacks.nova_base import NovaBaseStack, mlflow_server_arn
 
-# What a training run logs to MLflow, as the service authorization reference names the
-# actions (docs.aws.amazon.com/service-authorization/latest/reference/
-# list_amazonsagemakerwithmlflow.html); all take the mlflow-tracking-server resource.
-MLFLOW_RUN_ACTIONS = (
-    "sagemaker-mlflow:CreateExperiment",
-    "sagemaker-mlflow:GetExperiment",
-    "sagemaker-mlflow:GetExperimentByName",
-    "sagemaker-mlflow:CreateRun",
-    "sagemaker-mlflow:GetRun",
-    "sagemaker-mlflow:UpdateRun",
-    "sagemaker-mlflow:LogBatch",
-    "sagemaker-mlflow:LogMetric",
-    "sagemaker-mlflow:LogParam",
-    "sagemaker-mlflow:LogInputs",
-    "sagemaker-mlflow:SetTag",
-)
+# What RFT's pods do with queues, and on which: the AWS RIG sample grants these three on
+# queues named *SageMaker* (awslabs/awsome-distributed-ai@95b939cd 1.architectures/
+# 7.sagemaker-hyperpod-eks/terraform-modules/hyperpod-eks-tf/modules/sagemaker_iam_role/
+# main.tf, rig_rft_sqs_access; its README: for a custom reward service outside the RIG).
+RFT_QUEUE_ACTIONS = ("sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage")
+RFT_QUEUE_NAMES = "*SageMaker*"
 # What a scientist needs to read the experiments (the UI through a presigned URL).
 MLFLOW_READ_ACTIONS = (
     "sagemaker:CreatePresignedMlflowTrackingServerUrl",
@@ -71,8 +62,20 @@ MLFLOW_READ_ACTIONS = (
     "sagemaker-mlflow:SearchExperiments",
     "sagemaker-mlflow:SearchRuns",
 )
+# HyperPod's log groups: /aws/sagemaker/Clusters/<cluster name>/<cluster id>.
+LOG_GROUP_PREFIX = "/aws/sagemaker/Clusters/"
 # The stacks whose outputs `novapod launch` and `novapod results` read.
 READABLE_STACKS = ("storage", "hyperpod", "nova")
+
+
+def job_log_groups(scope: Stack, cluster_name: str) -> str:
+    """The HyperPod cluster's log groups and their streams, where Nova jobs log."""
+    return scope.format_arn(
+        service="logs",
+        resource="log-group",
+        resource_name=f"{LOG_GROUP_PREFIX}{cluster_name}/*",
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
 
 
 def connect_command(cluster_name: str, region: str, namespace: str) -> str:
@@ -149,7 +152,8 @@ class NovaStack(Stack):
     def _data_grants(self, role_name: str) -> iam.Policy:
         """What the restricted groups' nodes need for the config's jobs: read the datasets
         (object ARNs), list only their keys (bucket ARNs with s3:prefix), write and read
-        back the jobs' outputs, use the key, call the jobs' functions and MLflow."""
+        back the jobs' outputs, use the key, call the jobs' functions, RFT's queues and
+        MLflow."""
         grants = data_grants(self.config)
         statements: list[iam.PolicyStatement] = []
         datasets = [self.data_bucket.arn_for_objects(k) for k in grants.data_keys] + [
@@ -201,11 +205,24 @@ class NovaStack(Stack):
         if self.mlflow_arn is not None and any(job.mlflow for job in self.config.jobs):
             statements.append(
                 iam.PolicyStatement(
-                    sid="TrackRuns", actions=list(MLFLOW_RUN_ACTIONS), resources=[self.mlflow_arn]
+                    sid="TrackRuns",
+                    actions=list(mlflow_actions().run_actions()),
+                    resources=[self.mlflow_arn],
                 )
             )
+        queues = self._rft_queues()
+        if queues is not None:
+            statements.append(queues)
         role = iam.Role.from_role_name(self, "RestrictedGroupRole", role_name)
         policy = iam.Policy(self, "RestrictedGroupDataGrants", roles=[role], statements=statements)
+        if queues is not None:
+            acknowledge(
+                policy,
+                f"AwsSolutions-IAM5[Resource::{nag_resource(self, queues.resources[0])}]",
+                "RFT's reward service exchanges messages through queues whose names contain "
+                "SageMaker, the grant of the AWS RIG sample (awsome-distributed-ai "
+                "hyperpod-eks-tf); this account and Region only, send/receive/delete only.",
+            )
         acknowledge(
             policy,
             f"AwsSolutions-IAM5[Resource::{nag_resource(self, outputs)}]",
@@ -214,6 +231,19 @@ class NovaStack(Stack):
             "prefix.",
         )
         return policy
+
+    def _rft_queues(self) -> iam.PolicyStatement | None:
+        """With RFT jobs, what the RIG sample grants on RFT's queues, in this account and
+        Region (the sample names any: the sqs endpoint in this VPC serves this Region's
+        queues, and the reward service is the account's own)."""
+        if not any(job.technique.startswith("rft-") for job in self.config.jobs):
+            return None
+        queues = self.format_arn(
+            service="sqs", resource=RFT_QUEUE_NAMES, arn_format=ArnFormat.NO_RESOURCE_NAME
+        )
+        return iam.PolicyStatement(
+            sid="UseRftQueues", actions=list(RFT_QUEUE_ACTIONS), resources=[queues]
+        )
 
     def _scientist_policy(self, hyperpod_cluster_arn: str) -> iam.ManagedPolicy:
         """For account owners to attach to the scientists' roles: describe the clusters,
@@ -228,6 +258,10 @@ class NovaStack(Stack):
             )
             for kind in READABLE_STACKS
         ]
+        eks_cluster = self.format_arn(
+            service="eks", resource="cluster", resource_name=self.cluster_name
+        )
+        logs = job_log_groups(self, self.cluster_name)
         statements = [
             iam.PolicyStatement(
                 sid="DescribeHyperPodCluster",
@@ -239,13 +273,25 @@ class NovaStack(Stack):
                 resources=[hyperpod_cluster_arn],
             ),
             iam.PolicyStatement(
-                sid="DescribeEksCluster",
-                actions=["eks:DescribeCluster"],
-                resources=[
-                    self.format_arn(
-                        service="eks", resource="cluster", resource_name=self.cluster_name
-                    )
-                ],
+                sid="DescribeEksCluster", actions=["eks:DescribeCluster"], resources=[eks_cluster]
+            ),
+            # `hyperpod get-log` asks whether the CloudWatch observability add-on is
+            # installed (aws/sagemaker-hyperpod-cli@abcdc77b:src/hyperpod_cli/service/
+            # get_logs.py, is_container_insights_addon_enabled: eks ListAddons).
+            iam.PolicyStatement(
+                sid="ListEksAddons", actions=["eks:ListAddons"], resources=[eks_cluster]
+            ),
+            # RIG restricts `kubectl logs`: the jobs' logs are in the HyperPod cluster's
+            # log group /aws/sagemaker/Clusters/<name>/<cluster id>, one stream per node
+            # (named SagemakerHyperPodTrainingJob...), read with FilterLogEvents as the Nova SDK
+            # does (aws/nova-forge-sdk@1db84f8c:src/amzn_nova_customization_sdk/monitor/
+            # log_monitor.py, SMHPStrategy). Log-group and log-stream ARNs both start with
+            # the group's name (docs.aws.amazon.com/service-authorization/latest/reference/
+            # list_amazoncloudwatchlogs.html).
+            iam.PolicyStatement(
+                sid="ReadJobLogs",
+                actions=["logs:DescribeLogStreams", "logs:FilterLogEvents", "logs:GetLogEvents"],
+                resources=[logs],
             ),
             iam.PolicyStatement(
                 sid="ListOutputsAndBundle",
@@ -289,6 +335,12 @@ class NovaStack(Stack):
             acknowledge(
                 policy, f"AwsSolutions-IAM5[Resource::{nag_resource(self, resource)}]", reason
             )
+        acknowledge(
+            policy,
+            f"AwsSolutions-IAM5[Resource::{nag_resource(self, logs)}]",
+            "HyperPod names the cluster's log group /aws/sagemaker/Clusters/<name>/<cluster "
+            "id> (an ID it generates) with a stream per node; read only, this cluster's only.",
+        )
         for stack in stacks:
             acknowledge(
                 policy,

@@ -134,7 +134,12 @@ class NovaBaseStack(Stack):
 
         The role is the server's own (docs.aws.amazon.com/sagemaker/latest/dg/
         mlflow-create-tracking-server-iam.html asks for S3 access to the artifact store;
-        here only that prefix and the key that encrypts it).
+        here objects under that prefix only, and the key that encrypts them). The server
+        lists and locates the bucket itself, without a prefix: CreateMlflowTrackingServer's
+        RoleArn "should have AmazonS3FullAccess permissions" (docs.aws.amazon.com/sagemaker/
+        latest/APIReference/API_CreateMlflowTrackingServer.html), whose s3:List* and
+        s3:Get* grant ListBucket and GetBucketLocation unconditioned; GetBucketLocation has
+        no s3:prefix key at all, so a prefix condition would refuse it.
         """
         role = iam.Role(
             self,
@@ -150,9 +155,8 @@ class NovaBaseStack(Stack):
             statements=[
                 iam.PolicyStatement(
                     sid="ListArtifactStore",
-                    actions=["s3:ListBucket"],
+                    actions=["s3:ListBucket", "s3:GetBucketLocation"],
                     resources=[self.artifacts_bucket.bucket_arn],
-                    conditions={"StringLike": {"s3:prefix": [f"{MLFLOW_PREFIX}*"]}},
                 ),
                 iam.PolicyStatement(
                     sid="ReadWriteArtifacts",

@@ -2,11 +2,14 @@
 environments, one Stage per environment file of a pipeline config, in order.
 
 - Source: a repository through an AWS CodeConnections (CodeStar) connection, cloned by
-  CodeBuild (`code_build_clone_output`) so the review step can read git history.
-- Synth: `make setup`, `make test`, the pinned CDK CLI synthesizing pipeline_app.py (from
-  committed context only: `--no-lookups`), then `make pipeline-review`,
-  whose `novapod review` reports go to the artifact bucket under
-  `novapod-review/<execution ID>/`.
+  CodeBuild (`code_build_clone_output`) so the review step can read git history. The
+  source, synth and check roles may use that one connection, with the actions of the
+  service its ARN names (`connection_actions`).
+- Synth: `make setup`, `make test` without AWS credentials (`without_aws_credentials`),
+  the pinned CDK CLI synthesizing pipeline_app.py (from committed context only:
+  `--no-lookups`), then `make pipeline-review`, whose `novapod review` reports go to the
+  artifact bucket under `novapod-review/<execution ID>/`; on a medium CodeBuild box with
+  a time limit of its own.
 - Stages: `build_environment`, the composition app.py uses. A ManualApprovalStep before a
   production stage; before every capacity stack (where training plans are bought) a
   change-set approval: CDK Pipelines' `StackSteps(change_set=[...])` runs steps after
@@ -29,7 +32,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import App, Aws, CfnResource, Environment, RemovalPolicy, Stack, Stage, pipelines
+from aws_cdk import (
+    App,
+    Aws,
+    CfnResource,
+    Duration,
+    Environment,
+    RemovalPolicy,
+    Stack,
+    Stage,
+    pipelines,
+)
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_codepipeline as codepipeline
 from aws_cdk import aws_iam as iam
@@ -59,6 +72,61 @@ EXECUTION_ID = "#{codepipeline.PipelineExecutionId}"
 # codebuild/latest/userguide/available-runtimes.html).
 BUILD_IMAGE = codebuild.LinuxBuildImage.STANDARD_7_0
 RUNTIMES = {"python": "3.12", "nodejs": "20"}
+# The synth step runs `make setup`, the whole of `make test` and two synths of the pipeline
+# app (this commit's and, for the review, its parent's). CodeBuild's defaults are a
+# BUILD_GENERAL1_SMALL box (2 vCPUs, 4 GiB) and 60 minutes (docs.aws.amazon.com/codebuild/
+# latest/APIReference/API_ProjectEnvironment.html, API_CreateProject.html#timeoutInMinutes).
+# The repository's GitHub workflow gives `make test` alone 30 minutes on a 4-vCPU runner and
+# its synth review 45 (.github/workflows/synth-review.yml): MEDIUM is 4 vCPUs and 8 GiB, room
+# for jsii's Node.js processes beside pytest, and 90 minutes covers both and `make setup`.
+SYNTH_COMPUTE = codebuild.ComputeType.MEDIUM
+SYNTH_TIMEOUT_MINUTES = 90
+# What botocore looks at for credentials, in order (botocore 1.44 credentials.py,
+# create_credential_resolver): AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN
+# (and the older AWS_SECURITY_TOKEN); the profile (AWS_PROFILE) of the config and shared
+# credentials files (assume-role, web identity also from AWS_WEB_IDENTITY_TOKEN_FILE +
+# AWS_ROLE_ARN, SSO, credential_process, static keys); boto2's AWS_CREDENTIAL_FILE and
+# BOTO_CONFIG files; the container provider at AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or
+# _FULL_URI, which is how CodeBuild hands a build its project role (the ECS convention:
+# blog.jwr.io/aws/codebuild/container/iam/role/2019/05/30/iam-role-inside-container-inside-
+# aws-codebuild.html); last the EC2 instance metadata service, off with
+# AWS_EC2_METADATA_DISABLED=true. tests/unit/test_pipeline_credentials.py runs botocore
+# through the result against each kind of source.
+CREDENTIAL_VARIABLES = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_ROLE_ARN",
+    "AWS_CREDENTIAL_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+)
+NO_CREDENTIAL_SOURCES = {
+    "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+    "AWS_CONFIG_FILE": "/dev/null",
+    "BOTO_CONFIG": "/dev/null",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+# AWS CodeConnections, formerly CodeStar Connections, names a connection under either
+# service prefix (arn:aws:codestar-connections:... or, the console's default since July
+# 2024, arn:aws:codeconnections:...), and "the service prefix needs to match that of the
+# resource" in a policy (docs.aws.amazon.com/dtconsole/latest/userguide/security-iam.html,
+# security_iam_id-based-policy-examples-connections.html). aws-cdk-lib 2.275 grants only
+# codestar-connections:UseConnection, on the source action's role and on each CodeBuild
+# project reading a clone (aws-codepipeline-actions/lib/codestar-connections/
+# source-action.js and codebuild/build-action.js), which does nothing for a codeconnections
+# ARN. A CodePipeline "full clone" (CODEBUILD_CLONE_REF) needs UseConnection on the
+# CodeBuild role (docs.aws.amazon.com/codepipeline/latest/userguide/troubleshooting.html#
+# codebuild-role-connections), and CodeBuild fetches the token the connection vends with
+# GetConnectionToken (docs.aws.amazon.com/codebuild/latest/userguide/
+# connections-github-app.html, "Grant CodeBuild project IAM role access").
+CONNECTION_SERVICES = ("codestar-connections", "codeconnections")
 
 
 def pinned_cli_version(package_json: Path = ROOT / "package.json") -> str:
@@ -67,11 +135,32 @@ def pinned_cli_version(package_json: Path = ROOT / "package.json") -> str:
     return pins["aws-cdk"]
 
 
+def without_aws_credentials(command: str) -> str:
+    """`command` run where no AWS SDK finds credentials (CREDENTIAL_VARIABLES above): an
+    AWS call from a test fails instead of acting with the build's project role."""
+    unset = " ".join(f"-u {name}" for name in CREDENTIAL_VARIABLES)
+    sources = " ".join(f"{name}={value}" for name, value in NO_CREDENTIAL_SOURCES.items())
+    return f"env {unset} {sources} {command}"
+
+
+def connection_actions(connection_arn: str, *, clone: bool) -> list[str]:
+    """What a role needs of the connection: the source action uses it, a CodeBuild
+    project cloning the repository (`clone`) also takes its token. The actions are of
+    the service the ARN names (CONNECTION_SERVICES above)."""
+    service = connection_arn.split(":")[2]
+    if service not in CONNECTION_SERVICES:
+        raise ValueError(f"not a CodeConnections connection ARN: {connection_arn}")
+    actions = [f"{service}:UseConnection"]
+    if clone:
+        actions.append(f"{service}:GetConnectionToken")
+    return actions
+
+
 def synth_commands(pipeline_file: str) -> list[str]:
     """The synth step: set up, test, synthesize the pipeline app, review what changes."""
     return [
         "make setup",
-        "make test",
+        without_aws_credentials("make test"),
         # --no-lookups: context comes from what is committed (cdk.json, and cdk.context.json
         # if there is one); a lookup fails the synth rather than call AWS from the build.
         'PATH="$PWD/.venv/bin:$PATH" npx --no-install cdk synth --quiet --no-lookups '
@@ -184,6 +273,7 @@ class PipelineStack(Stack):
             code_build_clone_output=True,
         )
         self.source = source
+        self.connection_arn = pipeline.connection_arn
         self.synth_step = pipelines.CodeBuildStep(
             "Synth",
             input=source,
@@ -193,6 +283,9 @@ class PipelineStack(Stack):
             commands=synth_commands(pipeline_file),
             env={"REVIEW_BUCKET": self.artifact_bucket.bucket_name, "EXECUTION_ID": EXECUTION_ID},
             primary_output_directory="cdk.out",
+            build_environment=codebuild.BuildEnvironment(compute_type=SYNTH_COMPUTE),
+            timeout=Duration.minutes(SYNTH_TIMEOUT_MINUTES),
+            role_policy_statements=[self._clone_statement()],
         )
         self.pipeline = pipelines.CodePipeline(
             self,
@@ -226,6 +319,13 @@ class PipelineStack(Stack):
             self._add_stage(stage, stage_gates(config, production=deployment.production))
         # Built now, not at synth, so that its generated roles exist to be acknowledged.
         self.pipeline.build_pipeline()
+        self._source_role().add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="UseRepositoryConnection",
+                actions=connection_actions(self.connection_arn, clone=False),
+                resources=[self.connection_arn],
+            )
+        )
         acknowledge_pipeline_policies(
             self,
             artifact_arns=[
@@ -234,6 +334,22 @@ class PipelineStack(Stack):
                 self.key.key_arn,
             ],
         )
+
+    def _clone_statement(self) -> iam.PolicyStatement:
+        """For a CodeBuild project that clones the repository through the connection."""
+        return iam.PolicyStatement(
+            sid="CloneThroughConnection",
+            actions=connection_actions(self.connection_arn, clone=True),
+            resources=[self.connection_arn],
+        )
+
+    def _source_role(self) -> iam.Role:
+        """The role CodePipeline made for the source action (the pipeline's first stage):
+        CodePipelineSource.connection takes no role of ours."""
+        stage = self.pipeline.pipeline.node.find_child("Source")
+        roles = [c for c in stage.node.find_all() if isinstance(c, iam.Role)]
+        assert len(roles) == 1, [r.node.path for r in roles]
+        return roles[0]
 
     def _add_stage(self, stage: EnvironmentStage, gates: Gates) -> None:
         name = stage.config.name
@@ -282,6 +398,7 @@ class PipelineStack(Stack):
             assert isinstance(resource, CfnResource)
             check_id = nova.resolve(resource.logical_id)
         statements = [
+            self._clone_statement(),  # its input is the source's clone, as the synth's
             iam.PolicyStatement(
                 sid="DescribeHyperPodCluster",
                 actions=["sagemaker:DescribeCluster"],
@@ -290,7 +407,7 @@ class PipelineStack(Stack):
                 resources=[
                     f"arn:{Aws.PARTITION}:sagemaker:{stage.region}:{stage.account}:cluster/*"
                 ],
-            )
+            ),
         ]
         if nova is not None:
             statements.append(

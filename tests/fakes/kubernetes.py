@@ -15,6 +15,18 @@ CustomResourceDefinition (`/apis/apiextensions.k8s.io/v1/customresourcedefinitio
 from scripted sets, 404 with a NotFound Status otherwise; `refuse` answers every
 request with 401 or 403 (no access entry, or RBAC denies), `fail_next` injects
 statuses (429, 5xx) for the next requests. Every request is recorded.
+
+Namespaced objects of the kinds the Nova charts and Helm's release records use
+(`KINDS`) are kept in `objects` and served as the API server serves them: GET of one or
+of the collection (with an equality-based `labelSelector`; any other selector syntax is
+a 400), PUT (update, the name and namespace must match the path) and DELETE (a Status
+of Success, as for objects without finalizers; NotFound with the API server's message
+otherwise), under their group's served version only (`kubeflow.org/v1`, `apps/v1`,
+`batch/v1`, core `v1`). `bind_role(namespace, rules)` authorizes like RBAC for a user
+bound to one namespaced Role: a verb (get, list, update, delete, by method and path) on
+a resource outside the rules, or in another namespace, is a 403 with the API server's
+Forbidden message (k8s.io/apiserver pkg/endpoints/handlers/responsewriters/errors.go,
+forbiddenMessage).
 """
 
 from __future__ import annotations
@@ -37,7 +49,27 @@ from urllib.parse import parse_qsl, quote, urlsplit
 import trustme
 
 TOKEN_PREFIX = "k8s-aws-v1."
+USER = "novapod-scientist"  # the user a bound Role's denials name
 _NAMESPACE = re.compile(r"/api/v1/namespaces/([^/]+)")
+# /api/v1/namespaces/<ns>/<resource>[/<name>] and /apis/<group>/<version>/namespaces/...
+_CORE_OBJECT = re.compile(r"/api/(v1)/namespaces/([^/]+)/([a-z]+)(?:/([^/]+))?")
+_GROUP_OBJECT = re.compile(r"/apis/([^/]+)/([^/]+)/namespaces/([^/]+)/([a-z]+)(?:/([^/]+))?")
+# (group, kind) -> (served version, resource): what the Nova charts create
+# (novapod/nova/kubernetes.py sources them) and Helm's Secrets.
+KINDS: dict[tuple[str, str], tuple[str, str]] = {
+    ("", "ConfigMap"): ("v1", "configmaps"),
+    ("", "Secret"): ("v1", "secrets"),
+    ("", "Service"): ("v1", "services"),
+    ("apps", "Deployment"): ("v1", "deployments"),
+    ("apps", "StatefulSet"): ("v1", "statefulsets"),
+    ("batch", "Job"): ("v1", "jobs"),
+    ("kubeflow.org", "PyTorchJob"): ("v1", "pytorchjobs"),
+}
+_RESOURCES = {
+    (group, resource): (version, kind) for (group, kind), (version, resource) in KINDS.items()
+}
+_SELECTOR_TERM = re.compile(r"([A-Za-z0-9./_-]+)\s*(==|=|!=)\s*([A-Za-z0-9._-]*)")
+Rules = tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...]
 _CRD = re.compile(r"/apis/apiextensions\.k8s\.io/v1/customresourcedefinitions/([^/]+)")
 _SCOPE = re.compile(r"[^/]+/(\d{8})/([^/]+)/([^/]+)/aws4_request")
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
@@ -166,6 +198,10 @@ class FakeKubernetes:
         with self._lock:
             self.namespaces: set[str] = {"default", "kube-system"}
             self.crds: set[str] = set()
+            # (group, resource, namespace, name) -> the object as stored
+            self.objects: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+            self.role: tuple[str, Rules] | None = None
+            self._version = 1
             self.refusal: tuple[int, str] | None = None
             self.requests: list[Request] = []
             self._failures: deque[int] = deque()
@@ -180,6 +216,29 @@ class FakeKubernetes:
     def fail_next(self, status: int, *, times: int = 1) -> None:
         with self._lock:
             self._failures.extend([status] * times)
+
+    def bind_role(self, namespace: str, rules: Rules) -> None:
+        """Authorize every request as a user bound to a Role of `rules` in `namespace`."""
+        with self._lock:
+            self.role = (namespace, rules)
+
+    def add_object(self, obj: dict[str, Any]) -> None:
+        """Store a namespaced object as a create would (resourceVersion set)."""
+        group, _, version = str(obj["apiVersion"]).rpartition("/")
+        served, resource = KINDS[(group, obj["kind"])]
+        assert version == served, f"{obj['apiVersion']} is not served"
+        metadata = obj["metadata"]
+        with self._lock:
+            self.namespaces.add(metadata["namespace"])
+            stored = json.loads(json.dumps(obj))
+            stored["metadata"]["resourceVersion"] = str(self._version)
+            self._version += 1
+            self.objects[(group, resource, metadata["namespace"], metadata["name"])] = stored
+
+    def names(self, namespace: str) -> set[tuple[str, str]]:
+        """(kind, name) of every object stored in `namespace`."""
+        with self._lock:
+            return {(_RESOURCES[(g, r)][1], n) for (g, r, ns, n) in self.objects if ns == namespace}
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -236,7 +295,14 @@ class FakeKubernetes:
 
     # --- serving (server threads) -------------------------------------------------------
 
-    def answer(self, method: str, path: str, authorization: str) -> tuple[int, dict[str, Any]]:
+    def answer(
+        self,
+        method: str,
+        path: str,
+        authorization: str,
+        query: str = "",
+        body: dict[str, Any] | None = None,
+    ) -> tuple[int, dict[str, Any]]:
         errors = tuple(
             token_errors(authorization, cluster_name=self.cluster_name, secret_key=self.secret_key)
         )
@@ -244,6 +310,7 @@ class FakeKubernetes:
             self.requests.append(Request(method, path, errors))
             failure = self._failures.popleft() if self._failures else None
             refusal = self.refusal
+            role = self.role
             namespaces, crds = set(self.namespaces), set(self.crds)
         if errors:
             return 401, status_object(401, "Unauthorized", "Unauthorized")
@@ -253,6 +320,13 @@ class FakeKubernetes:
             code, message = refusal
             reason = "Unauthorized" if code == 401 else "Forbidden"
             return code, status_object(code, reason, message or reason)
+        target = _object_path(path)
+        if target is not None:
+            return self._object(method, target, dict(parse_qsl(query)), body, role)
+        if role is not None and (match := _NAMESPACE.fullmatch(path)):
+            denied = _denied(role, "", "namespaces", _verb(method, named=True), match.group(1))
+            if denied:
+                return 403, _forbidden("", "namespaces", match.group(1), denied)
         if method != "GET":
             return 405, status_object(405, "MethodNotAllowed", f"{method} is not served")
         if match := _NAMESPACE.fullmatch(path):
@@ -288,6 +362,143 @@ class FakeKubernetes:
             404, "NotFound", "the server could not find the requested resource"
         )
 
+    def _object(
+        self,
+        method: str,
+        target: tuple[str, str, str, str, str | None],
+        query: dict[str, str],
+        body: dict[str, Any] | None,
+        role: tuple[str, Rules] | None,
+    ) -> tuple[int, dict[str, Any]]:
+        group, version, namespace, resource, name = target
+        served = _RESOURCES.get((group, resource))
+        if served is None or served[0] != version:
+            return 404, status_object(
+                404, "NotFound", "the server could not find the requested resource"
+            )
+        verb = _verb(method, named=name is not None)
+        if verb is None:
+            return 405, status_object(405, "MethodNotAllowed", f"{method} is not served")
+        if role is not None:
+            denied = _denied(role, group, resource, verb, namespace)
+            if denied:
+                return 403, _forbidden(group, resource, name, denied)
+        kind = served[1]
+        qualified = f"{resource}.{group}" if group else resource
+        key = (group, resource, namespace, name or "")
+        with self._lock:
+            if verb == "list":
+                try:
+                    selector = _selector(query.get("labelSelector", ""))
+                except ValueError as error:
+                    return 400, status_object(400, "BadRequest", str(error))
+                items = [
+                    o
+                    for (g, r, ns, _), o in sorted(self.objects.items())
+                    if (g, r, ns) == (group, resource, namespace) and selector(o)
+                ]
+                api_version = f"{group}/{version}" if group else version
+                return 200, {
+                    "kind": f"{kind}List",
+                    "apiVersion": api_version,
+                    "metadata": {"resourceVersion": str(self._version)},
+                    "items": json.loads(json.dumps(items)),
+                }
+            found = self.objects.get(key)
+            if found is None:
+                return 404, status_object(
+                    404,
+                    "NotFound",
+                    f'{qualified} "{name}" not found',
+                    name=str(name),
+                    group=group,
+                    kind=resource,
+                )
+            if verb == "get":
+                return 200, json.loads(json.dumps(found))
+            if verb == "delete":
+                del self.objects[key]
+                details = {"name": str(name), "group": group, "kind": resource, "uid": ""}
+                return 200, {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "details": details,
+                }
+            # update: the body names the object at the path.
+            metadata = (body or {}).get("metadata", {})
+            if (metadata.get("name"), metadata.get("namespace", namespace)) != (name, namespace):
+                return 400, status_object(
+                    400, "BadRequest", "the name of the object does not match the name on the URL"
+                )
+            stored = json.loads(json.dumps(body))
+            stored["metadata"]["resourceVersion"] = str(self._version)
+            self._version += 1
+            self.objects[key] = stored
+            return 200, json.loads(json.dumps(stored))
+
+
+def _object_path(path: str) -> tuple[str, str, str, str, str | None] | None:
+    """(group, version, namespace, resource, name or None) of a namespaced object path."""
+    if match := _CORE_OBJECT.fullmatch(path):
+        version, namespace, resource, name = match.groups()
+        return "", version, namespace, resource, name
+    if match := _GROUP_OBJECT.fullmatch(path):
+        group, version, namespace, resource, name = match.groups()
+        if group == "apiextensions.k8s.io":
+            return None
+        return group, version, namespace, resource, name
+    return None
+
+
+def _verb(method: str, *, named: bool) -> str | None:
+    """The RBAC verb of a request (k8s.io/apiserver pkg/endpoints/request/requestinfo.go)."""
+    if method == "GET":
+        return "get" if named else "list"
+    return {"PUT": "update", "DELETE": "delete"}.get(method) if named else None
+
+
+def _denied(
+    role: tuple[str, Rules], group: str, resource: str, verb: str | None, namespace: str
+) -> str | None:
+    """Why a user bound to `role` may not, or None."""
+    bound, rules = role
+    allowed = namespace == bound and any(
+        group in groups and resource in resources and verb in verbs
+        for groups, resources, verbs in rules
+    )
+    if allowed:
+        return None
+    return (
+        f'User "{USER}" cannot {verb} resource "{resource}" in API group "{group}" in the '
+        f'namespace "{namespace}"'
+    )
+
+
+def _forbidden(group: str, resource: str, name: str | None, why: str) -> dict[str, Any]:
+    qualified = f"{resource}.{group}" if group else resource
+    subject = f'{qualified} "{name}"' if name else qualified
+    return status_object(403, "Forbidden", f"{subject} is forbidden: {why}", kind=resource)
+
+
+def _selector(text: str) -> Any:
+    """An equality-based label selector (k=v, k==v, k!=v, comma-separated) as a test."""
+    terms = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        match = _SELECTOR_TERM.fullmatch(part)
+        if match is None:
+            raise ValueError(f"unable to parse requirement: {part!r}")
+        terms.append(match.groups())
+
+    def matches(obj: dict[str, Any]) -> bool:
+        labels = obj.get("metadata", {}).get("labels") or {}
+        return all(
+            (labels.get(key) == value) == (operator != "!=") for key, operator, value in terms
+        )
+
+    return matches
+
 
 class _Handler(BaseHTTPRequestHandler):
     kubernetes: FakeKubernetes
@@ -297,8 +508,21 @@ class _Handler(BaseHTTPRequestHandler):
         """Keep test output quiet."""
 
     def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_PUT(self) -> None:
+        self._serve("PUT")
+
+    def do_DELETE(self) -> None:
+        self._serve("DELETE")
+
+    def _serve(self, method: str) -> None:
+        parts = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        request = json.loads(raw) if raw and method == "PUT" else None
         status, payload = self.kubernetes.answer(
-            "GET", urlsplit(self.path).path, self.headers.get("Authorization") or ""
+            method, parts.path, self.headers.get("Authorization") or "", parts.query, request
         )
         body = json.dumps(payload).encode()
         self.send_response(status)

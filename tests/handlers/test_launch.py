@@ -36,7 +36,7 @@ __all__ = ["hyperpod", "plane"]  # fixtures
 
 CONNECT = [
     "hyperpod", "connect-cluster", "--cluster-name", CLUSTER,
-    "--region", "us-east-1", "--namespace", "kubeflow",
+    "--region", "us-east-1", "--namespace", "nova-jobs",
 ]  # fmt: skip
 SELECTOR = "{required: {sagemaker.amazonaws.com/instance-group-name: [nova-lite]}}"
 SFT_RECIPE = "fine-tuning/nova/nova_1_0/nova_lite/SFT/nova_lite_1_0_p5_p4d_gpu_lora_sft"
@@ -76,7 +76,7 @@ def eval_overrides(checkpoint: str) -> dict[str, Any]:
 
 def start_job(recipe: str, overrides: dict[str, Any]) -> list[str]:
     return [
-        "hyperpod", "start-job", "--namespace", "kubeflow", "--recipe", recipe,
+        "hyperpod", "start-job", "--namespace", "nova-jobs", "--recipe", recipe,
         "--override-parameters", json.dumps(overrides, sort_keys=True, separators=(",", ":")),
         "--label-selector", SELECTOR,
     ]  # fmt: skip
@@ -101,10 +101,10 @@ def test_prints_the_commands_with_the_deployed_names(plane, tmp_path, capsys) ->
     lines = out.splitlines()
     assert lines[0] == (
         "hyperpod connect-cluster --cluster-name novapod-nova-lite --region us-east-1 "
-        "--namespace kubeflow"
+        "--namespace nova-jobs"
     )
     assert lines[1].startswith(
-        f"hyperpod start-job --namespace kubeflow --recipe {SFT_RECIPE} --override-parameters "
+        f"hyperpod start-job --namespace nova-jobs --recipe {SFT_RECIPE} --override-parameters "
         """'{"+recipes.run.validation_data_s3_path":"s3://novapod-nova-lite-data-111122223333"""
         """/sft/validation.jsonl","container":"""
     )

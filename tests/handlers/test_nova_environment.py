@@ -34,7 +34,7 @@ PHYSICAL_ID = f"{CLUSTER}-nova-environment"
 PLAN = "nova-p5-4x48h-1a2b3c"
 PLAN_ARN = f"arn:aws:sagemaker:us-east-1:123456789012:training-plan/{PLAN}"
 ROLE = "arn:aws:iam::123456789012:role/novapod-nova-lite-nova-environment"
-NAMESPACE_PATH = "/api/v1/namespaces/kubeflow"
+NAMESPACE_PATH = "/api/v1/namespaces/nova-jobs"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/pytorchjobs.kubeflow.org"
 
 
@@ -50,7 +50,7 @@ class Env:
         props: dict[str, Any] = {
             "ClusterName": CLUSTER,
             "EksClusterName": EKS,
-            "Namespace": "kubeflow",
+            "Namespace": "nova-jobs",
             "RestrictedGroups": [{"Name": "nova-lite", "TrainingPlanArn": PLAN_ARN}],
             "RequiredCrds": ["pytorchjobs.kubeflow.org"],
             "TimeoutSeconds": "600",
@@ -77,7 +77,7 @@ class Env:
         self.plane.hyperpod.add_eks_cluster(
             EKS, endpoint=self.kube.endpoint, ca_pem=self.kube.ca_pem
         )
-        self.kube.namespaces.add("kubeflow")
+        self.kube.namespaces.add("nova-jobs")
         self.kube.crds.add("pytorchjobs.kubeflow.org")
 
     def create(self, **overrides: Any) -> Any:
@@ -146,7 +146,7 @@ def test_ready_cluster_reports_each_group_and_reads_what_it_checks(env: Env) -> 
         "ClusterName": CLUSTER,
         "ClusterStatus": "InService",
         "EksClusterName": EKS,
-        "Namespace": "kubeflow",
+        "Namespace": "nova-jobs",
         "RequiredCrds": "pytorchjobs.kubeflow.org",
         "Summary": f"group nova-lite: 4 of 4 nodes, plan {PLAN} is Active; "
         "group nova-micro: 1 of 2 nodes",
@@ -182,7 +182,7 @@ def test_progress_is_logged_as_json_lines(env: Env, capsys: pytest.CaptureFixtur
         (
             "start",
             f"Create: checking the Nova environment on HyperPod cluster {CLUSTER} "
-            f"(EKS cluster {EKS}, namespace kubeflow)",
+            f"(EKS cluster {EKS}, namespace nova-jobs)",
         ),
         ("cluster", f"HyperPod cluster {CLUSTER} is Updating"),
         (
@@ -291,10 +291,10 @@ def test_describe_cluster_failing_past_its_retries_waits_for_the_next_poll(env: 
 
 def test_a_missing_namespace_fails_naming_it(env: Env) -> None:
     env.ready()
-    env.kube.namespaces.discard("kubeflow")
+    env.kube.namespaces.discard("nova-jobs")
     outcome = env.create()
     assert outcome.reason == (
-        f"namespace kubeflow does not exist in EKS cluster {EKS}; the eks stack's bootstrap "
+        f"namespace nova-jobs does not exist in EKS cluster {EKS}; the eks stack's bootstrap "
         f"build creates it (cdk deploy {EKS}-eks, build log in its BootstrapBuildLogGroup "
         "output), then deploy again"
     )
@@ -330,14 +330,14 @@ def test_every_required_crd_is_checked(env: Env) -> None:
 def test_forbidden_by_kubernetes_names_the_access_entry_the_role_needs(env: Env) -> None:
     env.ready()
     denial = (
-        'namespaces "kubeflow" is forbidden: User "nova-environment" cannot get resource '
-        '"namespaces" in API group "" in the namespace "kubeflow"'
+        'namespaces "nova-jobs" is forbidden: User "nova-environment" cannot get resource '
+        '"namespaces" in API group "" in the namespace "nova-jobs"'
     )
     env.kube.refuse(403, denial)
     outcome = env.create()
     assert outcome.reason == (
         f"the Kubernetes API of EKS cluster {EKS} forbids role {ROLE} to read namespace "
-        f"kubeflow (HTTP 403: {denial}); the role's EKS access entry puts it in group "
+        f"nova-jobs (HTTP 403: {denial}); the role's EKS access entry puts it in group "
         "novapod-nova-environment-check, which the eks stack's bootstrap build binds to a "
         "ClusterRole allowing get on namespaces and customresourcedefinitions"
     )
@@ -483,7 +483,7 @@ def test_data_stays_under_the_custom_resource_response_limit() -> None:
         {
             "ClusterName": CLUSTER,
             "EksClusterName": EKS,
-            "Namespace": "kubeflow",
+            "Namespace": "nova-jobs",
             "RestrictedGroups": [
                 {"Name": f"{i}{'g' * 62}", "TrainingPlanArn": PLAN_ARN}
                 for i in range(decisions.MAX_GROUPS)

@@ -123,7 +123,7 @@ def test_a_failed_check_resource_fails_the_step_with_its_reason(
     failed = StackResource(
         CHECK_TYPE,
         "UPDATE_FAILED",
-        reason="namespace kubeflow is missing in EKS cluster novapod-mixed",
+        reason="namespace nova-jobs is missing in EKS cluster novapod-mixed",
     )
     deployed(plane, synthesized, stack_status="UPDATE_ROLLBACK_COMPLETE", check=failed)
     assert run_step(plane, step) == 1
@@ -132,7 +132,7 @@ def test_a_failed_check_resource_fails_the_step_with_its_reason(
         f"novapod pipeline-check: stack {NOVA_STACK} is UPDATE_ROLLBACK_COMPLETE, so its last "
         "deploy failed",
         f"novapod pipeline-check: the Nova environment check {check_id(synthesized)} is "
-        "UPDATE_FAILED: namespace kubeflow is missing in EKS cluster novapod-mixed (its log "
+        "UPDATE_FAILED: namespace nova-jobs is missing in EKS cluster novapod-mixed (its log "
         "group is the NovaEnvironmentLogGroup output)",
     ]
 

@@ -90,12 +90,21 @@ SYSTEM_IMAGES = [
 PULL = ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"]
 
 
+# The Nova registry of us-east-1 (novapod/data/nova_upstream.yaml): the jobs' main and
+# side images, and the init container every Nova chart adds.
+NOVA_US_EAST_1 = [
+    "arn:aws:ecr:us-east-1:708977205387:repository/init-container-repo",
+    "arn:aws:ecr:us-east-1:708977205387:repository/nova-evaluation-repo",
+    "arn:aws:ecr:us-east-1:708977205387:repository/nova-fine-tune-repo",
+]
+
+
 @pytest.mark.parametrize(
     ("kind", "repositories"),
-    [("restricted", "arn:aws:ecr:us-east-1:*:repository/nova-*"),
+    [("restricted", NOVA_US_EAST_1),
      ("standard", "arn:aws:ecr:us-east-1:*:repository/*")],
 )  # fmt: skip
-def test_execution_role_statements(kind: str, repositories: str) -> None:
+def test_execution_role_statements(kind: str, repositories: str | list[str]) -> None:
     template = _role_template(kind)
     assert _statements(template) == {
         "CreateInterfacesInOurSubnets": (
@@ -172,7 +181,8 @@ def test_execution_role_findings_are_acknowledged_with_reasons() -> None:
     ) in text
     assert "HyperPod instances run in a service-owned account" in text
     assert "creation is limited to our subnets and group" in text
-    assert "pulls are limited to repositories named nova-*" in text
+    # Exact repositories: no wildcard to acknowledge.
+    assert "nova-*" not in text
 
 
 def test_an_unknown_group_kind_is_refused() -> None:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import fnmatch
+import re
+from collections.abc import Iterator
+
+import pytest
 from cfnlint.schema import PROVIDER_SCHEMA_MANAGER  # type: ignore[import-untyped]
 
-from tests.conftest import ROOT
+from novapod.config import load_config
+from tests.conftest import DEFAULT_CONFIG, ROOT
 
 HEADING = "## Deploying with a scoped-down CloudFormation execution role"
 
@@ -38,3 +44,32 @@ def test_every_hyperpod_cluster_handler_permission_is_listed() -> None:
         "--cloudformation-execution-policies",
     ):
         assert fragment in text, fragment
+
+
+def stack_outputs_read(template: object) -> Iterator[str]:
+    """The StackName of every Fn::GetStackOutput in a template."""
+    if isinstance(template, dict):
+        if "Fn::GetStackOutput" in template:
+            yield template["Fn::GetStackOutput"]["StackName"]
+        for value in template.values():
+            yield from stack_outputs_read(value)
+    elif isinstance(template, list):
+        for value in template:
+            yield from stack_outputs_read(value)
+
+
+@pytest.mark.slow
+def test_reading_other_stacks_outputs_is_listed_on_the_stacks_read(synth) -> None:
+    """Fn::GetStackOutput without a RoleArn reads the other stack with the execution role,
+    which needs cloudformation:DescribeStacks on it (CloudFormation template reference)."""
+    result = synth(DEFAULT_CONFIG)
+    read = {name for t in result.templates.values() for name in stack_outputs_read(t)}
+    assert read, "the default config has cross-stack references"
+    (row,) = [line for line in section().splitlines() if "`cloudformation:DescribeStacks`" in line]
+    assert "Fn::GetStackOutput" in row
+    name = load_config(DEFAULT_CONFIG).name
+    patterns = [p.replace("<name>", name) for p in re.findall(r"`(stack/[^`]+)`", row)]
+    for stack in read:
+        # A stack ARN's resource part: stack/<name>/<id CloudFormation generates>.
+        arn_resource = f"stack/{stack}/0a1b2c3d-0000-0000-0000-000000000000"
+        assert any(fnmatch.fnmatchcase(arn_resource, p) for p in patterns), (stack, patterns)

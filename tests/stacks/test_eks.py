@@ -51,6 +51,32 @@ def test_public_endpoint_only_from_listed_cidrs(synth) -> None:
     assert vpc["PublicAccessCidrs"] == ["203.0.113.0/24"]
 
 
+def test_listed_networks_reach_the_private_endpoint_on_443(synth) -> None:
+    result = synth(MIXED)
+    rules = [
+        r["Properties"]
+        for r in resources(result.templates["eks"], "AWS::EC2::SecurityGroupIngress").values()
+        if "CidrIp" in r["Properties"]
+    ]
+    assert rules == [
+        {
+            "CidrIp": "10.100.0.0/16",
+            "Description": "Kubernetes API private endpoint from 10.100.0.0/16 "
+            "(eks.private_access_cidrs)",
+            "FromPort": 443,
+            "GroupId": rules[0]["GroupId"],
+            "IpProtocol": "tcp",
+            "ToPort": 443,
+        }
+    ]
+    # On the group the cluster's control-plane ENIs carry.
+    (group,) = cluster_props(result.templates["eks"])["ResourcesVpcConfig"]["SecurityGroupIds"]
+    assert rules[0]["GroupId"] == group
+    # Without the list only the VPC's CIDR (network stack) reaches it.
+    default = resources(synth(DEFAULT_CONFIG).templates["eks"], "AWS::EC2::SecurityGroupIngress")
+    assert not [r for r in default.values() if "CidrIp" in r["Properties"]]
+
+
 def test_all_control_plane_logs_with_retention(synth) -> None:
     result = synth(DEFAULT_CONFIG)
     props = cluster_props(result.templates["eks"])

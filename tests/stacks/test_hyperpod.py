@@ -199,8 +199,13 @@ def test_execution_role_statements(synth, fragment, kind) -> None:
     assert tags["Action"] == "ec2:CreateTags" and "Condition" not in tags
     assert joined(tags["Resource"]).endswith(":network-interface/*")
     assert "ec2:DescribeInstanceTypes" in statements["DescribeWithoutResourceLevel"]["Action"]
-    repository = joined(statements["PullImages"]["Resource"])
-    assert repository.endswith("repository/nova-*" if kind == "restricted" else "repository/*")
+    pulls = [joined(r) for r in as_list(statements["PullImages"]["Resource"])]
+    if kind == "restricted":
+        nova = "arn:aws:ecr:us-east-1:708977205387:repository/"
+        assert f"{nova}init-container-repo" in pulls
+        assert all("*" not in arn for arn in pulls)
+    else:
+        assert pulls == ["arn:aws:ecr:us-east-1:*:repository/*"]
     for statement in statements.values():
         assert all("*" not in a for a in as_list(statement["Action"]))
     # The role's S3/KMS access comes from StorageStack's managed policies.
@@ -372,14 +377,16 @@ def test_every_execution_role_pulls_the_node_system_images(synth, path, fragment
 
 def test_restricted_role_pulls_no_other_aws_registry(synth) -> None:
     statements = role_statements(synth(PURCHASE), "RestrictedGroupRole")
-    # Nova images are nova-*; other repositories of the EKS registry stay out of reach.
+    # The Nova registry's repositories; other repositories of the EKS registry, and
+    # other repositories named nova-* of any account, stay out of reach.
     assert allows(
         statements,
         "ecr:BatchGetImage",
-        "arn:aws:ecr:us-east-1:123456789012:repository/nova-fine-tuning",
+        "arn:aws:ecr:us-east-1:708977205387:repository/init-container-repo",
         "us-east-1",
     )
     for arn in (
+        "arn:aws:ecr:us-east-1:123456789012:repository/nova-fine-tuning",
         "arn:aws:ecr:us-east-1:602401143452:repository/eks/aws-load-balancer-controller",
         "arn:aws:ecr:us-west-2:602401143452:repository/amazon-k8s-cni",
         "arn:aws:ecr:us-east-1:111122223333:repository/anything",

@@ -6,14 +6,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aws_cdk import App, Environment
 from aws_cdk.assertions import Match
 
 from novapod.config import load_config
+from novapod.environment import add_policy_checks, cdk_json_context
+from novapod.stacks.network import NetworkStack
 from tests.conftest import DEFAULT_CONFIG, ROOT, Synthesized, producer_value, resources
 
 CLOSED = ROOT / "config" / "examples" / "closed-network.yaml"
 EXISTING = ROOT / "config" / "examples" / "existing-vpc.yaml"
 DEV = ROOT / "config" / "examples" / "dev-two-zones.yaml"
+NOVA_JOBS = ROOT / "config" / "examples" / "nova-jobs.yaml"
+# What its jobs call from the restricted groups: the RFT reward Lambda and RFT's queues,
+# and MLflow (aws.sagemaker.<region>.experiments) for lite-sft.
+JOB_SET = ("lambda", "sqs", "experiments")
 # The interface endpoints restricted instance groups need (Nova on HyperPod docs).
 RIG_SET = (
     "ecr.api", "ecr.dkr", "sts", "logs", "monitoring", "eks", "eks-auth", "ssm", "ssmmessages",
@@ -157,8 +164,9 @@ def test_efa_egress_rule_to_the_group_itself(synth, path) -> None:
         (DEFAULT_CONFIG, ("s3", *RIG_SET)),
         (CLOSED, ("s3", *RIG_SET, "lambda", "sqs")),
         (EXISTING, ("s3", "eks", "eks-auth")),
+        (NOVA_JOBS, ("s3", *RIG_SET, *JOB_SET)),
     ],
-    ids=["default", "closed", "existing"],
+    ids=["default", "closed", "existing", "nova-jobs"],
 )
 def test_endpoint_set_matches_config(synth, path, expected) -> None:
     result = synth(path)
@@ -186,6 +194,77 @@ def test_interface_endpoints_use_private_dns_the_shared_group_and_every_zone(syn
         assert props["PrivateDnsEnabled"] is True
         assert props["SecurityGroupIds"] == [{"Fn::GetAtt": [sg_id, "GroupId"]}]
         assert len(props["SubnetIds"]) == 3
+
+
+def test_jobs_reach_lambda_sqs_and_mlflow_privately_from_the_restricted_groups(synth) -> None:
+    """nova-jobs (an open network): the endpoints its jobs call, with private DNS, in the
+    subnets and under the security group the HyperPod cluster and its RIGs use."""
+    result = synth(NOVA_JOBS)
+    endpoints = {
+        service: r["Properties"]
+        for r in resources(result.templates["eks"], "AWS::EC2::VPCEndpoint").values()
+        for service in [r["Properties"]["ServiceName"]]
+        if isinstance(service, str) and service.rsplit(".", 1)[-1] in JOB_SET
+    }
+    assert sorted(endpoints) == [
+        "aws.sagemaker.us-east-1.experiments",
+        "com.amazonaws.us-east-1.lambda",
+        "com.amazonaws.us-east-1.sqs",
+    ]
+    ((_, cluster),) = resources(result.templates["hyperpod"], "AWS::SageMaker::Cluster").items()
+    vpc = cluster["Properties"]["VpcConfig"]
+    groups = {repr(producer_value(result, g)) for g in vpc["SecurityGroupIds"]}
+    subnets = sorted(repr(producer_value(result, s)) for s in vpc["Subnets"])
+    for rig in cluster["Properties"]["RestrictedInstanceGroups"]:
+        rig_groups = rig["OverrideVpcConfig"]["SecurityGroupIds"]
+        assert {repr(producer_value(result, g)) for g in rig_groups} == groups
+    network = result.templates["network"]
+    (sg_id,) = resources(network, "AWS::EC2::SecurityGroup")
+    assert groups == {repr({"Fn::GetAtt": [sg_id, "GroupId"]})}
+    assert subnets == sorted(
+        repr({"Ref": k}) for k in resources(network, "AWS::EC2::Subnet") if "Private" in k
+    )
+    for props in endpoints.values():
+        assert props["VpcEndpointType"] == "Interface"
+        assert props["PrivateDnsEnabled"] is True
+        assert {repr(producer_value(result, g)) for g in props["SecurityGroupIds"]} == groups
+        assert sorted(repr(producer_value(result, s)) for s in props["SubnetIds"]) == subnets
+    # The group admits HTTPS from the VPC, the endpoints' only way in.
+    assert ("tcp", 443, 443, "10.90.0.0/16") in sg_rules(network)[0]
+
+
+def test_closed_network_gets_the_jobs_endpoints_with_private_dns() -> None:
+    """A closed network (no eks section yet: the bootstrap needs the internet) built with
+    the endpoints jobs calling Lambda, RFT's queues and MLflow add, under cdk-nag."""
+    config = load_config(CLOSED)
+    names = config.network.endpoints_with(("lambda", "sqs", "sagemaker.experiments"))
+    app = App(context=cdk_json_context())
+    stack = NetworkStack(
+        app,
+        "ClosedNetwork",
+        network=config.network,
+        endpoints=names,
+        name="novapod-secure",
+        env=Environment(account="111122223333", region="us-west-2"),
+    )
+    add_policy_checks(app, ["nist-800-53-r5", "hipaa"])
+    template = app.synth().get_stack_by_name(stack.stack_name).template
+    assert endpoint_services(template) == sorted(("s3", *RIG_SET, *JOB_SET))
+    (sg_id,) = resources(template, "AWS::EC2::SecurityGroup")
+    private = sorted(k for k in resources(template, "AWS::EC2::Subnet") if "Private" in k)
+    assert len(private) == 3
+    interface = [
+        r["Properties"]
+        for r in resources(template, "AWS::EC2::VPCEndpoint").values()
+        if r["Properties"].get("VpcEndpointType") == "Interface"
+    ]
+    assert len(interface) == 13
+    for props in interface:
+        assert props["PrivateDnsEnabled"] is True
+        assert props["SecurityGroupIds"] == [{"Fn::GetAtt": [sg_id, "GroupId"]}]
+        assert sorted(s["Ref"] for s in props["SubnetIds"]) == private
+    for type_ in ("AWS::EC2::InternetGateway", "AWS::EC2::NatGateway"):
+        assert resources(template, type_) == {}
 
 
 def test_s3_gateway_endpoint_is_on_private_route_tables(synth) -> None:

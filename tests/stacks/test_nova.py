@@ -19,11 +19,13 @@ from novapod.constructs.purchase_ledger import PurchaseLedger
 from novapod.environment import cdk_json_context
 from novapod.nova import render
 from novapod.nova.access import scientist_entry_id
+from novapod.nova.mlflow import mlflow_actions
 from novapod.stacks.nova import NovaStack
 from novapod.stacks.nova_base import NovaBaseStack
 from tests.conftest import ALL_CONFIGS, DEFAULT_CONFIG, ROOT, joined, resources
 
 EXAMPLE = ROOT / "config" / "examples" / "nova-jobs.yaml"
+LITE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"  # no functions, no MLflow
 SCIENTIST = "arn:aws:iam::111122223333:role/NovaScientist"
 OTHER = "arn:aws:iam::111122223333:role/NovaReviewer"
 MLFLOW_ARN = "arn:aws:sagemaker:us-east-1:111122223333:mlflow-tracking-server/novapod-nova-jobs"
@@ -109,6 +111,14 @@ def _standalone(scientists: list[str]) -> dict[str, Any]:
     data = yamlsafe.load(EXAMPLE.read_text())
     data = copy.deepcopy(data)
     data["nova"]["scientists"] = scientists
+    stack = _standalone_stack(data)
+    return Template.from_stack(stack).find_resources(
+        "AWS::EKS::AccessEntry", {"Properties": {"KubernetesGroups": ["novapod-nova-scientists"]}}
+    )
+
+
+def _standalone_stack(data: dict[str, Any]) -> NovaStack:
+    """The nova stack of a config, in an App of its own (no other stacks synthesized)."""
     config = parse_config(data)
     app = App(context=cdk_json_context())
     env = Environment(account="111122223333", region="us-east-1")
@@ -143,9 +153,7 @@ def _standalone(scientists: list[str]) -> dict[str, Any]:
         base=base,
         env=env,
     )
-    return Template.from_stack(stack).find_resources(
-        "AWS::EKS::AccessEntry", {"Properties": {"KubernetesGroups": ["novapod-nova-scientists"]}}
-    )
+    return stack
 
 
 def test_reordering_the_scientists_keeps_every_entry() -> None:
@@ -205,24 +213,32 @@ def test_the_restricted_role_reads_datasets_writes_outputs_and_calls_its_functio
             "resources": [MLFLOW_ARN],
             "condition": None,
         },
+        # What the AWS RIG sample grants RFT on its queues, in this account and Region.
+        "UseRftQueues": {
+            "actions": ["sqs:DeleteMessage", "sqs:ReceiveMessage", "sqs:SendMessage"],
+            "resources": ["arn:aws:sqs:us-east-1:111122223333:*SageMaker*"],
+            "condition": None,
+        },
     }
     # Listing names the dataset keys exactly (no bucket-wide list).
     assert sorted(found["ListDatasets0"]["condition"]["StringEquals"]["s3:prefix"]) == DATASETS
+    # sagemaker-mlflow:* as AWS's Nova MLflow setup grants it, written out on the one server
+    # (every action on the tracking-server resource but the deletes).
+    tracking = mlflow_actions().tracking_server_actions
     assert sorted(found["TrackRuns"]["actions"]) == sorted(
-        [
-            "sagemaker-mlflow:CreateExperiment",
-            "sagemaker-mlflow:GetExperiment",
-            "sagemaker-mlflow:GetExperimentByName",
-            "sagemaker-mlflow:CreateRun",
-            "sagemaker-mlflow:GetRun",
-            "sagemaker-mlflow:UpdateRun",
-            "sagemaker-mlflow:LogBatch",
-            "sagemaker-mlflow:LogMetric",
-            "sagemaker-mlflow:LogParam",
-            "sagemaker-mlflow:LogInputs",
-            "sagemaker-mlflow:SetTag",
-        ]
+        f"sagemaker-mlflow:{a}" for a in tracking if not a.startswith("Delete")
     )
+    for action in ("LogMetric", "LogModel", "LogOutputs", "FinalizeLoggedModel", "UpdateRun"):
+        assert f"sagemaker-mlflow:{action}" in found["TrackRuns"]["actions"]
+    assert "sagemaker-mlflow:DeleteRun" not in found["TrackRuns"]["actions"]
+
+
+def test_jobs_without_functions_rft_or_mlflow_get_none_of_their_grants() -> None:
+    data = yamlsafe.load(LITE.read_text())
+    template = Template.from_stack(_standalone_stack(data)).to_json()
+    policy = one(template, "AWS::IAM::Policy", "RestrictedGroupDataGrants")
+    sids = [s["Sid"] for s in policy["Properties"]["PolicyDocument"]["Statement"]]
+    assert sids == ["ReadDatasets", "ListDatasets0", "WriteOutputs", "UseTheKey"]
 
 
 def test_datasets_in_other_buckets_are_granted_by_object_and_listed_by_prefix() -> None:
@@ -257,6 +273,18 @@ def test_the_scientist_policy_reads_and_describes_only(synth) -> None:
         for k in ("hyperpod", "nova", "storage")
     ]
     assert found["ReadExperiments"]["resources"] == [MLFLOW_ARN]
+    # RIG restricts kubectl logs: the jobs' logs are read in the HyperPod cluster's log
+    # group, and `hyperpod get-log` lists the EKS add-ons (issue 19).
+    assert found["ReadJobLogs"] == {
+        "actions": ["logs:DescribeLogStreams", "logs:FilterLogEvents", "logs:GetLogEvents"],
+        "resources": [
+            "arn:aws:logs:us-east-1:111122223333:log-group:/aws/sagemaker/Clusters/"
+            "novapod-nova-jobs/*"
+        ],
+        "condition": None,
+    }
+    assert found["ListEksAddons"]["actions"] == ["eks:ListAddons"]
+    assert found["ListEksAddons"]["resources"] == found["DescribeEksCluster"]["resources"]
     writes = [a for s in found.values() for a in s["actions"] if ":Put" in a or ":Create" in a]
     assert writes == ["sagemaker:CreatePresignedMlflowTrackingServerUrl"]
     outputs = template["Outputs"]
@@ -282,10 +310,12 @@ def test_mlflow_tracking_server_stores_artifacts_under_mlflow_with_its_own_role(
     policy = one(template, "AWS::IAM::Policy", "MlflowPolicy")
     assert policy["Properties"]["Roles"] == [{"Ref": role_id}]
     assert statements(result, policy) == {
+        # The server lists and locates its bucket without a prefix (the API reference
+        # asks for AmazonS3FullAccess on its role).
         "ListArtifactStore": {
-            "actions": ["s3:ListBucket"],
+            "actions": ["s3:GetBucketLocation", "s3:ListBucket"],
             "resources": ["arn:aws:s3:::${ArtifactsBucket}"],
-            "condition": {"StringLike": {"s3:prefix": ["mlflow/*"]}},
+            "condition": None,
         },
         "ReadWriteArtifacts": {
             "actions": ["s3:GetObject", "s3:PutObject"],
@@ -385,9 +415,9 @@ def test_outputs_say_where_things_are(synth) -> None:
     assert all(o.get("Description") for o in outputs.values())
     assert outputs["ConnectClusterCommand"]["Value"] == (
         "hyperpod connect-cluster --cluster-name novapod-nova-jobs --region us-east-1 "
-        "--namespace kubeflow"
+        "--namespace nova-jobs"
     )
-    assert outputs["Namespace"]["Value"] == "kubeflow"
+    assert outputs["Namespace"]["Value"] == "nova-jobs"
     assert joined(outputs["RecipeIndexUri"]["Value"], result) == (
         "s3://${ArtifactsBucket}/recipes/index.json"
     )

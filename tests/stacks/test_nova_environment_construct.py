@@ -203,7 +203,7 @@ def test_the_custom_resource_checks_this_environment(nova) -> None:
     assert props == {
         "ClusterName": CLUSTER,
         "EksClusterName": CLUSTER,
-        "Namespace": "kubeflow",
+        "Namespace": "nova-jobs",
         "RestrictedGroups": [
             {"Name": "rig-tune", "TrainingPlanArn": PLANS["rig-tune"]},
             {"Name": "rig-rl", "TrainingPlanArn": PLANS["rig-rl"]},

@@ -7,6 +7,10 @@ import json
 import re
 from typing import Any
 
+import yaml
+
+from novapod.config import load_config
+from novapod.nova.render import bundle
 from tests.conftest import DEFAULT_CONFIG, ROOT, resources
 
 EXAMPLE = ROOT / "config" / "examples" / "nova-jobs.yaml"
@@ -30,48 +34,85 @@ def manifests(synth) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     return props, by_kind
 
 
-def test_the_scientists_role_has_exactly_the_kinds_and_verbs_of_the_nova_charts(synth) -> None:
+FACTS: dict[str, Any] = yaml.safe_load((ROOT / "novapod/data/nova_upstream.yaml").read_text())
+
+
+def helm_requests(major: int) -> set[tuple[str, str, str]]:
+    """(group, resource, verb) that Helm `major` and the CLI send, from the facts file:
+    every kind a Nova chart creates x Helm's verbs on chart objects, its release Secrets,
+    and the CLI's own calls."""
+    kinds = {(o["group"], o["resource"]) for c in FACTS["charts"].values() for o in c["objects"]}
+    verbs = {f["verb"] for f in FACTS["helm"] if f["helm"] == major and f["objects"] == "chart"}
+    release = {f["verb"] for f in FACTS["helm"] if f["helm"] == major and f["objects"] == "release"}
+    cli = {(f["group"], f["resource"], f["verb"]) for f in FACTS["cli"] if "verb" in f}
+    return (
+        {(g, r, v) for g, r in kinds for v in verbs} | {("", "secrets", v) for v in release} | cli
+    )
+
+
+def test_the_scientists_role_grants_every_kind_and_verb_helm_3_and_4_need(synth) -> None:
     _, objects = manifests(synth)
     role = objects["Role"]
     assert role["apiVersion"] == f"{RBAC}/v1"
     assert role["metadata"] == {
         "name": "novapod-nova-scientists",
-        "namespace": "kubeflow",
+        "namespace": "nova-jobs",
         "labels": MANAGED,
     }
-    assert role["rules"] == [
-        {
-            "apiGroups": ["kubeflow.org"],
-            "resources": ["pytorchjobs"],
-            "verbs": ["create", "delete", "get", "list"],
-        },
-        {
-            "apiGroups": [""],
-            "resources": ["configmaps", "services"],
-            "verbs": ["create", "delete", "get"],
-        },
-        {
-            "apiGroups": ["apps"],
-            "resources": ["deployments", "statefulsets"],
-            "verbs": ["create", "delete", "get"],
-        },
-        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "delete", "get"]},
-        {
-            "apiGroups": [""],
-            "resources": ["secrets"],
-            "verbs": ["create", "delete", "get", "list", "update"],
-        },
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
-        {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
-        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]},
+    granted = {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    for major in (3, 4):
+        assert helm_requests(major) <= granted, major
+    # Helm 4 installs by server-side apply: PATCH, authorized as patch.
+    assert ("kubeflow.org", "pytorchjobs", "patch") in granted
+    # And nothing else: no wildcard, no verb neither Helm nor the CLI uses.
+    assert granted == helm_requests(3) | helm_requests(4)
+
+
+def test_the_restricted_groups_pull_every_image_their_jobs_need(synth) -> None:
+    from tests.fakes.iam import Request, authorize, parse_statement, resolve
+
+    result = synth(EXAMPLE)
+    template = result.templates["eks"]
+    role_id = next(k for k in resources(template, "AWS::IAM::Role") if "RestrictedGroupRole" in k)
+    statements = [
+        parse_statement(s)
+        for policy in resources(template, "AWS::IAM::Policy").values()
+        if {"Ref": role_id} in policy["Properties"].get("Roles", [])
+        for s in resolve(
+            policy["Properties"]["PolicyDocument"]["Statement"],
+            account="111122223333",
+            region="us-east-1",
+        )
     ]
+    files = bundle(load_config(EXAMPLE))
+    index = json.loads(files["index.json"])
+    launched = [job for job in index["jobs"] if job["launch"]]
+    assert {job["technique"] for job in launched} >= {"sft-lora", "ppo", "rft-lora", "evaluation"}
+    images = set()
+    for job in launched:
+        recipe = json.loads(files[job["launch"]])["recipe"]
+        for image in FACTS["recipes"][recipe]["images"].values():
+            images.add(image["regions"]["us-east-1"])
+    assert any("/init-container-repo:" in uri for uri in images)
+    for uri in sorted(images):
+        registry, _, path = uri.partition("/")
+        account = registry.split(".")[0]
+        arn = f"arn:aws:ecr:us-east-1:{account}:repository/{path.rsplit(':', 1)[0]}"
+        for action in ("ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"):
+            assert authorize(statements, Request(action=action, resource=arn)) == "allowed", uri
 
 
 def test_the_role_is_bound_to_the_scientists_group_of_their_access_entries(synth) -> None:
     result = synth(EXAMPLE)
     _, objects = manifests(synth)
     binding = objects["RoleBinding"]
-    assert binding["metadata"]["namespace"] == "kubeflow"
+    assert binding["metadata"]["namespace"] == "nova-jobs"
     assert binding["roleRef"] == {
         "apiGroup": RBAC,
         "kind": "Role",
@@ -125,15 +166,15 @@ def test_no_wildcards_and_no_cluster_admin(synth) -> None:
 def test_the_namespace_and_the_change_trigger_are_in_the_template(synth) -> None:
     props, _ = manifests(synth)
     variables = props["BuildEnvironment"]
-    assert variables["NOVA_NAMESPACE"] == "kubeflow"
+    assert variables["NOVA_NAMESPACE"] == "nova-jobs"
     assert json.loads(variables["NOVA_NAMESPACE_MANIFEST"]) == {
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {"name": "kubeflow", "labels": MANAGED},
+        "metadata": {"name": "nova-jobs", "labels": MANAGED},
     }
     assert variables["NOVA_ACCESS_OBJECTS"].split() == [
-        f"kubeflow/role.{RBAC}/novapod-nova-scientists",
-        f"kubeflow/rolebinding.{RBAC}/novapod-nova-scientists",
+        f"nova-jobs/role.{RBAC}/novapod-nova-scientists",
+        f"nova-jobs/rolebinding.{RBAC}/novapod-nova-scientists",
         f"/clusterrole.{RBAC}/novapod-nova-environment-check",
         f"/clusterrolebinding.{RBAC}/novapod-nova-environment-check",
     ]

@@ -1,7 +1,10 @@
 """PipelineStack (CDK Pipelines) from config/pipeline.example.yaml: a stage per environment,
-approvals where they belong, the synth step's commands, the post-deploy check and its
-permissions, the artifact bucket's encryption, cdk-nag and cfn-lint. The example lists
-rig-plus-standard.yaml (environment `mixed`) and nova-jobs.yaml (production)."""
+approvals where they belong, the synth step's commands, box and time limit, the
+repository connection's permissions, the post-deploy check and its permissions, the
+artifact bucket's encryption, cdk-nag and cfn-lint. The example lists
+rig-plus-standard.yaml (environment `mixed`) and nova-jobs.yaml (production); its
+connection ARN has the codeconnections prefix, and a variant (`legacy`) has the
+codestar-connections one."""
 
 from __future__ import annotations
 
@@ -11,14 +14,26 @@ from typing import Any
 import pytest
 
 from novapod.config import load_config, load_pipeline
+from tests.aws_credentials import PROBE, credential_method
 from tests.conftest import DEFAULT_CONFIG, EXAMPLES, ROOT, resources
 from tests.lint import lint_findings
-from tests.pipeline_synth import PIPELINE_EXAMPLE, SynthesizedPipeline, synthesize_pipeline
+from tests.pipeline_synth import (
+    PIPELINE_EXAMPLE,
+    SynthesizedPipeline,
+    synthesize_pipeline,
+    synthesize_pipeline_file,
+)
 
 pytestmark = pytest.mark.slow
 ENVIRONMENTS = {"mixed": False, "nova-jobs": True}  # stage -> production
+EXAMPLES_DIR = ROOT / "config" / "examples"
 KINDS = ["network", "storage", "capacity", "eks", "nova-base", "hyperpod", "nova"]
 REVIEW = "/novapod-review/#{codepipeline.PipelineExecutionId}/"
+CONNECTION = "connection/0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d"
+CONNECTIONS = {  # the example's, and the legacy variant's
+    "codeconnections": f"arn:aws:codeconnections:us-east-1:111122223333:{CONNECTION}",
+    "codestar-connections": f"arn:aws:codestar-connections:us-east-1:111122223333:{CONNECTION}",
+}
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +41,32 @@ def synthesized() -> SynthesizedPipeline:
     return synthesize_pipeline()
 
 
+@pytest.fixture(scope="module")
+def legacy(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedPipeline:
+    """The example with a connection made before July 2024 (a codestar-connections ARN),
+    deploying rig-plus-standard.yaml (`mixed`, which has a post-deploy check) only."""
+    text = PIPELINE_EXAMPLE.read_text()
+    environments = (
+        "    - config: examples/rig-plus-standard.yaml\n"
+        "    - config: examples/nova-jobs.yaml\n"
+        "      production: true"
+    )
+    assert CONNECTIONS["codeconnections"] in text and environments in text
+    path = tmp_path_factory.mktemp("legacy") / "pipeline.yaml"
+    path.write_text(
+        text.replace(CONNECTIONS["codeconnections"], CONNECTIONS["codestar-connections"]).replace(
+            environments, f"    - config: {EXAMPLES_DIR / 'rig-plus-standard.yaml'}"
+        )
+    )
+    return synthesize_pipeline_file(path, "config/legacy.yaml")
+
+
 def by_name(actions: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {a["Name"]: a for a in actions}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
 
 
 def joined(value: Any) -> str:
@@ -146,9 +185,16 @@ def test_source_is_the_codestar_connection_cloned_for_codebuild(synthesized) -> 
 def test_the_synth_step_tests_synthesizes_with_the_pinned_cli_and_reviews(synthesized) -> None:
     (synth,) = synthesized.actions("Build")
     spec = synthesized.buildspec(synth)
-    assert spec["phases"]["build"]["commands"] == [
+    commands = spec["phases"]["build"]["commands"]
+    # `make test` runs where botocore finds none of the credentials a build has
+    # (tests/unit/test_pipeline_credentials.py tries every source on this wrapper).
+    wrapper = commands[1].removesuffix("make test")
+    assert wrapper != commands[1] and wrapper.startswith("env ")
+    keys = {"HOME": "/nonexistent", "AWS_ACCESS_KEY_ID": "AKIAFAKE", "AWS_SECRET_ACCESS_KEY": "x"}
+    assert credential_method(PROBE, keys) == "env"
+    assert credential_method(wrapper + PROBE, keys) == "none"
+    assert commands[:1] + commands[2:] == [
         "make setup",
-        "make test",
         'PATH="$PWD/.venv/bin:$PATH" npx --no-install cdk synth --quiet --no-lookups '
         '-a "python3 pipeline_app.py" -c pipeline=config/pipeline.example.yaml',
         "make pipeline-review PIPELINE=config/pipeline.example.yaml",
@@ -165,6 +211,62 @@ def test_the_synth_step_tests_synthesizes_with_the_pinned_cli_and_reviews(synthe
             "Value": {"Ref": "Artifacts82DD59A1"}} in project["EnvironmentVariables"]  # fmt: skip
     assert project["Image"] == "aws/codebuild/standard:7.0"
     assert project.get("PrivilegedMode") is not True  # no Docker in the synth
+
+
+def test_the_synth_step_has_a_medium_box_and_a_time_limit(synthesized) -> None:
+    # CodeBuild's defaults would be BUILD_GENERAL1_SMALL and 60 minutes.
+    (synth,) = synthesized.actions("Build")
+    properties = synthesized.project(synth)["Properties"]
+    assert properties["Environment"]["ComputeType"] == "BUILD_GENERAL1_MEDIUM"
+    assert properties["Environment"]["Image"] == "aws/codebuild/standard:7.0"
+    assert properties["TimeoutInMinutes"] == 90
+
+
+def connection_users(synthesized: SynthesizedPipeline) -> dict[str, str]:
+    """Role logical ID -> "source" or "clone", for each role that reads the repository:
+    the source action's and every CodeBuild project whose input is the clone."""
+    (source,) = synthesized.actions("Source")
+    users = {source["RoleArn"]["Fn::GetAtt"][0]: "source"}
+    (synth,) = synthesized.actions("Build")
+    users[synthesized.role_of(synth)] = "clone"
+    for stage in synthesized.pipeline["Stages"]:
+        for action in stage["Actions"]:
+            if action["Name"].startswith("Check"):
+                users[synthesized.role_of(action)] = "clone"
+    return users
+
+
+@pytest.mark.parametrize("service", ["codeconnections", "codestar-connections"])
+def test_the_connection_is_used_with_the_actions_of_its_arns_service(request, service) -> None:
+    synthesized = request.getfixturevalue(
+        {"codeconnections": "synthesized", "codestar-connections": "legacy"}[service]
+    )
+    arn = CONNECTIONS[service]
+    (source,) = synthesized.actions("Source")
+    assert source["Configuration"]["ConnectionArn"] == arn
+    users = connection_users(synthesized)
+    assert list(users.values()).count("clone") == 1 + len(synthesized.stages)  # synth, checks
+    granted = synthesized.statements_on(arn)
+    assert set(granted) == set(users)  # no other role may use the connection
+    for role, use in users.items():
+        ours = [s for s in granted[role] if "Sid" in s]
+        (statement,) = ours
+        expected = {f"{service}:UseConnection"}
+        if use == "clone":
+            expected.add(f"{service}:GetConnectionToken")
+        assert (
+            statement["Sid"]
+            == {
+                "source": "UseRepositoryConnection",
+                "clone": "CloneThroughConnection",
+            }[use]
+        )
+        assert (statement["Effect"], set(as_list(statement["Action"]))) == ("Allow", expected)
+        assert "Condition" not in statement
+        # Besides ours, only aws-cdk-lib's own grant, which names the old service whatever
+        # the ARN (inert on a codeconnections ARN).
+        cdk = [a for s in granted[role] if s not in ours for a in as_list(s["Action"])]
+        assert cdk == ["codestar-connections:UseConnection"], (role, cdk)
 
 
 def test_self_mutation_and_assets_use_pinned_clis(synthesized) -> None:
@@ -227,13 +329,17 @@ def test_the_post_deploy_check_may_describe_its_cluster_and_nova_stack_only(
     )
     # Nothing else of SageMaker or CloudFormation: the rest is CodeBuild's own (logs,
     # reports, the source clone and the artifact bucket).
+    assert set(as_list(statements["CloneThroughConnection"]["Action"])) == {
+        "codeconnections:UseConnection",
+        "codeconnections:GetConnectionToken",
+    }
     services = {
         action.split(":")[0]
         for s in statements.values()
         for action in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
     }
     assert services == {"sagemaker", "cloudformation", "logs", "codebuild", "s3", "kms",
-                        "codestar-connections"}  # fmt: skip
+                        "codeconnections", "codestar-connections"}  # fmt: skip
     s3_actions = {a for s in statements.values() for a in s["Action"] if a.startswith("s3:")}
     assert not any(a.startswith(("s3:Put", "s3:Delete")) for a in s3_actions)
 

@@ -851,6 +851,32 @@ def test_cluster_mistakes(data, path, words) -> None:
     assert words in issues[path]
 
 
+@pytest.mark.parametrize(
+    ("cidrs", "message"),
+    [
+        (["0.0.0.0/0"], "0.0.0.0/0 admits every address to the private endpoint; list your CIDRs"),
+        (
+            ["10.100.0.1/16"],
+            "'10.100.0.1/16' is not an IPv4 CIDR (10.100.0.1/16 has host bits set)",
+        ),
+        (["10.100.0.0/16", "10.100.0.0/16"], "10.100.0.0/16 is listed twice; remove one"),
+        (["vpn"], "'vpn' is not an IPv4 CIDR (Expected 4 octets in 'vpn')"),
+    ],
+)
+def test_private_access_cidrs_are_distinct_ipv4_networks(cidrs: list[str], message: str) -> None:
+    issues = dict(errors_of(with_cluster(None, eks={"private_access_cidrs": cidrs})))
+    assert issues["eks.private_access_cidrs"] == message
+
+
+def test_private_access_cidrs_need_no_public_endpoint() -> None:
+    data = with_cluster(
+        {"restricted_instance_groups": [RIG]}, eks={"private_access_cidrs": ["10.100.0.0/16"]}
+    )
+    eks = parse_config(data).eks
+    assert eks is not None
+    assert (eks.endpoint, eks.private_access_cidrs) == ("private", ["10.100.0.0/16"])
+
+
 def test_rig_outside_known_regions_warns() -> None:
     # No jobs: sa-east-1 has no Nova images, so a job there is refused, not warned about.
     plan = {"name": "main", "instance_type": "ml.p5.48xlarge", "instance_count": 4}

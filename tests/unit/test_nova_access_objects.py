@@ -78,6 +78,6 @@ def test_a_variable_over_the_limit_fails_synthesis_in_one_sentence(
 
 
 def test_rules_name_no_wildcards() -> None:
-    for rules in (kubernetes.SCIENTIST_RULES, kubernetes.ENVIRONMENT_CHECK_RULES):
+    for rules in (kubernetes.scientist_rules(), kubernetes.ENVIRONMENT_CHECK_RULES):
         for groups, kinds, verbs in rules:
             assert "*" not in groups + kinds + verbs

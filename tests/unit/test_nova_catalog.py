@@ -355,9 +355,9 @@ def test_a_config_with_an_unpublished_evaluation_is_refused(model, task, message
          "176779409107.dkr.ecr.us-west-2.amazonaws.com/nova-evaluation-repo:SM-HP-Eval-V2-latest"),
         ("lite", "evaluation", "ap-northeast-1", "gen-qa",
          "878185805882.dkr.ecr.ap-northeast-1.amazonaws.com/nova-evaluation-repo:SM-HP-Eval-V2-latest"),
-        # No regional-parameters entry: the user guide's image table (Nova 1: not V2).
+        # No regional-parameters entry: the one evaluation tag upstream names.
         ("pro", "evaluation", "us-east-1", "llm-judge",
-         "708977205387.dkr.ecr.us-east-1.amazonaws.com/nova-evaluation-repo:SM-HP-Eval-latest"),
+         "708977205387.dkr.ecr.us-east-1.amazonaws.com/nova-evaluation-repo:SM-HP-Eval-V2-latest"),
         ("nova-2-lite", "evaluation", "us-east-1", "rubric-judge",
          "708977205387.dkr.ecr.us-east-1.amazonaws.com/nova-evaluation-repo:SM-HP-Eval-V2-latest"),
     ],

@@ -45,7 +45,9 @@ def test_defaults_without_a_nova_section() -> None:
     assert config.nova is None
     assert config.has_nova_stack
     nova = config.nova_settings
-    assert (nova.namespace, nova.scientists, nova.bedrock_models) == ("kubeflow", [], [])
+    # Not the Nova SDK's kubeflow: that namespace holds the training operator's
+    # ServiceAccount (issue 19), so the jobs get one of their own.
+    assert (nova.namespace, nova.scientists, nova.bedrock_models) == ("nova-jobs", [], [])
     assert (nova.mlflow.enabled, nova.mlflow.size) == (False, "Small")
 
 
@@ -141,7 +143,26 @@ MISTAKES = [
         (
             "nova.namespace",
             "kube-system is a namespace Kubernetes or HyperPod keeps for itself; use another, "
-            "such as kubeflow",
+            "such as nova-jobs",
+        ),
+    ),
+    (
+        "kubeflow-beside-standard-groups",
+        full(
+            {"namespace": "kubeflow"},
+            hyperpod={
+                **FULL["hyperpod"],
+                "instance_groups": [
+                    {"name": "cpu", "instance_type": "ml.m5.2xlarge", "instance_count": 1}
+                ],
+            },
+        ),
+        (
+            "nova.namespace",
+            "kubeflow holds the HyperPod training operator's ServiceAccount, bound "
+            "cluster-wide to pods, pods/exec and secrets, and anyone who may launch jobs "
+            "there could run any image as it on the standard groups (cpu); use another "
+            "namespace, such as nova-jobs (the default)",
         ),
     ),
     (
@@ -175,6 +196,12 @@ def test_a_sizing_only_config_may_mark_jobs_for_mlflow() -> None:
     )
     data.pop("hyperpod")
     assert parse_config(data).jobs[0].mlflow
+
+
+def test_kubeflow_is_allowed_on_restricted_groups_only() -> None:
+    # RIG nodes run only Nova images, so the training operator's ServiceAccount cannot be
+    # borrowed by an arbitrary container there (reference section 3).
+    assert parse_config(full({"namespace": "kubeflow"})).nova_settings.namespace == "kubeflow"
 
 
 def test_namespace_must_be_a_dns_label() -> None:

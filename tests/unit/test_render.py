@@ -90,10 +90,10 @@ def assert_commands(spec: dict[str, Any], region: str) -> None:
     connect, start = spec["commands"]
     assert connect == [
         "hyperpod", "connect-cluster", "--cluster-name", "${ClusterName}",
-        "--region", region, "--namespace", "kubeflow",
+        "--region", region, "--namespace", "nova-jobs",
     ]  # fmt: skip
     recipe = spec["recipe"]
-    assert start[:6] == ["hyperpod", "start-job", "--namespace", "kubeflow", "--recipe", recipe]
+    assert start[:6] == ["hyperpod", "start-job", "--namespace", "nova-jobs", "--recipe", recipe]
     assert start[6] == "--override-parameters"
     assert len(start) == 8
     assert spec["label_selector"] is None
@@ -1029,12 +1029,36 @@ inference: {top_k: 50, top_p: 1.0, temperature: 0, top_logprobs: 0}
         spec["recipe"]
         == "evaluation/nova/nova_1_0/nova_lite/nova_lite_1_0_p5_48xl_gpu_llm_judge_eval"
     )
+    # SM-HP-Eval-V2-latest: no upstream commit names an SM-HP-Eval-latest tag.
     assert overrides_of(spec) == eval_overrides(
         "judge",
-        f"{US_EAST_1}/nova-evaluation-repo:SM-HP-Eval-latest",
+        f"{US_EAST_1}/nova-evaluation-repo:SM-HP-Eval-V2-latest",
         "{{checkpoint:sft}}",
         "s3://${DataBucket}/eval/pairs.jsonl",
     )
+
+
+def test_max_new_tokens_on_a_nova1_llm_judge_is_sent_as_a_new_key() -> None:
+    # Nova 1 llm_judge recipes have no inference.max_new_tokens: without `+` Hydra stops
+    # with "Could not override 'recipes.inference.max_new_tokens'".
+    _, spec = rendered(
+        {
+            "name": "judge",
+            "model": "micro",
+            "technique": "evaluation",
+            "evaluation": {
+                "task": "llm-judge",
+                "dataset": "eval/pairs.jsonl",
+                "inference": {"max_new_tokens": 512, "top_p": 0.9},
+            },
+        }
+    )
+    overrides = overrides_of(spec)
+    assert overrides["+recipes.inference.max_new_tokens"] == 512
+    assert "recipes.inference.max_new_tokens" not in overrides
+    # top_p is in the recipe: a plain override (`+` on an existing key fails too).
+    assert overrides["recipes.inference.top_p"] == 0.9
+    assert "+recipes.inference.top_p" not in overrides
 
 
 def test_rubric_judge_nova2() -> None:
@@ -1105,7 +1129,7 @@ rl_env: {reward_lambda_arn: "arn:aws:lambda:us-east-1:111122223333:function:rewa
     assert overrides_of(spec) == {
         **eval_overrides(
             "rfteval",
-            f"{US_EAST_1}/nova-evaluation-repo:SM-HP-Eval-latest",
+            f"{US_EAST_1}/nova-evaluation-repo:SM-HP-Eval-V2-latest",
             "nova-micro/prod",
             "s3://${DataBucket}/eval/rft.jsonl",
         ),
@@ -1129,10 +1153,10 @@ def test_a_job_on_a_restricted_group_is_pinned_to_it_by_a_hydra_dict_label_selec
     assert spec["commands"] == [
         [
             "hyperpod", "connect-cluster", "--cluster-name", "${ClusterName}",
-            "--region", "us-east-1", "--namespace", "kubeflow",
+            "--region", "us-east-1", "--namespace", "nova-jobs",
         ],
         [
-            "hyperpod", "start-job", "--namespace", "kubeflow",
+            "hyperpod", "start-job", "--namespace", "nova-jobs",
             "--recipe", "fine-tuning/nova/nova_1_0/nova_lite/SFT/nova_lite_1_0_p5_p4d_gpu_lora_sft",
             "--override-parameters",
             '{"+recipes.run.validation_data_s3_path":"s3://${DataBucket}/sft/validation.jsonl",'

@@ -8,7 +8,7 @@ Resource properties (CloudFormation passes scalars as strings):
 
 - `ClusterName` (required): the HyperPod cluster (SageMaker DescribeCluster).
 - `EksClusterName` (required): its EKS cluster (EKS DescribeCluster, Kubernetes API).
-- `Namespace` (required): the namespace Nova jobs run in, e.g. `kubeflow`.
+- `Namespace` (required): the namespace Nova jobs run in, e.g. `nova-jobs` (nova.namespace).
 - `RestrictedGroups` (optional, default none): `[{Name, TrainingPlanArn?}]`, the
   restricted instance groups to report; without `TrainingPlanArn` the plan the cluster
   reports for the group is used. At most `MAX_GROUPS`.
