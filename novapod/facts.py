@@ -38,8 +38,12 @@ class SupportWindow:
 
 @dataclass(frozen=True)
 class EksFacts:
-    as_of: date  # when the facts were last checked
+    as_of: date  # when the EKS facts were last checked
+    # The Kubernetes versions SageMaker HyperPod lists, the page that lists them, and when
+    # it was read.
     supported_versions: tuple[str, ...]
+    supported_source: str
+    supported_checked: date
     default_version: str
     support_calendar: dict[str, SupportWindow]
     addons: dict[str, dict[str, str]]  # kubernetes version -> add-on -> version
@@ -48,6 +52,11 @@ class EksFacts:
 
     def addon_versions(self, kubernetes_version: str) -> dict[str, str] | None:
         return self.addons.get(kubernetes_version)
+
+    @property
+    def usable_versions(self) -> tuple[str, ...]:
+        """The versions a config may name: listed by HyperPod and pinned here."""
+        return tuple(v for v in self.supported_versions if v in self.addons)
 
     def support_status(self, kubernetes_version: str, on: date) -> SupportStatus | None:
         """EKS support of a version on a day; None for a version without a calendar entry."""
@@ -61,14 +70,19 @@ class EksFacts:
         window = self.support_calendar.get(kubernetes_version)
         if window is None or window.status(on) == "standard":
             return None
-        newest = max(self.addons, key=version_tuple)
+        newest = max(self.usable_versions, key=version_tuple)
         if window.status(on) == "extended":
+            advice = (
+                f"Upgrade one minor version at a time towards {newest}"
+                if kubernetes_version != newest
+                else "It is the newest version SageMaker HyperPod lists "
+                f"({self.supported_source}); upgrade once it lists a newer one"
+            )
             return (
                 f"eks.kubernetes_version: {kubernetes_version} left EKS standard support on "
                 f"{window.end_of_standard_support}; EKS charges extended-support rates for "
                 f"the cluster until {window.end_of_extended_support}, then upgrades it "
-                f"itself. Upgrade one minor version at a time towards {newest} (README: "
-                "Upgrading Kubernetes)."
+                f"itself. {advice} (README: Upgrading Kubernetes)."
             )
         return (
             f"eks.kubernetes_version: {kubernetes_version} left EKS extended support on "
@@ -121,14 +135,22 @@ def parse_eks_facts(data: dict[str, Any]) -> EksFacts:
             )
     if default not in addons:
         raise ValueError(f"novapod/data/eks.yaml: the default {default} has no add-on pins")
-    if calendar[default].status(as_of) != "standard":
+    # The default is the newest version HyperPod lists that novapod pins: a newer one
+    # HyperPod does not list may not get a HyperPod AMI; an older one ages out of support
+    # sooner. Whether it is past EKS standard support is for `novapod validate` to warn.
+    newest = max((v for v in supported if v in addons), key=version_tuple)
+    if default != newest:
         raise ValueError(
-            f"novapod/data/eks.yaml: the default {default} is not in EKS standard support "
-            f"on {as_of} (it ended {calendar[default].end_of_standard_support})"
+            f"novapod/data/eks.yaml: the default {default} is not {newest}, the newest "
+            "version in supported_kubernetes_versions with add-on pins"
         )
     return EksFacts(
         as_of=as_of,
         supported_versions=supported,
+        supported_source=str(data["supported_kubernetes_versions_source"]),
+        supported_checked=_date(
+            data["supported_kubernetes_versions_checked"], "supported_kubernetes_versions_checked"
+        ),
         default_version=default,
         support_calendar=calendar,
         addons=addons,

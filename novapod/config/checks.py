@@ -23,6 +23,7 @@ from novapod.constructs.cluster_bootstrap.pins import default_pins
 from novapod.facts import cluster_instance_types, eks_facts, plan_instance_types, support_warning
 from novapod.naming import training_plan_name
 from novapod.node_images import node_image_registries
+from novapod.nova.bedrock import on_demand
 from novapod.nova.catalog import CatalogError, catalog
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ def problems(config: NovapodConfig, now: datetime) -> list[_FieldError]:
     found += purchase_problems(config, requests or [], now)
     found += extension_problems(config, requests or [])
     found += nova_problems(config)
+    found += bedrock_deployment_problems(config)
     found += job_endpoint_problems(config)
     return found
 
@@ -592,6 +594,45 @@ def nova_problems(config: NovapodConfig) -> Iterator[_FieldError]:
                 f"{where}.job",
                 f"{model.job} ({source.technique}) leaves no checkpoint of its own to import; use "
                 f"a training job: {choices}",
+                root=True,
+            )
+
+
+def bedrock_deployment_problems(config: NovapodConfig) -> Iterator[_FieldError]:
+    """`deployment: on-demand` where Bedrock does not deploy imported Nova models on
+    demand (the region, the job's model or its technique; novapod/data/bedrock.yaml):
+    refused here rather than failing the deploy after the import was paid for."""
+    facts = on_demand()
+    jobs = {job.name: job for job in config.jobs}
+    for i, model in enumerate(config.nova_settings.bedrock_models):
+        source = jobs.get(model.job)
+        if model.deployment != "on-demand" or source is None:
+            continue
+        where = f"nova.bedrock_models[{i}].deployment"
+        if config.region not in facts.regions:
+            yield _at(
+                where,
+                f"Bedrock deploys imported Nova models on demand only in "
+                f"{', '.join(facts.regions)} ({facts.source}), not in {config.region}; "
+                "remove deployment (the model is still imported)",
+                root=True,
+            )
+        elif source.model not in facts.models:
+            offered = ", ".join(catalog().model(m).display_name for m in facts.models)
+            yield _at(
+                where,
+                f"{model.job} trains {catalog().model(source.model).display_name}, and Bedrock "
+                f"deploys imported Nova models on demand only for {offered} ({facts.source}); "
+                "remove deployment (the model is still imported)",
+                root=True,
+            )
+        elif source.technique not in facts.techniques:
+            yield _at(
+                where,
+                f"{model.job} ({source.technique}) is not parameter-efficient, and Bedrock "
+                "deploys SageMaker-trained Nova models on demand only when they are "
+                f"({', '.join(facts.techniques)}; {facts.techniques_source}); remove "
+                "deployment (the model is still imported) or import a LoRA job",
                 root=True,
             )
 

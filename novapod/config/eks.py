@@ -16,8 +16,7 @@ PRINCIPAL_ARN = r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[A-Za-z0-9_+=,.@/-]+$"
 
 def _kubernetes_versions() -> tuple[str, ...]:
     """Versions the validator accepts: supported by HyperPod and with pinned add-ons."""
-    facts = eks_facts()
-    return tuple(v for v in facts.supported_versions if facts.addon_versions(v) is not None)
+    return eks_facts().usable_versions
 
 
 def _ipv4_cidrs(value: list[str], everything: str) -> list[str]:
@@ -55,7 +54,8 @@ class Eks(_Model):
 
     kubernetes_version: str = Field(
         default_factory=lambda: eks_facts().default_version,
-        description="One of the versions in novapod/data/eks.yaml with pinned add-ons; quoted.",
+        description="A version SageMaker HyperPod lists for EKS that novapod/data/eks.yaml "
+        "pins add-ons for; quoted. Default: the newest such version.",
         json_schema_extra=lambda schema: schema.update(enum=list(_kubernetes_versions())),
     )
     authentication_mode: Literal["API_AND_CONFIG_MAP", "API"] = Field(
@@ -88,15 +88,19 @@ class Eks(_Model):
     @classmethod
     def _version(cls, value: str) -> str:
         facts = eks_facts()
+        usable = ", ".join(facts.usable_versions)
         if value not in facts.supported_versions:
+            listed = facts.supported_versions
             raise ValueError(
-                f"{value} is outside what HyperPod supports; use one of "
-                f"{', '.join(facts.supported_versions)}"
+                f"{value} is not a Kubernetes version SageMaker HyperPod lists for EKS "
+                f"clusters ({listed[0]} to {listed[-1]} on {facts.supported_source}, read "
+                f"{facts.supported_checked}), so HyperPod may not create nodes for it; use "
+                f"{usable}"
             )
         if facts.addon_versions(value) is None:
             raise ValueError(
                 f"novapod has no pinned add-on versions for {value} yet; use "
-                f"{', '.join(facts.addons)} or add pins to novapod/data/eks.yaml"
+                f"{usable} or add pins to novapod/data/eks.yaml"
             )
         return value
 

@@ -62,9 +62,18 @@ class BedrockModel(_Model):
     name: ModelName = Field(description="Bedrock custom model name, unique in the section.")
     job: JobName = Field(description="The training job whose latest checkpoint is imported.")
     deployment: Literal["on-demand"] | None = Field(
-        None, description="on-demand: also create an on-demand deployment of the model."
+        None,
+        description="on-demand: also create an on-demand deployment of the model (where "
+        "Bedrock offers it: novapod/data/bedrock.yaml).",
     )
     retain: bool = Field(True, description="Keep the imported model when it leaves the config.")
+    refresh: int = Field(
+        0,
+        ge=0,
+        description="Change it (1, 2, ...) to have the next deploy read the job's newest run "
+        "again: a deploy with nothing changed does not look, so this imports the first "
+        "checkpoint after a deploy that found none, or a newer run's.",
+    )
 
     @field_validator("name")
     @classmethod

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import (
     ConfigDict,
     Field,
+    PrivateAttr,
     StringConstraints,
     ValidationInfo,
     field_validator,
@@ -51,6 +52,9 @@ class NovapodConfig(_Model):
     """One novapod environment."""
 
     model_config = ConfigDict(json_schema_extra={"dependencies": {"hyperpod": ["eks"]}})
+    # When the config was validated (now, or NOVAPOD_VALIDATE_AS_OF): warnings are judged
+    # on that day too, so a replayed synth warns as it did.
+    _validated_at: datetime | None = PrivateAttr(default=None)
 
     name: Name = Field(
         description="Environment name: lowercase letters, digits and '-', 2-20 characters."
@@ -108,11 +112,16 @@ class NovapodConfig(_Model):
     def _cross_checks(self, info: ValidationInfo) -> NovapodConfig:
         # Rules that read more than one section live in checks.py, all in one place.
         _raise_all(jobs_problems(self.jobs))
-        _raise_all(checks.problems(self, _validation_time(info)))
+        moment = _validation_time(info)
+        _raise_all(checks.problems(self, moment))
+        self._validated_at = moment
         return self
 
     def warnings(self, today: date | None = None) -> list[str]:
-        """Things that are valid but probably wrong; the CLI prints them."""
+        """Things that are valid but probably wrong; the CLI prints them. Judged on
+        `today`, else the day the config was validated as of."""
+        if today is None and self._validated_at is not None:
+            today = self._validated_at.date()
         return checks.warnings(self, today)
 
     def capacity_plan(self) -> planning.CapacityPlan:

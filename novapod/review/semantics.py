@@ -313,8 +313,14 @@ def bedrock_model(
     }
     if base is None:
         entry["action"] = "import"
-        entry["note"] = "imports the job's newest checkpoint into Bedrock at deploy" + (
-            ", then creates an on-demand deployment" if entry["deployment"] == "on-demand" else ""
+        entry["note"] = (
+            "imports the job's newest checkpoint into Bedrock at deploy"
+            + (
+                ", then creates an on-demand deployment"
+                if entry["deployment"] == "on-demand"
+                else ""
+            )
+            + " (a job with no finished run yet: waits, and a changed refresh imports later)"
         )
     elif head is None:
         entry["action"] = "remove"
@@ -326,7 +332,10 @@ def bedrock_model(
     else:
         entry["action"] = "update"
         entry["changed"] = _changed_keys(_properties(base), properties)
-        entry["note"] = "re-run at deploy: a newer checkpoint of the job imports a new model"
+        entry["note"] = (
+            "re-run at deploy: a newer checkpoint of the job imports a new model (the first "
+            "one if the model was waiting for a checkpoint)"
+        )
     return entry
 
 

@@ -30,7 +30,7 @@ from tests.conftest import ROOT, Synthesized, resources
 from tests.fakes import iam
 from tests.fakes.aws_control_plane import FakeControlPlane, Fault
 from tests.handlers.asset_probe import assert_asset_imports_alone
-from tests.handlers.lifecycle import CREATE_FAILED_MARKER, ProviderDriver, Stack
+from tests.handlers.lifecycle import ProviderDriver, Stack
 from tests.handlers.test_fake_iam import EXAMPLE_ACCOUNT, as_role, with_storage_outputs
 from tests.handlers.world import LEDGER_TABLE, T0, FakeClock
 
@@ -277,18 +277,213 @@ def test_failed_import_fails_with_the_service_message(bed: Bed) -> None:
     assert len(bed.creates()) == 1
 
 
-def test_no_manifest_fails_before_any_bedrock_call(bed: Bed) -> None:
+# --- no checkpoint yet: waiting, then the import on a later deploy -------------------------
+
+WAITING_ID = f"novapod:waiting-for-checkpoint:lite-sft-model:{OUTPUT}"
+PLACEHOLDER = (
+    "none yet: waiting for a checkpoint of job lite-sft; after a run finishes, change "
+    "refresh in its nova.bedrock_models entry and deploy"
+)
+
+
+def waiting_data(deployment: bool = False) -> dict[str, str]:
+    return {
+        "ModelArn": PLACEHOLDER,
+        "ModelName": "",
+        "CheckpointUri": "",
+        "DeploymentArn": PLACEHOLDER if deployment else "",
+        "Status": "WaitingForCheckpoint",
+    }
+
+
+def waiting_stack(bed: Bed, **overrides: Any) -> Stack:
+    """A stack whose model was created before its job ever ran."""
+    bed.plane.add_bucket(BUCKET)
+    stack = bed.stack()
+    outcome = stack.create(props(**overrides))
+    assert outcome.ok, outcome.reason
+    assert outcome.physical_id == WAITING_ID
+    return stack
+
+
+def test_a_job_with_no_finished_run_succeeds_as_waiting_and_buys_nothing(
+    bed: Bed, capsys: pytest.CaptureFixture[str]
+) -> None:
     bed.plane.add_bucket(BUCKET)
 
-    outcome = bed.stack().create(props())
+    outcome = bed.stack().create(props(Deployment="on-demand"))
 
-    assert not outcome.ok
-    assert outcome.physical_id == CREATE_FAILED_MARKER
-    assert outcome.reason == (
-        f"job lite-sft has no finished run (no manifest.json under {OUTPUT}); run it before "
-        "deploying Bedrock model lite-sft-model"
+    assert outcome.ok, outcome.reason
+    assert (outcome.physical_id, outcome.polls) == (WAITING_ID, 1)
+    assert outcome.data == waiting_data(deployment=True)
+    # The manifest listing is the only call: no import, no deployment, no claim.
+    assert bed.plane.operations() == ["ListObjectsV2"]
+    assert bed.creates() == [] and bed.ledger() == {}
+    steps = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    waiting = [s for s in steps if s["step"] == "waiting"]
+    assert [s["message"] for s in waiting] == [
+        f"job lite-sft has no finished run yet (no manifest.json under {OUTPUT}), so "
+        "Bedrock model lite-sft-model is waiting for a checkpoint and nothing was imported; "
+        "after a run finishes, set refresh in its nova.bedrock_models entry to a new number "
+        "and deploy again to import it"
+    ]
+
+
+def test_a_repeated_create_while_waiting_keeps_the_same_id(bed: Bed) -> None:
+    bed.plane.add_bucket(BUCKET)
+    event = bed.driver.event("Create", props())
+
+    first, again = bed.driver.send(event), bed.driver.send(event)
+
+    assert (first.physical_id, again.physical_id) == (WAITING_ID, WAITING_ID)
+    assert first.ok and again.ok and bed.creates() == []
+
+
+def test_an_update_that_still_finds_no_run_stays_waiting_under_the_same_id(bed: Bed) -> None:
+    stack = waiting_stack(bed)
+    mark = bed.plane.mark()
+
+    outcome = stack.update(props(Refresh="1"))
+
+    assert outcome.ok and not stack.rolled_back, outcome.reason
+    assert (outcome.physical_id, outcome.data) == (WAITING_ID, waiting_data())
+    assert bed.plane.operations_since(mark) == ["ListObjectsV2"]
+    # Same physical ID: no replacement, so CloudFormation sends no Delete.
+    assert [o.request_type for o in stack.history] == ["Create", "Update"]
+
+
+def test_the_update_after_a_run_finished_imports_it_exactly_once(bed: Bed) -> None:
+    stack = waiting_stack(bed, Deployment="on-demand")
+    bed.finished_run()
+    bed.plane.bedrock.script_model(MODEL, ["Creating", "Active"])
+
+    imported = stack.update(props(Deployment="on-demand", Refresh="1"))
+
+    assert imported.ok and not stack.rolled_back, imported.reason
+    arn = bed.plane.bedrock.models[MODEL]["modelArn"]
+    assert imported.physical_id == arn
+    assert imported.data["Status"] == "Active" and imported.data["CheckpointUri"] == CHECKPOINT
+    assert bed.tokens() == [token(MODEL, CHECKPOINT)]
+    assert len(bed.plane.calls_to("CreateCustomModelDeployment")) == 1
+    assert bed.ledger()[f"import#{MODEL}"]["State"] == "bought"
+    # The new physical ID makes CloudFormation delete the placeholder: nothing to delete.
+    (delete,) = [o for o in stack.history if o.request_type == "Delete"]
+    assert (delete.ok, delete.physical_id) == (True, WAITING_ID)
+    assert not [op for op in bed.plane.operations() if op.startswith("Delete")]
+
+    # A later refresh with no newer run adopts the model: nothing is bought again.
+    again = stack.update(props(Deployment="on-demand", Refresh="2"))
+
+    assert again.ok and again.physical_id == arn
+    assert bed.tokens() == [token(MODEL, CHECKPOINT)]
+    assert len(bed.plane.calls_to("CreateCustomModelDeployment")) == 1
+
+
+def test_a_refused_first_import_rolls_back_to_waiting_without_calling_again(
+    bed: Bed,
+) -> None:
+    stack = waiting_stack(bed)
+    bed.finished_run()
+    bed.plane.error("CreateCustomModel", "AccessDeniedException", status=403, message="no")
+
+    rollback = stack.update(props(Refresh="1"))
+
+    # The Update failed; CloudFormation's rollback (the old properties, Refresh absent)
+    # returns to waiting instead of importing again, so the rollback itself succeeds.
+    assert stack.rolled_back
+    failed = stack.history[-2]
+    assert (failed.request_type, failed.ok) == ("Update", False)
+    assert failed.reason.startswith(f"CreateCustomModel for Bedrock model {MODEL} was refused")
+    assert (rollback.ok, rollback.physical_id, rollback.data) == (True, WAITING_ID, waiting_data())
+    assert bed.tokens() == [token(MODEL, CHECKPOINT)]
+    item = bed.ledger()[f"import#{MODEL}"]
+    assert (item["State"], item["Fields"]["Generation"]) == ("refused", 1)
+
+    # Fixed, a higher refresh imports with the next generation's token.
+    imported = stack.update(props(Refresh="2"))
+
+    assert imported.ok and not stack.rolled_back, imported.reason
+    assert bed.tokens() == [token(MODEL, CHECKPOINT), token(MODEL, CHECKPOINT, 1)]
+
+
+def test_a_repeated_update_after_waiting_imports_once(bed: Bed) -> None:
+    waiting_stack(bed)
+    bed.finished_run()
+    event = bed.driver.event(
+        "Update", props(Refresh="1"), physical_id=WAITING_ID, old_props=props()
     )
-    assert not [op for op in bed.plane.operations() if "Custom" in op]
+
+    first, again = bed.driver.send(event), bed.driver.send(event)
+
+    assert first.ok and again.ok, (first.reason, again.reason)
+    assert first.physical_id == again.physical_id == bed.plane.bedrock.models[MODEL]["modelArn"]
+    assert bed.tokens() == [token(MODEL, CHECKPOINT)]
+    assert list(bed.plane.bedrock.models) == [MODEL]
+
+
+@pytest.mark.parametrize("operation", ["PutItem", "CreateCustomModel"])
+def test_two_deliveries_of_the_update_after_waiting_import_once(
+    bed: Bed, monkeypatch: pytest.MonkeyPatch, operation: str
+) -> None:
+    """B, another delivery of the same Update, runs whole just before A claims the import
+    (PutItem) or just before A calls it: one model, one client token."""
+    waiting_stack(bed)
+    bed.finished_run()
+    event = bed.driver.event(
+        "Update", props(Refresh="1"), physical_id=WAITING_ID, old_props=props()
+    )
+    lanes = Lanes(monkeypatch)
+    answers: dict[str, Any] = {}
+
+    def second_delivery() -> None:
+        answers["B"] = lanes.run("B", lambda: bed.driver.on_event(copy.deepcopy(event), None))
+
+    lanes.before("A", operation, second_delivery)
+    answers["A"] = bed.driver.on_event(copy.deepcopy(event), None)
+
+    arn = bed.plane.bedrock.models[MODEL]["modelArn"]
+    assert answers["A"]["PhysicalResourceId"] == answers["B"]["PhysicalResourceId"] == arn
+    assert list(bed.plane.bedrock.models) == [MODEL]
+    assert set(bed.tokens()) == {token(MODEL, CHECKPOINT)}
+    assert bed.driver.complete(event, answers["A"]).ok
+
+
+def test_an_imported_model_whose_job_shows_no_run_is_kept_and_the_update_fails(
+    bed: Bed,
+) -> None:
+    bed.finished_run()
+    stack = bed.stack()
+    assert stack.create(props(RetainOnDelete="false")).ok
+    arn = str(stack.physical_id)
+    bed.plane.buckets[BUCKET].clear()  # the job's outputs are gone
+
+    outcome = bed.driver.send(
+        bed.driver.event(
+            "Update",
+            props(RetainOnDelete="false", Refresh="1"),
+            physical_id=arn,
+            old_props=props(RetainOnDelete="false"),
+        )
+    )
+
+    assert not outcome.ok and outcome.physical_id == arn
+    assert outcome.reason == (
+        f"job lite-sft has no finished run (no manifest.json under {OUTPUT}), though "
+        f"Bedrock model lite-sft-model was imported from it ({arn}, kept as it is); restore "
+        "the job's outputs or run it again, then deploy"
+    )
+    assert MODEL in bed.plane.bedrock.models
+    assert "DeleteCustomModel" not in bed.plane.operations()
+
+
+def test_deleting_a_waiting_model_deletes_nothing(bed: Bed) -> None:
+    stack = waiting_stack(bed, RetainOnDelete="false")
+    mark = bed.plane.mark()
+
+    outcome = stack.delete()
+
+    assert outcome.ok and outcome.physical_id == WAITING_ID
+    assert bed.plane.operations_since(mark) == [] and bed.ledger() == {}
 
 
 def test_manifest_without_checkpoint_fails_with_a_sentence(bed: Bed) -> None:

@@ -290,3 +290,26 @@ def test_outputs_name_the_model_its_deployment_and_the_log_groups(synth) -> None
     }
     assert "lite-sft-model" in by_value[f"${{{model}.ModelArn}}"]
     assert all(len(d) > 30 for d in by_value.values())
+
+
+def test_refresh_is_a_property_only_once_set_so_changing_it_sends_an_update() -> None:
+    from novapod.config.nova import BedrockModel
+    from novapod.constructs.bedrock_model.construct import model_properties
+    from novapod.constructs.bedrock_model.handler.decisions import parse_properties
+
+    def properties(**fields: Any) -> dict[str, object]:
+        return model_properties(
+            BedrockModel(name="lite-sft-model", job="lite-sft", **fields),
+            output_prefix="s3://novapod-dev-artifacts/nova/dev/lite-sft/",
+            role_arn=f"arn:aws:iam::{ACCOUNT}:role/import",
+            ledger_table="novapod-dev-purchases",
+            environment="dev",
+            tags={},
+        )
+
+    # 0 (the default) leaves the template of a model deployed before refresh unchanged.
+    assert "Refresh" not in properties()
+    assert properties(refresh=1)["Refresh"] == "1"
+    assert properties(refresh=1) != properties(refresh=2)
+    # The handler takes it (and ignores it: only its change matters).
+    assert parse_properties(properties(refresh=2)) == parse_properties(properties())

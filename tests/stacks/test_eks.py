@@ -26,7 +26,7 @@ def test_cluster_is_native_private_and_not_auto_mode(synth) -> None:
     props = cluster_props(synth(DEFAULT_CONFIG).templates["eks"])
     assert props.get("BootstrapSelfManagedAddons", True) is True  # CoreDNS comes from here
     assert props["Name"] == "novapod-default"
-    assert props["Version"] == "1.35"
+    assert props["Version"] == "1.34"
     assert props["ComputeConfig"] == {"Enabled": False}
     vpc = props["ResourcesVpcConfig"]
     assert (vpc["EndpointPrivateAccess"], vpc["EndpointPublicAccess"]) == (True, False)
@@ -121,7 +121,7 @@ def test_cluster_uses_the_hyperpod_security_group(synth) -> None:
 
 def test_addons_are_managed_at_pinned_versions(synth) -> None:
     addons = resources(synth(DEFAULT_CONFIG).templates["eks"], "AWS::EKS::Addon")
-    pinned = eks_facts().addon_versions("1.35")
+    pinned = eks_facts().addon_versions("1.34")
     assert pinned is not None
     found = {a["Properties"]["AddonName"]: a["Properties"] for a in addons.values()}
     # coredns stays self-managed: with no nodes before HyperPod, a managed one would be
@@ -189,7 +189,7 @@ def test_every_version_the_config_accepts_has_pinned_addons() -> None:
             assert "no pinned add-on versions" in str(error), str(error)
         else:
             accepted.append(version)
-    assert accepted == ["1.33", "1.34", "1.35"]
+    assert accepted == ["1.33", "1.34"]
     for version in accepted:
         pins = facts.addon_versions(version)
         assert pins is not None and set(pins) == {"vpc-cni", "kube-proxy", "eks-pod-identity-agent"}
@@ -198,29 +198,93 @@ def test_every_version_the_config_accepts_has_pinned_addons() -> None:
         assert facts.support_calendar[version].end_of_extended_support > facts.as_of
 
 
-def test_the_default_version_is_in_standard_support_on_the_recorded_date() -> None:
+HYPERPOD_PREREQUISITES = (
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html"
+)
+
+
+def test_the_versions_are_those_the_hyperpod_prerequisites_page_lists() -> None:
+    # The newest copy of the page found lists 1.28-1.34 (novapod/data/eks.yaml says where).
     facts = eks_facts()
-    assert facts.as_of == date(2026, 11, 30)
-    assert facts.default_version == "1.35"
-    assert facts.support_status(facts.default_version, facts.as_of) == "standard"
-    assert facts.addon_versions(facts.default_version) is not None
+    assert facts.supported_versions == ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
+    assert facts.supported_source == HYPERPOD_PREREQUISITES
+    assert facts.supported_checked == date(2026, 12, 2)
+
+
+def test_the_default_version_is_the_newest_hyperpod_lists_with_pins() -> None:
+    facts = eks_facts()
+    assert facts.default_version == "1.34"
+    from novapod.config import parse_config
+
+    base = yamlsafe.load(DEFAULT_CONFIG.read_text())
+    assert parse_config({**base, "eks": {}}).eks.kubernetes_version == "1.34"  # type: ignore[union-attr]
     data = eks_data()
-    data["default_kubernetes_version"] = "1.33"  # left standard support on 2026-07-29
+    data["default_kubernetes_version"] = "1.33"
     with pytest.raises(
-        ValueError, match=r"default 1.33 is not in EKS standard support on 2026-11-30"
+        ValueError,
+        match=r"the default 1\.33 is not 1\.34, the newest version in "
+        r"supported_kubernetes_versions with add-on pins",
     ):
+        parse_eks_facts(data)
+
+
+@pytest.mark.parametrize("version", ["1.35", "1.27"])
+def test_a_version_hyperpod_does_not_list_is_refused_naming_the_source(version: str) -> None:
+    from novapod.config import ConfigError, parse_config
+
+    base = yamlsafe.load(DEFAULT_CONFIG.read_text())
+    with pytest.raises(ConfigError) as refused:
+        parse_config({**base, "eks": {**base["eks"], "kubernetes_version": version}})
+    assert str(refused.value) == (
+        f"eks.kubernetes_version: {version} is not a Kubernetes version SageMaker HyperPod "
+        f"lists for EKS clusters (1.28 to 1.34 on {HYPERPOD_PREREQUISITES}, read "
+        "2026-12-02), so HyperPod may not create nodes for it; use 1.33, 1.34"
+    )
+
+
+def test_novapod_validate_refuses_an_unlisted_version_with_status_2(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    text = DEFAULT_CONFIG.read_text().replace(
+        'kubernetes_version: "1.34"', 'kubernetes_version: "1.35"'
+    )
+    path = tmp_path / "k8s-1.35.yaml"
+    path.write_text(text)
+    result = subprocess.run(
+        [sys.executable, "-m", "novapod.cli", "validate", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"{path}: eks.kubernetes_version: 1.35 is not a Kubernetes version SageMaker "
+        f"HyperPod lists for EKS clusters (1.28 to 1.34 on {HYPERPOD_PREREQUISITES}, read "
+        "2026-12-02), so HyperPod may not create nodes for it; use 1.33, 1.34"
+    )
+
+
+def test_pins_for_a_version_hyperpod_does_not_list_are_refused() -> None:
+    data = eks_data()
+    data["addons"]["1.35"] = dict(data["addons"]["1.34"])
+    with pytest.raises(ValueError, match=r"add-ons pinned for 1\.35, which is not in"):
         parse_eks_facts(data)
 
 
 def test_versions_past_standard_support_warn_in_one_sentence() -> None:
     today = date(2026, 11, 30)
-    assert support_warning("1.35", today) is None
     assert support_warning("1.34", today) is None
-    assert support_warning("1.34", date(2026, 12, 2)) is not None  # the day it ends
+    assert support_warning("1.34", date(2026, 12, 2)) == (
+        "eks.kubernetes_version: 1.34 left EKS standard support on 2026-12-02; EKS charges "
+        "extended-support rates for the cluster until 2027-12-02, then upgrades it itself. "
+        f"It is the newest version SageMaker HyperPod lists ({HYPERPOD_PREREQUISITES}); "
+        "upgrade once it lists a newer one (README: Upgrading Kubernetes)."
+    )
     assert support_warning("1.33", today) == (
         "eks.kubernetes_version: 1.33 left EKS standard support on 2026-07-29; EKS charges "
         "extended-support rates for the cluster until 2027-07-29, then upgrades it itself. "
-        "Upgrade one minor version at a time towards 1.35 (README: Upgrading Kubernetes)."
+        "Upgrade one minor version at a time towards 1.34 (README: Upgrading Kubernetes)."
     )
     assert "left EKS extended support on 2026-11-26" in str(support_warning("1.31", today))
 
@@ -228,7 +292,7 @@ def test_versions_past_standard_support_warn_in_one_sentence() -> None:
 def test_pins_for_a_version_outside_the_calendar_are_refused() -> None:
     data = eks_data()
     data["supported_kubernetes_versions"].append("1.36")
-    data["addons"]["1.36"] = dict(data["addons"]["1.35"])
+    data["addons"]["1.36"] = dict(data["addons"]["1.34"])
     with pytest.raises(ValueError, match=r"support_calendar lacks 1\.36"):
         parse_eks_facts(data)
 

@@ -786,9 +786,9 @@ RIG = {"name": "rig", "training_plan": "main"}
             "does not match",
         ),
         (
-            with_cluster(None, eks={"kubernetes_version": "1.28"}),
+            with_cluster(None, eks={"kubernetes_version": "1.27"}),
             "eks.kubernetes_version",
-            "outside what HyperPod supports",
+            "1.27 is not a Kubernetes version SageMaker HyperPod lists for EKS clusters",
         ),
         (
             with_cluster(None, eks={"kubernetes_version": "1.32"}),
@@ -1402,8 +1402,17 @@ def test_a_kubernetes_version_past_standard_support_warns() -> None:
     assert warning.startswith("eks.kubernetes_version: 1.33 left EKS standard support on ")
     # Judged on the day given, not today: 1.33 was in standard support until 2026-07-29.
     assert old.warnings(today=date(2026, 7, 28)) == []
-    current = parse_config({**VALID, "eks": {"kubernetes_version": "1.35"}})
+    current = parse_config({**VALID, "eks": {"kubernetes_version": "1.34"}})
     assert current.warnings(today=date(2026, 11, 30)) == []
+
+
+def test_warnings_are_judged_on_the_day_the_config_was_validated_as_of() -> None:
+    # 1.34 left EKS standard support on 2026-12-02: a replay as of the day before (or
+    # NOVAPOD_VALIDATE_AS_OF) warns as that day's synth did, not as today's would.
+    data = {**VALID, "eks": {"kubernetes_version": "1.34"}}
+    assert parse_config(data, now=datetime(2026, 12, 1, tzinfo=UTC)).warnings() == []
+    (warning,) = parse_config(data, now=datetime(2026, 12, 2, tzinfo=UTC)).warnings()
+    assert warning.startswith("eks.kubernetes_version: 1.34 left EKS standard support on ")
 
 
 def test_validation_time_can_be_set_for_reproducible_synths(monkeypatch) -> None:

@@ -23,6 +23,7 @@ from novapod.constructs.cluster_bootstrap import pins
 from novapod.constructs.cluster_bootstrap.pins import PinsError, load_pins
 from novapod.facts import eks_facts
 from novapod.node_images import node_image_registries
+from novapod.nova import bedrock as bedrock_facts
 from novapod.nova import catalog as catalog_module
 from tests.conftest import ROOT
 
@@ -330,6 +331,7 @@ class _WithExtraLine:
         (node_image_registries, "novapod/data/node_images.yaml"),
         (pins.default_pins, "novapod/data/hyperpod_dependencies.yaml"),
         (catalog_module.catalog, "novapod/nova/catalog.yaml"),
+        (bedrock_facts.on_demand, "novapod/data/bedrock.yaml"),
     ],
     ids=lambda value: value if isinstance(value, str) else value.__name__,
 )

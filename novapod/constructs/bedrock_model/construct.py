@@ -367,17 +367,14 @@ class BedrockModels(Construct):
         output_prefix = (
             f"s3://{self._importer.artifacts_bucket.bucket_name}/{outputs_prefix}{model.job}/"
         )
-        properties: dict[str, object] = {
-            "ModelName": model.name,
-            "OutputPrefix": output_prefix,
-            "RoleArn": self._importer.import_role.role_arn,
-            "Deployment": model.deployment or "none",
-            "Tags": [{"Key": k, "Value": v} for k, v in sorted(tags.items())],
-            "RetainOnDelete": "true" if model.retain else "false",
-            "WaitTimeoutSeconds": str(WAIT_TIMEOUT_SECONDS),
-            "LedgerTable": self._importer.ledger_table,
-            "Environment": self._importer.environment,
-        }
+        properties = model_properties(
+            model,
+            output_prefix=output_prefix,
+            role_arn=self._importer.import_role.role_arn,
+            ledger_table=self._importer.ledger_table,
+            environment=self._importer.environment,
+            tags=tags,
+        )
         # No KmsKeyArn: Bedrock then encrypts the model with an AWS-owned key. Using the
         # storage key would need Bedrock grants in that key's policy
         # (docs.aws.amazon.com/bedrock/latest/userguide/encryption-import-model.html),
@@ -400,7 +397,8 @@ class BedrockModels(Construct):
             f"Model-{model.name}-Arn",
             value=resource.get_att_string("ModelArn"),
             description=f"ARN of Bedrock custom model {model.name} (bedrock_models), imported "
-            f"from job {model.job}'s newest checkpoint.",
+            f"from job {model.job}'s newest checkpoint; until the job has one, 'none yet: "
+            "waiting for a checkpoint' (then change refresh and deploy).",
         )
         if model.deployment == "on-demand":
             CfnOutput(
@@ -408,7 +406,7 @@ class BedrockModels(Construct):
                 f"Model-{model.name}-DeploymentArn",
                 value=resource.get_att_string("DeploymentArn"),
                 description=f"On-demand deployment of Bedrock model {model.name}: the modelId "
-                "of inference calls.",
+                "of inference calls ('none yet' while the model waits for a checkpoint).",
             )
         return resource
 
@@ -427,6 +425,37 @@ class BedrockModels(Construct):
             description="Log group of the wait for the Bedrock models (and deployments) to "
             "become Active, one line per poll.",
         )
+
+
+def model_properties(
+    model: BedrockModel,
+    *,
+    output_prefix: str,
+    role_arn: str,
+    ledger_table: str,
+    environment: str,
+    tags: Mapping[str, str],
+) -> dict[str, object]:
+    """The custom resource's properties (handler/decisions.py documents each)."""
+    properties: dict[str, object] = {
+        "ModelName": model.name,
+        "OutputPrefix": output_prefix,
+        "RoleArn": role_arn,
+        "Deployment": model.deployment or "none",
+        "Tags": [{"Key": k, "Value": v} for k, v in sorted(tags.items())],
+        "RetainOnDelete": "true" if model.retain else "false",
+        "WaitTimeoutSeconds": str(WAIT_TIMEOUT_SECONDS),
+        "LedgerTable": ledger_table,
+        "Environment": environment,
+    }
+    # A deploy with no property changed sends the resource no event (CloudFormation sends
+    # Update only for changed properties: docs.aws.amazon.com/AWSCloudFormation/latest/
+    # UserGuide/crpg-ref-requesttypes-update.html). A new `refresh` is how the user has the
+    # handler read the job's newest run again: the import after a deploy that found none,
+    # or a newer run's. Left out at 0, so templates from before it are unchanged.
+    if model.refresh:
+        properties["Refresh"] = str(model.refresh)
+    return properties
 
 
 def bedrock_import(

@@ -24,10 +24,23 @@ Resource properties (CloudFormation passes scalars as strings):
   environment whose items the import and the deployment are claimed in; without them
   (a resource from before the ledger) an existing model is only adopted, nothing is
   imported or deployed, and a Delete still deletes.
+- `Refresh` (optional, ignored by the handler): the config's `refresh`. CloudFormation
+  sends an Update only when a property changed
+  (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/crpg-ref-requesttypes-update.html),
+  so a new value is how a deploy with nothing else changed reads the job's newest
+  checkpoint again: the first import after waiting, or a newer run's. A lower value on a
+  waiting resource (CloudFormation rolling back a failed import) reads nothing.
 
 Attributes (`Data`, all strings): ModelArn, ModelName (the Bedrock name), CheckpointUri,
 DeploymentArn ("" without a deployment), Status ("Active").
 The physical ID is the model's ARN.
+
+A job with no finished run yet (no manifest under OutputPrefix) is not a failure: the
+resource succeeds as `WaitingForCheckpoint` (`waiting_id` as its physical ID, the
+placeholder `waiting_value` as ModelArn and, with a deployment, DeploymentArn; nothing
+imported, nothing to delete), so the first deploy of a config that names a job not run
+yet does not roll its stack back. The Update that finds a checkpoint imports it and the
+model's ARN replaces the placeholder ID.
 """
 
 from __future__ import annotations
@@ -42,6 +55,10 @@ from typing import Any, Literal
 
 Deployment = Literal["on-demand", "none"]
 Verdict = Literal["ready", "pending"]
+
+# The Status of a model whose job has no finished run yet, and its physical ID's prefix.
+WAITING = "WaitingForCheckpoint"
+WAITING_ID_PREFIX = "novapod:waiting-for-checkpoint:"
 
 DEFAULT_WAIT_TIMEOUT_SECONDS = 3000
 # The Provider's total timeout is at most one hour (CDK custom_resources.Provider,
@@ -322,11 +339,80 @@ def job_of(props: ModelProperties) -> str:
     return props.output_prefix.rstrip("/").rsplit("/", 1)[-1]
 
 
-def no_manifest_message(props: ModelProperties) -> str:
-    job = job_of(props)
+def waiting_id(props: ModelProperties) -> str:
+    """The physical ID while the job has no finished run: the same for every event of the
+    resource (its base name and the job's output prefix), so an Update that still finds
+    no run is no replacement, and never a model ARN, so a Delete deletes nothing."""
+    return f"{WAITING_ID_PREFIX}{props.model_name}:{props.output_prefix}"
+
+
+def is_waiting_id(value: str) -> bool:
+    return value.startswith(WAITING_ID_PREFIX)
+
+
+def waiting_value(props: ModelProperties) -> str:
+    """What ModelArn (and DeploymentArn) say while waiting: the stack's outputs show it."""
     return (
-        f"job {job} has no finished run (no manifest.json under {props.output_prefix}); run "
-        f"it before deploying Bedrock model {props.model_name}"
+        f"none yet: waiting for a checkpoint of job {job_of(props)}; after a run finishes, "
+        "change refresh in its nova.bedrock_models entry and deploy"
+    )
+
+
+def waiting_message(props: ModelProperties) -> str:
+    return (
+        f"job {job_of(props)} has no finished run yet (no manifest.json under "
+        f"{props.output_prefix}), so Bedrock model {props.model_name} is waiting for a "
+        "checkpoint and nothing was imported; after a run finishes, set refresh in its "
+        "nova.bedrock_models entry to a new number and deploy again to import it"
+    )
+
+
+def waiting_data(props: ModelProperties) -> dict[str, str]:
+    placeholder = waiting_value(props)
+    return result_data(
+        model_arn=placeholder,
+        bedrock_model_name="",
+        checkpoint="",
+        deployment_arn=placeholder if props.deployment == "on-demand" else "",
+        status=WAITING,
+    )
+
+
+def refresh_of(raw: Mapping[str, Any] | None) -> int:
+    """The `Refresh` property as a number (absent, or not a whole number: 0)."""
+    value = (raw or {}).get("Refresh")
+    try:
+        return int(str(value)) if value not in (None, "") else 0
+    except ValueError:
+        return 0
+
+
+def refresh_lowered(event: Mapping[str, Any]) -> bool:
+    """An Update whose Refresh went down: what CloudFormation sends when it rolls back a
+    failed Update (the old properties, the failed ones as OldResourceProperties), or an
+    edit back to a number already used. Neither asks for a new look at the job."""
+    return refresh_of(event.get("ResourceProperties")) < refresh_of(
+        event.get("OldResourceProperties")
+    )
+
+
+def still_waiting_message(props: ModelProperties, event: Mapping[str, Any]) -> str:
+    return (
+        f"Refresh went down from {refresh_of(event.get('OldResourceProperties'))} to "
+        f"{refresh_of(event.get('ResourceProperties'))} (CloudFormation rolling back a "
+        f"failed import, or an edit), so Bedrock model {props.model_name} stays waiting for "
+        "a checkpoint and nothing was read or imported; set refresh to a number above "
+        "every one used before to import"
+    )
+
+
+def no_manifest_after_import_message(props: ModelProperties, model_arn: str) -> str:
+    """An Update of an imported model finds no run: the model is kept, nothing changes."""
+    return (
+        f"job {job_of(props)} has no finished run (no manifest.json under "
+        f"{props.output_prefix}), though Bedrock model {props.model_name} was imported "
+        f"from it ({model_arn}, kept as it is); restore the job's outputs or run it again, "
+        "then deploy"
     )
 
 

@@ -13,6 +13,12 @@ on_event first asks the ledger whether this CloudFormation request was delivered
 (then it imports the checkpoint that delivery chose, never a newer one), else reads the
 job's newest manifest for the checkpoint; it looks the model up by name and adopts a
 model the ledger or its source tag shows it imported, and only then claims and calls.
+A job with no manifest yet is no failure: nothing is claimed or called, the resource
+succeeds as waiting for a checkpoint under a stable placeholder ID (decisions.waiting_id)
+and is_complete answers at once; the Update that finds a checkpoint (a new `Refresh`)
+imports it as above. An Update of a waiting resource whose Refresh went down (the
+rollback of a failed import) stays waiting and reads nothing. An imported model whose
+job shows no run any more fails the Update and is kept.
 is_complete waits for Active, then claims, creates or adopts the deployment and waits
 for it; past WaitTimeoutSeconds it fails with a sentence, and the next deploy adopts the
 model and resumes waiting. Delete deletes (unless retained) and moves the ledger item to
@@ -325,6 +331,16 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     if request_type == "Delete":
         return _delete(event)
     props = decisions.parse_properties(event["ResourceProperties"])
+    old_id = str(event.get("PhysicalResourceId") or "")
+    if (
+        request_type == "Update"
+        and decisions.is_waiting_id(old_id)
+        and decisions.refresh_lowered(event)
+    ):
+        # The rollback of a failed first import returns to waiting rather than try the
+        # import again (which a refused call would fail again, and the rollback with it).
+        _log("waiting", decisions.still_waiting_message(props, event), physical_id=old_id)
+        return {"PhysicalResourceId": old_id, "Data": decisions.waiting_data(props)}
     request_id = str(event.get("RequestId") or "")
     book = _ledger(props)
     pin = _pinned(book, props, request_id) if book is not None else None
@@ -339,7 +355,10 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
             purchase=pin.key,
         )
     else:
-        checkpoint, manifest_at = _checkpoint(props)
+        found = _checkpoint(props)
+        if found is None:
+            return _waiting(event, props)
+        checkpoint, manifest_at = found
     name = decisions.model_name(props, checkpoint)
     _log(
         "start",
@@ -355,10 +374,17 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         arn = _adopt_without_ledger(bedrock, target)
     else:
         arn, target = _Importer(bedrock, book, props, request_id).run(target)
-    if request_type == "Update" and arn != event.get("PhysicalResourceId"):
+    if request_type == "Update" and decisions.is_waiting_id(old_id):
+        _log(
+            "imported-after-waiting",
+            f"job {decisions.job_of(props)} has a checkpoint now: Bedrock model "
+            f"{target.name} replaces the placeholder {old_id} (nothing to delete there)",
+            model_arn=arn,
+        )
+    elif request_type == "Update" and arn != old_id:
         _log(
             "replace",
-            f"Bedrock model {target.name} replaces {event.get('PhysicalResourceId')}; "
+            f"Bedrock model {target.name} replaces {old_id}; "
             "CloudFormation deletes the old one unless RetainOnDelete keeps it",
             model_arn=arn,
         )
@@ -369,14 +395,34 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     }
 
 
-def _checkpoint(props: ModelProperties) -> tuple[str, str]:
-    """The newest run's checkpoint and when its manifest was written."""
+def _waiting(event: Mapping[str, Any], props: ModelProperties) -> dict[str, Any]:
+    """No finished run yet: succeed as waiting (no claim, no Bedrock call), unless the
+    resource holds an imported model, which an Update must not replace by a placeholder."""
+    old_id = str(event.get("PhysicalResourceId") or "")
+    if event["RequestType"] == "Update" and decisions.is_model_arn(old_id):
+        message = decisions.no_manifest_after_import_message(props, old_id)
+        _log("refuse", message, model_arn=old_id)
+        raise BedrockModelError(message)
+    physical_id = decisions.waiting_id(props)
+    _log(
+        "waiting",
+        decisions.waiting_message(props),
+        request_type=event["RequestType"],
+        physical_id=physical_id,
+        status=decisions.WAITING,
+    )
+    return {"PhysicalResourceId": physical_id, "Data": decisions.waiting_data(props)}
+
+
+def _checkpoint(props: ModelProperties) -> tuple[str, str] | None:
+    """The newest run's checkpoint and when its manifest was written; None when the job
+    has no finished run yet (no manifest under its output prefix)."""
     s3 = _client("s3")
     found = _aws(
         f"listing {props.output_prefix}", lambda: manifest.newest_manifest(s3, props.output_prefix)
     )
     if found is None:
-        raise BedrockModelError(decisions.no_manifest_message(props))
+        return None
     reading = _aws(f"reading {found.uri}", lambda: manifest.read_manifest(s3, found))
     if not reading.has_manifest:
         raise BedrockModelError(decisions.no_manifest_in_archive_message(props, reading.where))
@@ -872,6 +918,13 @@ def _fail_import(book: ledger.Ledger, entry: ledger.Entry, model: Mapping[str, A
 def _delete(event: Mapping[str, Any]) -> dict[str, Any]:
     arn = str(event.get("PhysicalResourceId", ""))
     raw = event.get("ResourceProperties", {})
+    if decisions.is_waiting_id(arn):
+        _log(
+            "delete",
+            f"{arn} was waiting for a checkpoint: nothing was imported, nothing to delete",
+            physical_id=arn,
+        )
+        return {"PhysicalResourceId": arn}
     if not decisions.is_model_arn(arn):
         _log("delete", f"{arn} is not a Bedrock model ARN; nothing to delete", model_arn=arn)
         return {"PhysicalResourceId": arn}
@@ -1016,6 +1069,10 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         return {"IsComplete": True}
     props = decisions.parse_properties(event["ResourceProperties"])
     arn = str(event["PhysicalResourceId"])
+    if decisions.is_waiting_id(arn):
+        # on_event found no run and called nothing: there is nothing to wait for.
+        _log("ready", decisions.waiting_message(props), physical_id=arn, status=decisions.WAITING)
+        return {"IsComplete": True, "Data": decisions.waiting_data(props)}
     data = dict(event.get("Data") or {})
     name, checkpoint = str(data.get("ModelName", "")), str(data.get("CheckpointUri", ""))
     since = decisions.as_utc(event.get(WAIT_STARTED_AT)) or _now()
