@@ -19,8 +19,8 @@ launcher/nova/launchers.py): every override-parameters key is a Hydra override o
 launcher's root config, so recipe fields sit under `recipes.`; a key the recipe lacks
 needs a `+` prefix; JSON null arrives as the string "None" (never sent); the image is
 only ever the `container` key (no default); the label selector is accepted only as the
-`--label-selector` flag in Hydra dict syntax, and the launcher merges it with the
-instance-type and Restricted requirements.
+`--label-selector` flag in Hydra dict syntax (values quoted, see `label_selector`), and
+the launcher merges it with the instance-type and Restricted requirements.
 """
 
 from __future__ import annotations
@@ -50,9 +50,6 @@ PLACEHOLDERS: tuple[str, ...] = (
 )
 DEFAULT_NAMESPACE = "kubeflow"  # where the Nova SDK and guides put jobs (reference §9)
 GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
-# Recipes whose run block has validation_data_s3_path (Nova 2 CPT and SFT); for the
-# others the launcher needs `+` to add it.
-_HAS_VALIDATION_KEY = frozenset({("cpt", 2), ("sft-lora", 2), ("sft-full", 2)})
 
 
 def checkpoint_placeholder(job: str) -> str:
@@ -162,12 +159,17 @@ def _run(config: NovapodConfig, job: Job, variant: Variant, model_type: str) -> 
     if job.evaluation is not None:
         train = job.evaluation.dataset
     run["data_s3_path"] = data_uri(train) if train else ""
-    if job.data is not None and job.data.validation is not None:
+    # Only recipes with the key take validation data (validation refuses it elsewhere).
+    if variant.validation_data and job.data is not None and job.data.validation is not None:
         run["validation_data_s3_path"] = data_uri(job.data.validation)
     run["output_s3_path"] = output_uri(config, job)
     run["mlflow_tracking_uri"] = MLFLOW_ARN if job.mlflow else ""
-    run["mlflow_experiment_name"] = f"novapod-{config.name}" if job.mlflow else ""
-    run["mlflow_run_name"] = job.name if job.mlflow else ""
+    # The training recipes say of both names "Optional for MLFlow. Note: leave this field
+    # non-empty" (e.g. training/nova/nova_1_0/nova_micro/CPT/nova_micro_1_0_p5x8_gpu_pretrain);
+    # the evaluation recipes default them to "" without that note.
+    named = job.mlflow or job.technique != "evaluation"
+    run["mlflow_experiment_name"] = f"novapod-{config.name}" if named else ""
+    run["mlflow_run_name"] = job.name if named else ""
     return run
 
 
@@ -178,6 +180,25 @@ def model_source(job: Job) -> str:
     if job.from_ and job.from_.startswith("s3://"):
         return job.from_
     return catalog().model(job.model).base
+
+
+def label_selector(group: str) -> str:
+    """The `--label-selector` value pinning a job to its restricted group, with the group
+    name quoted so it stays a string all the way to the node affinity.
+
+    The HyperPod CLI passes the flag on as the Hydra override `+cluster.label_selector=<it>`
+    (aws/sagemaker-hyperpod-cli@abcdc77b src/hyperpod_cli/commands/job.py,
+    start_training_job). Hydra's override grammar reads an unquoted element by its look:
+    `1e5` a float, `123` an int, `true` a bool, `null` None (hydra-core 1.3.2, the version
+    aws/sagemaker-hyperpod-recipes@263199555b2e requirements.txt pins). The Nova launcher
+    merges the dict into the chart's values and writes them with OmegaConf.save
+    (launcher/nova/launchers.py _get_label_selectors, _write_value_template), and the
+    chart renders each value with `quote` into the nodeAffinity `In` list
+    (launcher/nova/k8s_templates/SFT/training.yaml): a float prints as "100000", not the
+    node label "1e5", so the pods never schedule. A quoted Hydra string stays a string,
+    and OmegaConf's YAML writer quotes it again where YAML would read it otherwise
+    ('1e5'). Group names are DNS labels (config/jobs.py GroupName): no quote inside."""
+    return f"{{required: {{{GROUP_LABEL}: ['{group}']}}}}"
 
 
 def launch_spec(
@@ -206,7 +227,7 @@ def launch_spec(
         # Pin the job to its own restricted group: a cluster may have several groups of
         # one instance type (each on its own plan), and the launcher only adds the
         # type and the Restricted label by itself.
-        selector = f"{{required: {{{GROUP_LABEL}: [{job.instance_group}]}}}}"
+        selector = label_selector(job.instance_group)
         start += ["--label-selector", selector]
     connect = [
         "hyperpod", "connect-cluster", "--cluster-name", CLUSTER_NAME,
@@ -230,14 +251,12 @@ def _overrides(
     job: Job, instance_type: str, recipe: Mapping[str, Any], image: str
 ) -> dict[str, Any]:
     run = recipe["run"]
-    generation = catalog().model(job.model).generation
     out: dict[str, Any] = {"container": image, "instance_type": instance_type}
-    for key in ("name", "model_name_or_path", "data_s3_path", "output_s3_path"):
+    # validation_data_s3_path is rendered only for recipes that have the key (no `+`).
+    keys = ("name", "model_name_or_path", "data_s3_path", "validation_data_s3_path")
+    for key in (*keys, "output_s3_path"):
         if run.get(key):
             out[f"recipes.run.{key}"] = run[key]
-    if "validation_data_s3_path" in run:
-        plus = "" if (job.technique, generation) in _HAS_VALIDATION_KEY else "+"
-        out[f"{plus}recipes.run.validation_data_s3_path"] = run["validation_data_s3_path"]
     if "replicas" in run and job.technique != "evaluation":
         out["recipes.run.replicas"] = run["replicas"]
     if job.reward_lambda_arn:
