@@ -251,7 +251,7 @@ def _job_on_group(
     problem = replicas_problem(job, variant.allowed_replicas, on)
     if problem:
         yield _at(f"{where}.replicas", problem, root=True)
-    problem = max_length_problem(job, variant.max_length, on)
+    problem = max_length_problem(job, variant.max_length, on, variant.max_length_multiple)
     if problem:
         yield _at(f"{where}.hyperparameters.max_length", problem, root=True)
     problem = batch_size_problem(job, variant.global_batch_sizes, on)

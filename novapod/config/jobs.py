@@ -60,7 +60,13 @@ class JobData(_Model):
     """Where a job reads its data: keys in the data bucket or s3:// URIs."""
 
     train: S3Location = Field(description="Training data (JSONL): a data-bucket key or s3:// URI.")
-    validation: S3Location | None = Field(None, description="Validation data, same form; optional.")
+    validation: S3Location | None = Field(
+        None,
+        description=(
+            "Validation data, same form; optional, and only for the recipes that take it "
+            "(Nova 2 Lite cpt, sft-lora, sft-full)."
+        ),
+    )
 
 
 class Evaluation(_Model):
@@ -192,6 +198,15 @@ def job_problems(job: Job) -> Iterator[_FieldError]:
         yield _at("evaluation", f"only evaluation jobs take it; remove it from this {display} job")
     if job.technique in TRAINS_FROM_DATA and job.data is None:
         yield _at("data", f"{display} trains from data; set data.train to a key or s3:// URI")
+    if job.data is not None and job.data.validation is not None and not variants[0].validation_data:
+        # Only recipes whose run block has validation_data_s3_path read it (catalog.yaml
+        # validation_data); Hydra would add the key to the others, which ignore it.
+        takers = ", ".join(nova.validation_data_recipes())
+        yield _at(
+            "data.validation",
+            f"the {display} recipe takes no validation data (only {takers} do); "
+            "remove data.validation",
+        )
     if job.technique.startswith("rft-") and job.reward_lambda_arn is None:
         yield _at(
             "reward_lambda_arn",
@@ -235,16 +250,29 @@ def replicas_problem(job: Job, allowed: tuple[int, ...], on: str) -> str | None:
     return f"{display} {job.technique} on {on} runs on {values} replicas; use one of them"
 
 
-def max_length_problem(job: Job, limit: int | None, on: str) -> str | None:
-    """Why hyperparameters.max_length is refused on a variant (limit: its longest)."""
+def max_length_problem(
+    job: Job, limit: int | None, on: str, multiple: int | None = None
+) -> str | None:
+    """Why hyperparameters.max_length is refused on a variant (limit: its longest;
+    multiple: the step the recipe wants it in)."""
     value = job.hyperparameters.get("max_length")
-    if value is None or limit is None or value <= limit:
+    if value is None:
         return None
     display = catalog().models[job.model].display_name
-    return (
-        f"{display} {job.technique} on {on} takes sequences up to {limit} tokens, not "
-        f"{_number(value)}; set max_length to {limit} or less"
-    )
+    if limit is not None and value > limit:
+        return (
+            f"{display} {job.technique} on {on} takes sequences up to {limit} tokens, not "
+            f"{_number(value)}; set max_length to {limit} or less"
+        )
+    if multiple is not None and value % multiple:
+        below = int(value) // multiple * multiple
+        choices = [n for n in (below, below + multiple) if n >= multiple and n <= (limit or n)]
+        return (
+            f"{display} {job.technique} on {on} takes sequence lengths in multiples of "
+            f"{multiple}, not {_number(value)}; set max_length to "
+            f"{' or '.join(map(str, choices))}"
+        )
+    return None
 
 
 def batch_size_problem(job: Job, allowed: tuple[int, ...] | None, on: str) -> str | None:

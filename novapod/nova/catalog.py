@@ -87,6 +87,8 @@ class Variant:
     allowed_replicas: tuple[int, ...]
     max_length: int | None
     global_batch_sizes: tuple[int, ...] | None
+    max_length_multiple: int | None = None  # the recipe wants a multiple of this
+    validation_data: bool = False  # the run block has validation_data_s3_path
     roles: Mapping[str, int] | None = field(default=None, hash=False, compare=False)
     generation_replicas: int | None = None
     rollout_worker_replicas: int | None = None
@@ -187,6 +189,14 @@ class Catalog:
             f"{self.models[model].display_name} {technique} has no recipe for {instance_type}; "
             f"use a group of {', '.join(types)}"
         )
+
+    def validation_data_recipes(self) -> list[str]:
+        """Every (model, technique) whose recipes take validation data, as display text."""
+        return [
+            f"{self.models[model].display_name} {technique}"
+            for (model, technique), found in self.variants.items()
+            if found[0].validation_data
+        ]
 
     def hyperparameters(self, model: str, technique: str) -> Mapping[str, Hyperparameter]:
         """Every hyperparameter a job of (model, technique) may set."""
@@ -305,6 +315,9 @@ def parse_catalog(data: Any) -> Catalog:
             )
     for (model, technique), found in variants.items():
         _check_instance_types(model, technique, found)
+        if len({v.validation_data for v in found}) > 1:
+            # Job validation refuses data.validation per (model, technique).
+            raise ValueError(f"{_DATA_FILE}: {model} {technique}: validation_data differs")
     return Catalog(
         source=str(data["source"]),
         plan_families=tuple(str(f) for f in data["training_plan_instance_families"]),
@@ -416,6 +429,8 @@ def _variant(model: str, technique: str, entry: Mapping[str, Any]) -> Variant:
         allowed_replicas=allowed,
         max_length=None if max_length is None else int(max_length),
         global_batch_sizes=None if gbs is None else tuple(int(g) for g in gbs),
+        max_length_multiple=_opt_int(entry.get("max_length_multiple")),
+        validation_data=bool(entry.get("validation_data", False)),
         roles=role_map,
         generation_replicas=_opt_int(entry.get("generation_replicas")),
         rollout_worker_replicas=_opt_int(entry.get("rollout_worker_replicas")),

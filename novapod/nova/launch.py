@@ -176,9 +176,11 @@ def _substitute_json(value: Any, values: Mapping[str, str]) -> Any:
 
 # The layouts and the search (MANIFEST, ARCHIVE, list_runs_objects, newest) live in
 # the BedrockModel handler's `manifest` module: its Lambda asset can import nothing else.
-# Evaluations: `<run>/eval-result/results_<timestamp>.json` (AWS docs,
-# sagemaker/latest/dg/customize-fine-tune-evaluate-access-results).
-RESULTS = re.compile(r"^(?P<run>[^/]+)/eval-result/results_[^/]*\.json$")
+# Evaluations: `<run>/eval-result/results_<timestamp>.json`, which the same AWS page also
+# names `result-<timestamp>.json`: its tree shows results_[timestamp].json, its text
+# s3://output_path/job_name/eval-result/result-timestamp.json. Both are read.
+# https://docs.aws.amazon.com/nova/latest/userguide/customize-fine-tune-evaluate-access-results.html
+RESULTS = re.compile(r"^(?P<run>[^/]+)/eval-result/(?:results_|result-)[^/]*\.json$")
 
 
 def latest_checkpoint(s3: Any, job: str, output: str) -> Checkpoint:

@@ -22,7 +22,7 @@ and a key it has must not have one: which keys each recipe has comes from the up
 facts (novapod/data/nova_upstream.yaml, its key paths at the pinned commit); JSON null
 arrives as the string "None" (never sent); the image is only ever the `container` key
 (no default); the label selector is accepted only as the `--label-selector` flag in
-Hydra dict syntax, and the launcher merges it with the instance-type and Restricted
+Hydra dict syntax (values quoted, see `label_selector`), and the launcher merges it with the instance-type and Restricted
 requirements.
 """
 
@@ -163,12 +163,17 @@ def _run(config: NovapodConfig, job: Job, variant: Variant, model_type: str) -> 
     if job.evaluation is not None:
         train = job.evaluation.dataset
     run["data_s3_path"] = data_uri(train) if train else ""
-    if job.data is not None and job.data.validation is not None:
+    # Only recipes with the key take validation data (validation refuses it elsewhere).
+    if variant.validation_data and job.data is not None and job.data.validation is not None:
         run["validation_data_s3_path"] = data_uri(job.data.validation)
     run["output_s3_path"] = output_uri(config, job)
     run["mlflow_tracking_uri"] = MLFLOW_ARN if job.mlflow else ""
-    run["mlflow_experiment_name"] = f"novapod-{config.name}" if job.mlflow else ""
-    run["mlflow_run_name"] = job.name if job.mlflow else ""
+    # The training recipes say of both names "Optional for MLFlow. Note: leave this field
+    # non-empty" (e.g. training/nova/nova_1_0/nova_micro/CPT/nova_micro_1_0_p5x8_gpu_pretrain);
+    # the evaluation recipes default them to "" without that note.
+    named = job.mlflow or job.technique != "evaluation"
+    run["mlflow_experiment_name"] = f"novapod-{config.name}" if named else ""
+    run["mlflow_run_name"] = job.name if named else ""
     return run
 
 
@@ -179,6 +184,25 @@ def model_source(job: Job) -> str:
     if job.from_ and job.from_.startswith("s3://"):
         return job.from_
     return catalog().model(job.model).base
+
+
+def label_selector(group: str) -> str:
+    """The `--label-selector` value pinning a job to its restricted group, with the group
+    name quoted so it stays a string all the way to the node affinity.
+
+    The HyperPod CLI passes the flag on as the Hydra override `+cluster.label_selector=<it>`
+    (aws/sagemaker-hyperpod-cli@abcdc77b src/hyperpod_cli/commands/job.py,
+    start_training_job). Hydra's override grammar reads an unquoted element by its look:
+    `1e5` a float, `123` an int, `true` a bool, `null` None (hydra-core 1.3.2, the version
+    aws/sagemaker-hyperpod-recipes@263199555b2e requirements.txt pins). The Nova launcher
+    merges the dict into the chart's values and writes them with OmegaConf.save
+    (launcher/nova/launchers.py _get_label_selectors, _write_value_template), and the
+    chart renders each value with `quote` into the nodeAffinity `In` list
+    (launcher/nova/k8s_templates/SFT/training.yaml): a float prints as "100000", not the
+    node label "1e5", so the pods never schedule. A quoted Hydra string stays a string,
+    and OmegaConf's YAML writer quotes it again where YAML would read it otherwise
+    ('1e5'). Group names are DNS labels (config/jobs.py GroupName): no quote inside."""
+    return f"{{required: {{{GROUP_LABEL}: ['{group}']}}}}"
 
 
 def launch_spec(
@@ -207,7 +231,7 @@ def launch_spec(
         # Pin the job to its own restricted group: a cluster may have several groups of
         # one instance type (each on its own plan), and the launcher only adds the
         # type and the Restricted label by itself.
-        selector = f"{{required: {{{GROUP_LABEL}: [{job.instance_group}]}}}}"
+        selector = label_selector(job.instance_group)
         start += ["--label-selector", selector]
     connect = [
         "hyperpod", "connect-cluster", "--cluster-name", CLUSTER_NAME,
@@ -232,11 +256,11 @@ def _overrides(
 ) -> dict[str, Any]:
     run = recipe["run"]
     out: dict[str, Any] = {"container": image, "instance_type": instance_type}
-    for key in ("name", "model_name_or_path", "data_s3_path", "output_s3_path"):
+    # validation_data_s3_path is rendered only for recipes that have the key (no `+`).
+    keys = ("name", "model_name_or_path", "data_s3_path", "validation_data_s3_path")
+    for key in (*keys, "output_s3_path"):
         if run.get(key):
             out[f"recipes.run.{key}"] = run[key]
-    if "validation_data_s3_path" in run:
-        out["recipes.run.validation_data_s3_path"] = run["validation_data_s3_path"]
     if "replicas" in run and job.technique != "evaluation":
         out["recipes.run.replicas"] = run["replicas"]
     if job.reward_lambda_arn:
@@ -262,8 +286,8 @@ def _overrides(
 
 def new_keys_marked(overrides: Mapping[str, Any], recipe: str) -> dict[str, Any]:
     """The overrides with `+` before each recipe key the upstream recipe does not have
-    (Nova 1 llm_judge has no inference.max_new_tokens, most recipes no
-    run.validation_data_s3_path), so Hydra adds it instead of refusing the override."""
+    (Nova 1 llm_judge has no inference.max_new_tokens), so Hydra adds it instead of
+    refusing the override."""
     keys = upstream_facts().recipe(recipe).keys
     marked = {
         f"+{key}"

@@ -1,7 +1,7 @@
-"""Evaluation results: each evaluation job's newest `results_*.json`, one table per task.
+"""Evaluation results: each evaluation job's newest results file, one table per task.
 
-An evaluation's run writes `<output>/<run>/eval-result/results_<timestamp>.json`
-(AWS docs, sagemaker/latest/dg/customize-fine-tune-evaluate-access-results). Its
+An evaluation's run writes `<output>/<run>/eval-result/results_<timestamp>.json`, which
+the AWS docs also call `result-<timestamp>.json` (both are read, see launch.RESULTS). Its
 `results` object holds the metrics: benchmarks under `all`, gen_qa and custom scorers
 under a task key such as `custom|gen_qa_gen_qa|0`, each metric with a `*_stderr`
 sibling that is left out, as the SageMaker Python SDK does

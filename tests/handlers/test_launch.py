@@ -38,13 +38,12 @@ CONNECT = [
     "hyperpod", "connect-cluster", "--cluster-name", CLUSTER,
     "--region", "us-east-1", "--namespace", "nova-jobs",
 ]  # fmt: skip
-SELECTOR = "{required: {sagemaker.amazonaws.com/instance-group-name: [nova-lite]}}"
+SELECTOR = "{required: {sagemaker.amazonaws.com/instance-group-name: ['nova-lite']}}"
 SFT_RECIPE = "fine-tuning/nova/nova_1_0/nova_lite/SFT/nova_lite_1_0_p5_p4d_gpu_lora_sft"
 EVAL_RECIPE = (
     "evaluation/nova/nova_1_0/nova_lite/nova_lite_1_0_p5_48xl_gpu_bring_your_own_dataset_eval"
 )
 SFT_OVERRIDES = {
-    "+recipes.run.validation_data_s3_path": f"s3://{DATA}/sft/validation.jsonl",
     "container": "708977205387.dkr.ecr.us-east-1.amazonaws.com/nova-fine-tune-repo:SM-HP-SFT-latest",
     "instance_type": "ml.p5.48xlarge",
     "recipes.run.data_s3_path": f"s3://{DATA}/sft/train.jsonl",
@@ -105,10 +104,13 @@ def test_prints_the_commands_with_the_deployed_names(plane, tmp_path, capsys) ->
     )
     assert lines[1].startswith(
         f"hyperpod start-job --namespace nova-jobs --recipe {SFT_RECIPE} --override-parameters "
-        """'{"+recipes.run.validation_data_s3_path":"s3://novapod-nova-lite-data-111122223333"""
-        """/sft/validation.jsonl","container":"""
+        """'{"container":"708977205387.dkr.ecr.us-east-1.amazonaws.com/"""
     )
-    assert lines[1].endswith(f"}}' --label-selector '{SELECTOR}'")
+    # shlex quoting of the selector's own single quotes.
+    assert lines[1].endswith(
+        "}' --label-selector '{required: {sagemaker.amazonaws.com/instance-group-name: "
+        """['"'"'nova-lite'"'"']}}'"""
+    )
     connect, start = printed_commands(out)
     assert connect == CONNECT
     assert overrides_of(start) == SFT_OVERRIDES

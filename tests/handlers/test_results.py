@@ -1,4 +1,4 @@
-"""`novapod results CONFIG [--json]`: each evaluation's newest results_*.json from the fake
+"""`novapod results CONFIG [--json]`: each evaluation's newest results file from the fake
 S3, one table per task with the base model and the tuned job side by side."""
 
 from __future__ import annotations
@@ -128,6 +128,38 @@ def test_a_job_without_results_is_named(plane, tmp_path, capsys) -> None:
     assert json.loads(capsys.readouterr().out)["missing"] == [
         {"job": "eval", "reason": "job eval has no results yet (not run or not finished)"}
     ]
+
+
+def test_results_named_result_dash_timestamp_are_found_too(plane, tmp_path, capsys) -> None:
+    # The AWS page names the file both ways: results_[timestamp].json in its tree and
+    # eval-result/result-timestamp.json in its text (nova/latest/userguide/
+    # customize-fine-tune-evaluate-access-results). Either is the run's result; the newer
+    # object counts.
+    plane.put_object(
+        ARTIFACTS,
+        output_key("eval-base", "eval-base-b4s3x/eval-result/result-2027-01-10T08-00-00.json"),
+        results_file({"rouge1": 0.5}),
+        T1,
+    )
+    plane.put_object(
+        ARTIFACTS,
+        output_key("eval", "eval-zzzzz/eval-result/results_2027-01-10T09-00-00.json"),
+        results_file({"rouge1": 0.3}),
+        T2,
+    )
+    plane.put_object(
+        ARTIFACTS,
+        output_key("eval", "eval-aaaaa/eval-result/result-2027-01-12T08-00-00.json"),
+        results_file({"rouge1": 0.6}),
+        T3,
+    )
+    assert results(tmp_path) == 0
+    assert capsys.readouterr().out == (
+        "gen-qa on eval/gen_qa.jsonl\n"
+        "model      evaluation  run              rouge1\n"
+        "sft-lora   eval        eval-aaaaa       0.6000\n"
+        "base lite  eval-base   eval-base-b4s3x  0.5000\n"
+    )
 
 
 def test_no_results_at_all_is_exit_1(plane, tmp_path, capsys) -> None:

@@ -34,7 +34,6 @@ DATASETS = [
     "lite/eval/gen_qa.jsonl",
     "lite/eval/judge_pairs.jsonl",
     "lite/sft/train.jsonl",
-    "lite/sft/validation.jsonl",
     "micro/ppo/prompts.jsonl",
     "nova2/rft/prompts.jsonl",
 ]

@@ -153,6 +153,41 @@ MISTAKES = [
         ("Nova Lite dpo-lora on ml.p4d.24xlarge", "up to 16384 tokens, not 32768"),
     ),
     (
+        "sequence-not-a-multiple-of-1024",
+        # The DPO recipes: "should be between [1024, 32768] and multiple of 1024".
+        config({**SFT, "technique": "dpo-lora", "hyperparameters": {"max_length": 5000}}),
+        "jobs[0].hyperparameters.max_length",
+        ("Nova Lite dpo-lora on ml.p5.48xlarge takes sequence lengths in multiples of 1024, "
+         "not 5000; set max_length to 4096 or 5120",),
+    ),
+    (
+        "sequence-over-maximum-nova1-sft-on-p4d",
+        # 65536 is the compute tables' length on p5; p4d keeps the recipe's 32768.
+        config({**SFT, "model": "micro", "instance_group": "rig-a100",
+                "hyperparameters": {"max_length": 65536}}),
+        "jobs[0].hyperparameters.max_length",
+        ("Nova Micro sft-lora on ml.p4d.24xlarge", "up to 32768 tokens, not 65536"),
+    ),
+    (
+        "validation-data-on-nova1-sft",
+        config({**SFT, "data": {"train": "sft/train.jsonl", "validation": "sft/val.jsonl"}}),
+        "jobs[0].data.validation",
+        ("the Nova Lite sft-lora recipe takes no validation data (only Nova 2 Lite cpt, "
+         "Nova 2 Lite sft-lora, Nova 2 Lite sft-full do); remove data.validation",),
+    ),
+    (
+        "validation-data-on-ppo",
+        config({**PPO, "data": {"train": "p.jsonl", "validation": "v.jsonl"}}),
+        "jobs[0].data.validation",
+        ("the Nova Micro ppo recipe takes no validation data",),
+    ),
+    (
+        "validation-data-on-rft",
+        config({**RFT, "data": {"train": "r.jsonl", "validation": "v.jsonl"}}),
+        "jobs[0].data.validation",
+        ("the Nova 2 Lite rft-lora recipe takes no validation data",),
+    ),
+    (
         "after-unknown-job",
         config({**SFT, "after": ["prep"]}),
         "jobs[0].after[0]",
@@ -449,6 +484,35 @@ def test_the_bases_of_the_mistakes_are_valid() -> None:
     for jobs in ([SFT], [PPO], [RFT], [EVAL], [SFT, {**EVAL, "from": "job:sft"}]):
         assert isinstance(parse_config(config(*jobs)), NovapodConfig)
     assert isinstance(parse_config(no_cluster({**without(SFT, "instance_group")})), NovapodConfig)
+
+
+@pytest.mark.parametrize(
+    ("model", "technique"),
+    [("micro", "sft-lora"), ("micro", "sft-full"), ("lite", "sft-full"), ("pro", "sft-lora"),
+     ("pro", "sft-full")],
+)  # fmt: skip
+def test_nova1_sft_takes_65536_tokens_on_p5_as_the_compute_tables_run_it(
+    model: str, technique: str
+) -> None:
+    # The user guide's Nova 1 SFT rows: 65536 tokens on 2 / 4 / 6 x ml.p5.48xlarge (the
+    # recipes' 32768 is their default, not a limit). rig is 8 x p5.
+    replicas = {"micro": 2, "lite": 4, "pro": 6}[model]
+    data = config(
+        {**SFT, "model": model, "technique": technique, "replicas": replicas,
+         "hyperparameters": {"max_length": 65536}}
+    )  # fmt: skip
+    (job,) = parse_config(data).jobs
+    assert job.hyperparameters["max_length"] == 65536
+
+
+def test_validation_data_is_taken_where_the_recipe_has_the_key() -> None:
+    for technique in ("cpt", "sft-lora", "sft-full"):
+        data = config(
+            {**SFT, "model": "nova-2-lite", "technique": technique,
+             "data": {"train": "t.jsonl", "validation": "v.jsonl"}}
+        )  # fmt: skip
+        (job,) = parse_config(data).jobs
+        assert job.data is not None and job.data.validation == "v.jsonl"
 
 
 def test_a_region_without_images_is_said_once_for_all_jobs() -> None:

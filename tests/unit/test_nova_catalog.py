@@ -96,8 +96,10 @@ EXPECTED: dict[tuple[str, str], dict[str, tuple[str, int, tuple[int, ...]]]] = {
         **rows((P4D,), f"{FT1}/nova_pro/DPO/nova_pro_1_0_p4d_gpu_dpo", 12, (12, 24)),
     },
     ("pro", "ppo"): rows((P5,), f"{FT1}/nova_pro/PPO/nova_pro_1_0_p5_gpu_ppo", 6, (6,)),
+    # p5 only: the recipe's note "This recipe can run on p5.48xlarge" and
+    # nova_metadata.json nova_lite_2_0_p5x8_gpu_pretrain instance_types [ml.p5.48xlarge].
     ("nova-2-lite", "cpt"): rows(
-        (P5, P5EN), "training/nova/nova_2_0/nova_lite/CPT/nova_lite_2_0_p5x8_gpu_pretrain",
+        (P5,), "training/nova/nova_2_0/nova_lite/CPT/nova_lite_2_0_p5x8_gpu_pretrain",
         8, (4, 8, 16, 32),
     ),
     # Replicas: the recipe comment allows {1,4,8,16,32}, the template parameters
@@ -265,6 +267,50 @@ def test_every_unlisted_combination_is_refused_with_its_rule(model, technique) -
             f"{display} {technique} has no recipe for {instance_type}; use a group of "
             f"{', '.join(sorted(listed))}"
         )
+
+
+def test_nova_2_cpt_on_p5en_is_refused() -> None:
+    with pytest.raises(CatalogError) as info:
+        catalog().variant("nova-2-lite", "cpt", P5EN)
+    assert str(info.value) == (
+        "Nova 2 Lite cpt has no recipe for ml.p5en.48xlarge; use a group of ml.p5.48xlarge"
+    )
+
+
+# (model, technique) -> instance type -> (longest sequence, the multiple it must be in),
+# from the recipes' max_length comments and, for Nova 1 SFT on p5, the user guide's
+# compute tables (65536 on 2 / 4 / 6 nodes, Lite LoRA 32768).
+SEQUENCES = {
+    ("micro", "sft-lora"): {P5: (65536, None), P5EN: (32768, None), P4D: (32768, None),
+                            G12[0]: (8192, 1024), G48[1]: (8192, 1024)},
+    ("micro", "sft-full"): {P5: (65536, None), P5EN: (32768, None), P4D: (32768, None),
+                            G48[0]: (4096, 1024)},
+    ("lite", "sft-lora"): {P5: (32768, None), P5EN: (32768, None), P4D: (32768, None),
+                           G12[1]: (8192, 1024)},
+    ("lite", "sft-full"): {P5: (65536, None), P5EN: (32768, None), P4D: (32768, None)},
+    ("pro", "sft-lora"): {P5: (65536, None), P5EN: (32768, None), P4D: (32768, None)},
+    ("pro", "sft-full"): {P5: (65536, None), P5EN: (32768, None)},
+    ("micro", "dpo-lora"): {P5: (32768, 1024), P5EN: (32768, 1024), P4D: (16384, 1024)},
+    ("lite", "dpo-full"): {P5: (32768, 1024), P4D: (16384, 1024)},
+    ("pro", "dpo-full"): {P5: (32768, 1024), P4D: (16384, 1024)},
+    ("nova-2-lite", "sft-lora"): {P5: (65536, None), P4D: (65536, None)},
+    ("nova-2-lite", "cpt"): {P5: (8192, None)},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("model", "technique"), SEQUENCES, ids=str)
+def test_sequence_limits_per_instance_type(model, technique) -> None:
+    for instance_type, (longest, multiple) in SEQUENCES[(model, technique)].items():
+        found = catalog().variant(model, technique, instance_type)
+        assert (found.max_length, found.max_length_multiple) == (longest, multiple), instance_type
+
+
+def test_only_nova_2_cpt_and_sft_take_validation_data() -> None:
+    # The recipes whose run block has validation_data_s3_path (training/nova/nova_2_0/
+    # nova_lite/CPT/..., fine-tuning/nova/nova_2_0/nova_lite/SFT/...); no other does.
+    takers = {key for key, found in catalog().variants.items() if found[0].validation_data}
+    assert takers == {("nova-2-lite", "cpt"), ("nova-2-lite", "sft-lora"),
+                      ("nova-2-lite", "sft-full")}  # fmt: skip
 
 
 def test_ppo_on_p4d_is_refused() -> None:
@@ -444,6 +490,10 @@ def _mangle_twice_listed_type(doc: dict[str, Any]) -> None:
     doc["variants"]["micro"]["sft-lora"][1]["instance_types"].append("ml.p5.48xlarge")
 
 
+def _mangle_validation_data(doc: dict[str, Any]) -> None:
+    doc["variants"]["micro"]["sft-lora"][0]["validation_data"] = True
+
+
 def _mangle_shape(doc: dict[str, Any]) -> None:
     doc["techniques"]["cpt"]["hyperparameters"][1] = ["nova1-warp"]
 
@@ -461,6 +511,7 @@ def _mangle_shape(doc: dict[str, Any]) -> None:
         (_mangle_ppo_roles, "PPO roles must be exactly cm, rm, am, actor_train, actor_generation"),
         (_mangle_twice_listed_type, "catalog.yaml: micro sft-lora: ml.p5.48xlarge twice"),
         (_mangle_shape, "catalog.yaml: cpt names unknown shape 'nova1-warp'"),
+        (_mangle_validation_data, "catalog.yaml: micro sft-lora: validation_data differs"),
     ],
     ids=lambda v: getattr(v, "__name__", "message"),
 )

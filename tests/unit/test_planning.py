@@ -36,9 +36,9 @@ from novapod.planning import (
 P5 = "ml.p5.48xlarge"
 R5 = "ml.r5.24xlarge"
 
-# The user documents' compute table for node counts, and the upstream recipes for the
-# longest sequence (they allow 32768 for Nova 1 SFT where the guide says 65536: the
-# recipes are what runs), typed in again here so a typo in the catalog fails:
+# The user documents' compute table for node counts and, on p5, the longest sequence
+# (Nova 1 SFT at 65536 tokens, Lite LoRA at 32768: the recipes' 32768 is their default,
+# not a limit), typed in again here so a typo in the catalog fails:
 # (model, technique, instance type, nodes, max sequence length).
 COMPUTE_TABLE = [
     ("micro", "cpt", P5, 8, 8192),
@@ -50,12 +50,12 @@ COMPUTE_TABLE = [
     ("micro", "dpo-full", P5, 2, 32768),
     ("lite", "dpo-full", P5, 4, 32768),
     ("pro", "dpo-full", P5, 6, 32768),
-    ("micro", "sft-lora", P5, 2, 32768),
+    ("micro", "sft-lora", P5, 2, 65536),
     ("lite", "sft-lora", P5, 4, 32768),
-    ("pro", "sft-lora", P5, 6, 32768),
-    ("micro", "sft-full", P5, 2, 32768),
-    ("lite", "sft-full", P5, 4, 32768),
-    ("pro", "sft-full", P5, 6, 32768),
+    ("pro", "sft-lora", P5, 6, 65536),
+    ("micro", "sft-full", P5, 2, 65536),
+    ("lite", "sft-full", P5, 4, 65536),
+    ("pro", "sft-full", P5, 6, 65536),
     ("micro", "distillation", R5, 1, None),
     ("lite", "distillation", R5, 1, None),
     ("pro", "distillation", R5, 1, None),
@@ -230,8 +230,8 @@ def test_unknown_models_and_techniques_are_refused(
         ("micro", "cpt", 8192),
         ("pro", "dpo-full", 32768),
         ("lite", "sft-lora", 32768),
-        ("lite", "sft-full", 32768),
-        ("micro", "sft-lora", 32768),
+        ("lite", "sft-full", 65536),
+        ("micro", "sft-lora", 65536),
         ("lite", "evaluation", 8192),
         ("pro", "ppo", 8192),
         ("nova-2-lite", "sft-lora", 65536),

@@ -115,7 +115,7 @@ def test_cpt_nova1_micro() -> None:
             "model": "micro",
             "technique": "cpt",
             "replicas": 4,
-            "data": {"train": "cpt/train.jsonl", "validation": "cpt/val.jsonl"},
+            "data": {"train": "cpt/train.jsonl"},
             "hyperparameters": {"max_epochs": 3, "learning_rate": 2.0e-5, "warmup_steps": 20},
         }
     )
@@ -128,11 +128,10 @@ run:
   model_name_or_path: nova-micro/prod
   replicas: 4
   data_s3_path: s3://${DataBucket}/cpt/train.jsonl
-  validation_data_s3_path: s3://${DataBucket}/cpt/val.jsonl
   output_s3_path: s3://${ArtifactsBucket}/nova/dev/cpt/
   mlflow_tracking_uri: ''
-  mlflow_experiment_name: ''
-  mlflow_run_name: ''
+  mlflow_experiment_name: novapod-dev
+  mlflow_run_name: cpt
 training_config:
   max_length: 8192
   global_batch_size: 256
@@ -160,8 +159,6 @@ training_config:
         "recipes.run.name": "cpt",
         "recipes.run.model_name_or_path": "nova-micro/prod",
         "recipes.run.data_s3_path": "s3://${DataBucket}/cpt/train.jsonl",
-        # Nova 1 recipes have no validation key: Hydra adds it only with "+".
-        "+recipes.run.validation_data_s3_path": "s3://${DataBucket}/cpt/val.jsonl",
         "recipes.run.output_s3_path": "s3://${ArtifactsBucket}/nova/dev/cpt/",
         "recipes.run.replicas": 4,
         "recipes.training_config.trainer.max_epochs": 3,
@@ -249,7 +246,7 @@ def test_sft_lora_nova1_pro_from_an_s3_checkpoint() -> None:
             "technique": "sft-lora",
             "from": "s3://escrow-bucket/job/checkpoints/step_100",
             "replicas": 12,
-            "data": {"train": "s3://other-bucket/sft/train.jsonl", "validation": "sft/val.jsonl"},
+            "data": {"train": "s3://other-bucket/sft/train.jsonl"},
             "hyperparameters": {
                 "lora_alpha": 64,
                 "lora_plus_lr_ratio": 8,
@@ -267,11 +264,10 @@ run:
   model_name_or_path: s3://escrow-bucket/job/checkpoints/step_100
   replicas: 12
   data_s3_path: s3://other-bucket/sft/train.jsonl
-  validation_data_s3_path: s3://${DataBucket}/sft/val.jsonl
   output_s3_path: s3://${ArtifactsBucket}/nova/dev/sft/
   mlflow_tracking_uri: ''
-  mlflow_experiment_name: ''
-  mlflow_run_name: ''
+  mlflow_experiment_name: novapod-dev
+  mlflow_run_name: sft
 training_config:
   max_length: 32768
   global_batch_size: 16
@@ -302,7 +298,6 @@ training_config:
         "recipes.run.name": "sft",
         "recipes.run.model_name_or_path": "s3://escrow-bucket/job/checkpoints/step_100",
         "recipes.run.data_s3_path": "s3://other-bucket/sft/train.jsonl",
-        "+recipes.run.validation_data_s3_path": "s3://${DataBucket}/sft/val.jsonl",
         "recipes.run.output_s3_path": "s3://${ArtifactsBucket}/nova/dev/sft/",
         "recipes.run.replicas": 12,
         "recipes.training_config.model.peft.lora_tuning.alpha": 64,
@@ -323,8 +318,8 @@ run:
   {validation}
   output_s3_path: s3://${{ArtifactsBucket}}/nova/dev/{name}/
   mlflow_tracking_uri: ''
-  mlflow_experiment_name: ''
-  mlflow_run_name: ''
+  mlflow_experiment_name: novapod-dev
+  mlflow_run_name: {name}
 """
 
 
@@ -415,8 +410,8 @@ run:
   data_s3_path: s3://${DataBucket}/sft/train.jsonl
   output_s3_path: s3://${ArtifactsBucket}/nova/dev/full/
   mlflow_tracking_uri: ''
-  mlflow_experiment_name: ''
-  mlflow_run_name: ''
+  mlflow_experiment_name: novapod-dev
+  mlflow_run_name: full
 training_config:
   max_length: 16384
   global_batch_size: 16
@@ -512,8 +507,8 @@ run:
   data_s3_path: s3://${DataBucket}/dpo/train.jsonl
   output_s3_path: s3://${ArtifactsBucket}/nova/dev/dpo/
   mlflow_tracking_uri: ''
-  mlflow_experiment_name: ''
-  mlflow_run_name: ''
+  mlflow_experiment_name: novapod-dev
+  mlflow_run_name: dpo
 training_config:
   max_length: 16384
   global_batch_size: 64
@@ -574,8 +569,8 @@ run:
   data_s3_path: s3://${DataBucket}/dpo/train.jsonl
   output_s3_path: s3://${ArtifactsBucket}/nova/dev/dpo/
   mlflow_tracking_uri: ''
-  mlflow_experiment_name: ''
-  mlflow_run_name: ''
+  mlflow_experiment_name: novapod-dev
+  mlflow_run_name: dpo
 training_config:
   max_length: 16384
   global_batch_size: 32
@@ -635,8 +630,8 @@ run:
   data_s3_path: s3://${DataBucket}/ppo/train.jsonl
   output_s3_path: s3://${ArtifactsBucket}/nova/dev/ppo/
   mlflow_tracking_uri: ''
-  mlflow_experiment_name: ''
-  mlflow_run_name: ''
+  mlflow_experiment_name: novapod-dev
+  mlflow_run_name: ppo
 ppo_reward:
   max_length: 8192
   trainer: {num_nodes: "${recipes.run.rm_replicas}"}
@@ -729,8 +724,8 @@ run:
   data_s3_path: s3://${DataBucket}/rft/train.jsonl
   output_s3_path: s3://${ArtifactsBucket}/nova/dev/rft/
   mlflow_tracking_uri: ''
-  mlflow_experiment_name: ''
-  mlflow_run_name: ''
+  mlflow_experiment_name: novapod-dev
+  mlflow_run_name: rft
 training_config:
   max_length: 10240
   global_batch_size: 256
@@ -784,7 +779,9 @@ def test_distillation_keeps_the_upstream_run_block_and_string_values() -> None:
     )
     (job,) = config.jobs
     # Upstream fine-tuning/nova/nova_1_0/nova_pro/distill/nova_pro_1_0_r5_cpu_distill: the
-    # teacher's model_type, an empty model_name_or_path, no replicas/data/output.
+    # teacher's model_type, an empty model_name_or_path, no replicas/data/output; its
+    # customer_bucket ("S3 bucket for input/output data", required by the template
+    # parameters) is the environment's data bucket, resolved at deploy.
     assert_fields(
         render_recipe(config, job),
         """
@@ -803,7 +800,7 @@ training_config:
   teacherModelId: us.amazon.nova-pro-v1:0
   temperature: '0.5'
   top_p: '0.9'
-  customer_bucket: ''
+  customer_bucket: ${DataBucket}
   kms_key: ''
 """,
     )
@@ -1146,8 +1143,9 @@ def test_a_job_on_a_restricted_group_is_pinned_to_it_by_a_hydra_dict_label_selec
     config = load_config(PURCHASE)
     job = next(j for j in config.jobs if j.name == "sft-lora")
     spec = launch_spec(config, job)
-    # Hydra dict syntax with unquoted keys: JSON fails to parse in the launcher.
-    selector = "{required: {sagemaker.amazonaws.com/instance-group-name: [nova-lite]}}"
+    # Hydra dict syntax with unquoted keys (JSON fails to parse in the launcher) and a
+    # quoted value (a string to Hydra whatever the group's name looks like).
+    selector = "{required: {sagemaker.amazonaws.com/instance-group-name: ['nova-lite']}}"
     assert spec["label_selector"] == selector
     assert spec["instance_group"] == "nova-lite"
     assert spec["commands"] == [
@@ -1159,8 +1157,7 @@ def test_a_job_on_a_restricted_group_is_pinned_to_it_by_a_hydra_dict_label_selec
             "hyperpod", "start-job", "--namespace", "nova-jobs",
             "--recipe", "fine-tuning/nova/nova_1_0/nova_lite/SFT/nova_lite_1_0_p5_p4d_gpu_lora_sft",
             "--override-parameters",
-            '{"+recipes.run.validation_data_s3_path":"s3://${DataBucket}/sft/validation.jsonl",'
-            '"container":"708977205387.dkr.ecr.us-east-1.amazonaws.com/'
+            '{"container":"708977205387.dkr.ecr.us-east-1.amazonaws.com/'
             'nova-fine-tune-repo:SM-HP-SFT-latest",'
             '"instance_type":"ml.p5.48xlarge",'
             '"recipes.run.data_s3_path":"s3://${DataBucket}/sft/train.jsonl",'
@@ -1174,6 +1171,62 @@ def test_a_job_on_a_restricted_group_is_pinned_to_it_by_a_hydra_dict_label_selec
             "--label-selector", selector,
         ],
     ]  # fmt: skip
+
+
+def on_group(group: str) -> NovapodConfig:
+    """A job on a restricted group of that name (an adopted plan, nothing bought)."""
+    return parse_config(
+        {
+            "name": "dev",
+            "region": "us-east-1",
+            "network": {"vpc": {"cidr": "10.0.0.0/16", "zone_ids": ZONES["us-east-1"]}},
+            "jobs": [
+                {"name": "sft", "model": "lite", "technique": "sft-lora", "hours_per_run": 10,
+                 "instance_group": group, "data": {"train": "sft/train.jsonl"}},
+            ],
+            "capacity": {"training_plans": [{
+                "name": "main",
+                "existing_arn": "arn:aws:sagemaker:us-east-1:111122223333:training-plan/main",
+                "instance_type": "ml.p5.48xlarge", "instance_count": 4,
+            }]},
+            "eks": {},
+            "hyperpod": {"restricted_instance_groups": [{"name": group, "training_plan": "main"}]},
+        }
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("group", ["1e5", "123", "true", "null", "0x1f", "rig-a"])
+def test_the_group_name_in_the_label_selector_stays_a_string(group: str) -> None:
+    # Unquoted, Hydra (the CLI passes the selector as `+cluster.label_selector=...`) reads
+    # 1e5 as a float, 123 as an int, true as a bool, null as None; the chart then quotes
+    # 100000.0 into the nodeAffinity as "100000" and the pods never schedule.
+    config = on_group(group)
+    spec = launch_spec(config, config.jobs[0])
+    selector = f"{{required: {{sagemaker.amazonaws.com/instance-group-name: ['{group}']}}}}"
+    assert spec["label_selector"] == selector
+    assert spec["commands"][1][-2:] == ["--label-selector", selector]
+    # The same text read as YAML keeps the name a string as well.
+    assert yaml.safe_load(selector) == {
+        "required": {"sagemaker.amazonaws.com/instance-group-name": [group]}
+    }
+
+
+def test_training_recipes_name_the_mlflow_experiment_and_run_even_without_mlflow() -> None:
+    # Upstream training recipes: mlflow_experiment_name / mlflow_run_name "Optional for
+    # MLFlow. Note: leave this field non-empty"; the evaluation recipes default them to "".
+    config = config_of(
+        {"name": "sft", "model": "micro", "technique": "sft-lora", "data": {"train": "t.jsonl"}},
+        {"name": "eval", "model": "micro", "technique": "evaluation",
+         "evaluation": {"task": "general-text"}},
+    )  # fmt: skip
+    sft, evaluation = (render_recipe(config, job)["run"] for job in config.jobs)
+    assert (sft["mlflow_tracking_uri"], sft["mlflow_experiment_name"]) == ("", "novapod-dev")
+    assert sft["mlflow_run_name"] == "sft"
+    names = ("mlflow_tracking_uri", "mlflow_experiment_name", "mlflow_run_name")
+    assert [evaluation[k] for k in names] == ["", "", ""]
+    # MLflow off: nothing about it is sent to the launcher (the recipe's own names stay).
+    assert not [k for k in launch_spec(config, config.jobs[0])["override_parameters"]
+                if "mlflow" in k]  # fmt: skip
 
 
 def test_rendering_twice_gives_the_same_bytes() -> None:
