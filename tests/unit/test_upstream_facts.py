@@ -318,7 +318,9 @@ def test_every_override_key_exists_in_its_recipe_or_is_sent_as_new(
         }
     else:
         job["hyperparameters"] = hyperparameters
-        job["data"] = {"train": "t.jsonl", "validation": "v.jsonl"}
+        job["data"] = {"train": "t.jsonl"}
+        if variant.validation_data:  # refused for the others (tests/unit/test_jobs_config.py)
+            job["data"]["validation"] = "v.jsonl"
         job["mlflow"] = True
         if technique.startswith("rft-"):
             job["reward_lambda_arn"] = LAMBDA
