@@ -22,7 +22,10 @@ written by tools/upstream_facts.py from pinned commits, each fact with its sourc
   PyTorchJobs, `get-job` gets one, `list-pods` and `get-log` list the job's pods and read
   one pod and its log, `cancel-job` deletes the PyTorchJob, then `helm uninstall`s.
 Pods are created by the operators, never by the scientist; no watch, exec or escalation
-verb is used by those commands, so none is granted.
+verb is used by those commands, so none is granted. Creating a Deployment, StatefulSet,
+Job or PyTorchJob is still as strong as creating a pod in the namespace (any image, and
+PPO's chart itself runs privileged, so Pod Security "baseline" cannot be enforced): the
+scientists' group must be trusted with that; no admission policy narrows it yet.
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ and a key it has must not have one: which keys each recipe has comes from the up
 facts (novapod/data/nova_upstream.yaml, its key paths at the pinned commit); JSON null
 arrives as the string "None" (never sent); the image is only ever the `container` key
 (no default); the label selector is accepted only as the `--label-selector` flag in
-Hydra dict syntax (values quoted, see `label_selector`), and the launcher merges it with the instance-type and Restricted
-requirements.
+Hydra dict syntax (values quoted, see `label_selector`), and the launcher merges it with
+the instance-type and Restricted requirements.
 """
 
 from __future__ import annotations
