@@ -10,7 +10,8 @@ CLI release_v2 @abcdc77b):
   job's runs are the releases `<job[:34]>-xxxxx`; start-job prints the release as
   `NAME: <run>` (launch.RELEASE).
 - Every object a run makes belongs to that release: SFT, DPO, CPT and evaluation one
-  PyTorchJob `<run>` and a ConfigMap (k8s_templates/SFT/, evaluation's EVAL/); PPO four
+  PyTorchJob `<run>` and a ConfigMap (k8s_templates/SFT/: main.py sends amazon.nova
+  evaluations through the SFT launcher too, not launcher/evaluation/); PPO four
   PyTorchJobs `<run>-rm`, `-cm`, `-am`, `-at`, a StatefulSet and a Service `<run>-ag` and
   a ConfigMap each (k8s_templates/PPO/training.yaml, training-ag.yaml); RFT a PyTorchJob
   `<run>` plus Deployments, StatefulSets, batch Jobs, Services and a Secret (RFT/templates/).
@@ -32,7 +33,6 @@ import json
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -46,6 +46,7 @@ from novapod.nova.launch import (
     find_job,
     launchable_reason,
     resolve_commands,
+    stream,
 )
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 RUN_NAME_PREFIX_CHARS = 34
 RUN_SUFFIX = "-[a-z0-9]{5}"
 NO_HELM = (
-    "helm is not on PATH; install Helm 3 (the HyperPod CLI needs it too, see "
+    "helm is not on PATH; install Helm 3 or 4 (the HyperPod CLI needs it too, see "
     "https://helm.sh/docs/intro/install/)"
 )
 
@@ -143,7 +144,7 @@ def execute(cancel: Cancel, hyperpod: Path, helm: Path, out: TextIO) -> Outcome:
     """connect-cluster, then (without a run) `helm list` to find the job's run, then
     `helm uninstall` it; stop at the first command that fails."""
     env = child_environment(hyperpod)
-    status = _stream([str(hyperpod), *cancel.connect[1:]], env, out)
+    status = stream([str(hyperpod), *cancel.connect[1:]], env, out).code
     if status != 0:
         return Outcome(status, cancel.connect, cancel.run)
     run = cancel.run
@@ -157,7 +158,7 @@ def execute(cancel: Cancel, hyperpod: Path, helm: Path, out: TextIO) -> Outcome:
             return Outcome(answer.returncode, listing, None)
         run = only_run(cancel, answer.stdout)
     uninstall = cancel.uninstall_command(run)
-    status = _stream([str(helm), *uninstall[1:]], env, out)
+    status = stream([str(helm), *uninstall[1:]], env, out).code
     return Outcome(status, uninstall if status else None, run)
 
 
@@ -180,13 +181,3 @@ def only_run(cancel: Cancel, listing: str) -> str:
             f"({', '.join(names)}); choose one with --run"
         )
     return names[0]
-
-
-def _stream(argv: Sequence[str], env: dict[str, str], out: TextIO) -> int:
-    # An argv list, no shell: the commands are ours, names resolved.
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env) as child:  # noqa: S603
-        assert child.stdout is not None
-        for line in child.stdout:
-            out.write(line)
-            out.flush()
-        return child.wait()

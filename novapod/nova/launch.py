@@ -338,19 +338,31 @@ def execute(commands: Sequence[Sequence[str]], executable: Path, out: TextIO) ->
     run: str | None = None
     for argv in commands:
         command = [str(executable), *argv[1:]] if argv[0] == "hyperpod" else list(argv)
-        # An argv list, no shell: the commands are ours (render.launch_spec), resolved.
-        with subprocess.Popen(  # noqa: S603
-            command, stdout=subprocess.PIPE, text=True, env=env
-        ) as child:
-            assert child.stdout is not None
-            for line in child.stdout:
-                out.write(line)
-                out.flush()
-                run = run or release_name([line])
-            status = child.wait()
-        if status != 0:
-            return Outcome(status=status, failed=list(argv), run=run)
+        status = stream(command, env, out)
+        run = run or release_name(status.lines)
+        if status.code != 0:
+            return Outcome(status=status.code, failed=list(argv), run=run)
     return Outcome(status=0, failed=None, run=run)
+
+
+@dataclass(frozen=True)
+class Streamed:
+    code: int  # the command's exit status
+    lines: tuple[str, ...]  # what it printed on stdout, as written to `out`
+
+
+def stream(argv: Sequence[str], env: dict[str, str], out: TextIO) -> Streamed:
+    """Run one command (no shell), copying its stdout to `out` line by line as it comes
+    (its stderr is ours)."""
+    lines: list[str] = []
+    # An argv list, no shell: the commands are ours (render.launch_spec), resolved.
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env) as child:  # noqa: S603
+        assert child.stdout is not None
+        for line in child.stdout:
+            out.write(line)
+            out.flush()
+            lines.append(line)
+        return Streamed(child.wait(), tuple(lines))
 
 
 def release_name(lines: Iterable[str]) -> str | None:
