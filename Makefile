@@ -136,6 +136,9 @@ CLIENT_VENV := .venv-client
 CLIENT_PYTHON ?= python3.11
 HYPERPOD_CLI_COMMIT := abcdc77b3e4ca160874021c6615baf0dbb96c69b
 HYPERPOD_RECIPES_COMMIT := 263199555b2e1f8eb9b17459892e440f3242b5d9
+# The Kubeflow training operator the chart at HYPERPOD_CLI_COMMIT runs (its image tag
+# v1-855e096 in charts/training-operators/values.yaml); read by make upstream-facts.
+TRAINING_OPERATOR_COMMIT := 855e0960668b34992ba4e1fd5914a08a3362cfb1
 HYPERPOD_CLI_GIT ?= https://github.com/aws/sagemaker-hyperpod-cli.git
 HYPERPOD_RECIPES_GIT ?= https://github.com/aws/sagemaker-hyperpod-recipes.git
 RECIPES_SUBMODULE := src/hyperpod_cli/sagemaker_hyperpod_recipes
@@ -191,8 +194,8 @@ $(CLIENT_WHEEL_DIR)/hyperpod-2.0.0-py3-none-any.whl:
 	@echo "built $@ (CLI $(HYPERPOD_CLI_COMMIT), recipes $(HYPERPOD_RECIPES_COMMIT))"
 
 # novapod/data/nova_upstream.yaml from the pinned commits (tools/upstream_facts.py; needs
-# GitHub, or UPSTREAM_GIT_ARGS="--recipes-git DIR --cli-git DIR --helm-git DIR
-# --apiserver-git DIR" for local copies). Helm: the bootstrap's Helm 3 and a Helm 4;
+# GitHub, or UPSTREAM_GIT_ARGS="--recipes-git DIR --cli-git DIR --training-operator-git DIR
+# --helm-git DIR --apiserver-git DIR" for local copies). Helm: the bootstrap's Helm 3 and a Helm 4;
 # the API server: the Kubernetes minor of novapod/data/eks.yaml's default.
 HELM3_TAG := v3.20.1
 HELM4_TAG := v4.2.4
@@ -201,7 +204,7 @@ UPSTREAM_GIT_ARGS ?=
 
 upstream-facts: $(VENV)/.installed
 	$(BIN)/python tools/upstream_facts.py --recipes-commit $(HYPERPOD_RECIPES_COMMIT) \
-	  --cli-commit $(HYPERPOD_CLI_COMMIT) --helm3-tag $(HELM3_TAG) --helm4-tag $(HELM4_TAG) \
+	  --cli-commit $(HYPERPOD_CLI_COMMIT) --training-operator-commit $(TRAINING_OPERATOR_COMMIT) --helm3-tag $(HELM3_TAG) --helm4-tag $(HELM4_TAG) \
 	  --apiserver-tag $(APISERVER_TAG) $(UPSTREAM_GIT_ARGS)
 
 # checkov over the templates of config/default.yaml and every example, synthesized with

@@ -11,6 +11,10 @@ Read from pinned commits, never from a branch tip:
     regional parameters' `container`, which the CLI passes as the `container` key);
   - aws/sagemaker-hyperpod-cli (the CLI): the Kubernetes calls of the commands novapod
     documents (start-job, list-jobs, get-job, list-pods, get-log, cancel-job);
+  - kubeflow/training-operator at the commit of the image tag the CLI's chart pins
+    (charts/training-operators/values.yaml, `v1-<commit>`): the init container the
+    operator adds to the Worker pods of a PyTorchJob that has a Master, and its image
+    when the chart passes no --pytorch-init-container-image (it passes none);
   - helm/helm at a Helm 3 and a Helm 4 tag: the verbs install, upgrade and uninstall
     use on chart objects and on the release records (Secrets); Helm 4 installs by
     server-side apply, a PATCH, which kubernetes/apiserver authorizes as `patch`, and as
@@ -20,7 +24,8 @@ Run where GitHub is reachable (it fetches each pinned commit; `make upstream-fac
 against local git directories (bare or not) that hold the commits:
 
     python tools/upstream_facts.py --recipes-commit C --cli-commit C \\
-        --recipes-git DIR --cli-git DIR --helm-git DIR --apiserver-git DIR
+        --training-operator-commit C --recipes-git DIR --cli-git DIR \\
+        --training-operator-git DIR --helm-git DIR --apiserver-git DIR
 
 The output is deterministic (sorted, no dates): the same commits give the same bytes.
 Where upstream no longer matches what this script reads (a marker not found, an image
@@ -51,6 +56,12 @@ RECIPES = "aws/sagemaker-hyperpod-recipes"
 CLI = "aws/sagemaker-hyperpod-cli"
 HELM = "helm/helm"
 APISERVER = "kubernetes/apiserver"
+TRAINING_OPERATOR = "kubeflow/training-operator"
+OPERATOR_CHART = "helm_chart/HyperPodHelmChart/charts/training-operators"
+OPERATOR_DEPLOYMENT = (
+    f"{OPERATOR_CHART}/templates/Deployment/training-operator-kubeflow-Deployment.yaml"
+)
+RIG_SCRIPT = "helm_chart/install_rig_dependencies.sh"
 DEFAULT_OUT = ROOT / "novapod" / "data" / "nova_upstream.yaml"
 RECIPE_ROOT = "recipes_collection/recipes"
 RECIPE_FAMILIES = ("training/nova/", "fine-tuning/nova/", "evaluation/nova/")
@@ -453,6 +464,105 @@ def cli_facts(tree: Tree, recipes: Tree) -> list[dict[str, Any]]:
     )
 
 
+# ---------------------------------------------------------------- the training operator
+
+
+def registry_of(reference: str) -> str:
+    """The registry host of an image reference; Docker Hub when its first path component
+    is not a host (no dot, no port, not localhost), as docker/distribution's reference
+    normalization reads it (reference/normalize.go splitDockerDomain)."""
+    first, _, rest = reference.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return first
+    return "docker.io"
+
+
+def replica_types(tree: Tree, root: str) -> tuple[str, dict[str, str]]:
+    """(template path, {replica type: "always" | "conditional"}) of a chart's PyTorchJob."""
+    for path in tree.files(root):
+        text = tree.read(path)
+        if re.search(r"^kind:\s*PyTorchJob\s*$", text, re.MULTILINE):
+            found: dict[str, str] = {}
+            lines = text.splitlines()
+            for number, line in enumerate(lines):
+                if match := re.match(r"^    (Master|Worker):\s*$", line):
+                    guarded = number > 0 and re.match(r"^\s*\{\{-?\s*if\b", lines[number - 1])
+                    found[match.group(1)] = "conditional" if guarded else "always"
+            if not found:
+                raise UpstreamChangedError(
+                    f"{tree.repo}@{tree.commit}:{path} has a PyTorchJob without Master or Worker"
+                )
+            return path, found
+    raise UpstreamChangedError(f"{tree.repo}@{tree.commit}:{root} has no PyTorchJob template")
+
+
+def operator_facts(cli: Tree, operator: Tree, recipes: Tree) -> dict[str, Any]:
+    """The Kubeflow training operator the HyperPod chart installs: its image, whether it
+    runs on restricted nodes, and the init container it adds to Nova jobs' pods."""
+    values_path = f"{OPERATOR_CHART}/values.yaml"
+    image = yaml.safe_load(cli.read(values_path))["image"]
+    reference = f"{image['repository']}:{image['tag']}"
+    match = re.fullmatch(r"v1-([0-9a-f]{7,40})", str(image["tag"]))
+    if match is None or not operator.commit.startswith(match.group(1)):
+        raise UpstreamChangedError(
+            f"{cli.repo}@{cli.commit}:{values_path} pins training-operator {image['tag']}, "
+            f"not {operator.commit[:7]}; pin TRAINING_OPERATOR_COMMIT to the commit of that tag"
+        )
+    deployment = cli.read(OPERATOR_DEPLOYMENT)
+    if "--pytorch-init-container" in deployment:
+        raise UpstreamChangedError(
+            f"{cli.repo}@{cli.commit}:{OPERATOR_DEPLOYMENT} now sets the PyTorch init "
+            "container; read the image it sets"
+        )
+    cli.expect(OPERATOR_DEPLOYMENT, r"- /manager")
+    cli.expect(
+        RIG_SCRIPT,
+        r"override_training_operators\(\) \{[\s\S]*?\"key\": \"sagemaker\.amazonaws\.com/RestrictedNode\"",
+    )
+    config_path = "pkg/config/config.go"
+    default = re.search(r'PyTorchInitContainerImageDefault = "([^"]+)"', operator.read(config_path))
+    if default is None:
+        raise UpstreamChangedError(
+            f"{operator.repo}@{operator.commit}:{config_path} has no default image"
+        )
+    operator.expect(
+        "cmd/training-operator.v1/main.go",
+        r'"pytorch-init-container-image",\s*config\.PyTorchInitContainerImageDefault',
+    )
+    init_path = "pkg/controller.v1/pytorch/initcontainer.go"
+    for marker in (
+        r"- name: init-pytorch\s+image: \{\{\.InitContainerImage\}\}",
+        r"PyTorchReplicaSpecs\[kubeflowv1\.PyTorchJobReplicaTypeMaster\] == nil",
+        r"rtype == strings\.ToLower\(string\(kubeflowv1\.PyTorchJobReplicaTypeWorker\)\)",
+    ):
+        operator.expect(init_path, marker)
+    jobs = {}
+    for name, root in CHARTS.items():
+        path, types = replica_types(recipes, root)
+        jobs[name] = {"replicas": types, "source": recipes.source(path)}
+    return {
+        "image": {
+            "value": reference,
+            "registry": registry_of(reference),
+            "source": cli.source(values_path),
+        },
+        # The chart starts the operator without --pytorch-init-container-image.
+        "sets_init_image": {"value": False, "source": cli.source(OPERATOR_DEPLOYMENT)},
+        "tolerates_restricted_nodes": {"value": True, "source": cli.source(RIG_SCRIPT)},
+        "init_container": {
+            "name": "init-pytorch",
+            "image": default.group(1),
+            "registry": registry_of(default.group(1)),
+            "source": operator.source(config_path),
+            "added_to": {
+                "value": "Worker pods of a PyTorchJob that has a Master replica",
+                "source": operator.source(init_path),
+            },
+        },
+        "charts": jobs,
+    }
+
+
 # -------------------------------------------------------------------------------- Helm
 
 
@@ -481,12 +591,15 @@ HEADER = """\
 """
 
 
-def facts(recipes: Tree, cli: Tree, helm: Mapping[int, Tree], apiserver: Tree) -> dict[str, Any]:
+def facts(
+    recipes: Tree, cli: Tree, operator: Tree, helm: Mapping[int, Tree], apiserver: Tree
+) -> dict[str, Any]:
     charts = chart_facts(recipes)
     return {
         "sources": {
             "recipes": {"repo": recipes.repo, "commit": recipes.commit},
             "cli": {"repo": cli.repo, "commit": cli.commit},
+            "training_operator": {"repo": operator.repo, "commit": operator.commit},
             **{
                 f"helm{major}": {"repo": tree.repo, "commit": tree.commit, "tag": tree.tag}
                 for major, tree in sorted(helm.items())
@@ -498,6 +611,7 @@ def facts(recipes: Tree, cli: Tree, helm: Mapping[int, Tree], apiserver: Tree) -
         "launcher_keys": launcher_keys(recipes),
         "helm": helm_facts(helm, apiserver),
         "cli": cli_facts(cli, recipes),
+        "training_operator": operator_facts(cli, operator, recipes),
     }
 
 
@@ -519,10 +633,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--recipes-commit", required=True)
     parser.add_argument("--cli-commit", required=True)
+    parser.add_argument("--training-operator-commit", required=True)
     parser.add_argument("--helm3-tag", required=True)
     parser.add_argument("--helm4-tag", required=True)
     parser.add_argument("--apiserver-tag", required=True)
-    for name in ("recipes", "cli", "helm", "apiserver"):
+    for name in ("recipes", "cli", "training-operator", "helm", "apiserver"):
         parser.add_argument(
             f"--{name}-git", type=Path, help=f"local git dir of {name} (default: fetch from GitHub)"
         )
@@ -536,12 +651,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             recipes = open_tree(RECIPES, args.recipes_commit, args.recipes_git, where)
             cli = open_tree(CLI, args.cli_commit, args.cli_git, where)
+            operator = open_tree(
+                TRAINING_OPERATOR, args.training_operator_commit, args.training_operator_git, where
+            )
             helm = {
                 3: open_tree(HELM, args.helm3_tag, args.helm_git, where / "3"),
                 4: open_tree(HELM, args.helm4_tag, args.helm_git, where / "4"),
             }
             apiserver = open_tree(APISERVER, args.apiserver_tag, args.apiserver_git, where)
-            text = render(facts(recipes, cli, helm, apiserver))
+            text = render(facts(recipes, cli, operator, helm, apiserver))
         except UpstreamChangedError as error:
             print(f"upstream-facts: {error}", file=sys.stderr)
             return 1

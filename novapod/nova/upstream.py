@@ -5,7 +5,9 @@ HyperPod CLI, Helm 3 and 4 and the Kubernetes API server, every fact with its re
 commit and path. This module answers what IAM, RBAC and rendering need from them:
 the images a job's chart pulls in a region (and so the ECR repositories), the objects
 the charts create, the verbs Helm and the CLI use on them, and the key paths of each
-recipe (a Hydra override of a key the recipe lacks needs `+`).
+recipe (a Hydra override of a key the recipe lacks needs `+`), and what the Kubeflow
+training operator adds to a job's pods (`init-pytorch` on Workers, an image from
+outside the Nova registry).
 """
 
 from __future__ import annotations
@@ -58,6 +60,24 @@ class Recipe:
 
 
 @dataclass(frozen=True)
+class TrainingOperator:
+    """The Kubeflow training operator the HyperPod chart installs (it runs the PyTorchJobs)."""
+
+    image: str
+    tolerates_restricted_nodes: bool
+    # The init container it appends to Worker pods when the job has a Master replica.
+    init_container: str
+    init_image: str
+    # chart -> replica types of its PyTorchJob ("always" | "conditional")
+    replicas: Mapping[str, Mapping[str, str]]
+
+    def adds_init_container(self, chart: str) -> bool:
+        """Whether jobs of `chart` can have Worker pods beside a Master, so get init-pytorch."""
+        types = self.replicas[chart]
+        return "Master" in types and "Worker" in types
+
+
+@dataclass(frozen=True)
 class UpstreamFacts:
     sources: Mapping[str, Mapping[str, Any]]
     recipes: Mapping[str, Recipe]
@@ -69,6 +89,7 @@ class UpstreamFacts:
     # (group, resource, verb) the CLI's commands use, and the Helm actions they run
     cli_requests: frozenset[tuple[str, str, str]]
     cli_helm_actions: frozenset[str]
+    training_operator: TrainingOperator
 
     def recipe(self, name: str) -> Recipe:
         found = self.recipes.get(name)
@@ -144,6 +165,7 @@ def parse_upstream_facts(data: Mapping[str, Any]) -> UpstreamFacts:
         key = (int(fact["helm"]), str(fact["action"]), str(fact["objects"]))
         helm.setdefault(key, set()).add(str(fact["verb"]))
     launcher = data["launcher_keys"]
+    operator = data["training_operator"]
     return UpstreamFacts(
         sources=data["sources"],
         recipes=recipes,
@@ -158,4 +180,14 @@ def parse_upstream_facts(data: Mapping[str, Any]) -> UpstreamFacts:
             if "verb" in f
         ),
         cli_helm_actions=frozenset(str(f["helm"]) for f in data["cli"] if "helm" in f),
+        training_operator=TrainingOperator(
+            image=str(operator["image"]["value"]),
+            tolerates_restricted_nodes=bool(operator["tolerates_restricted_nodes"]["value"]),
+            init_container=str(operator["init_container"]["name"]),
+            init_image=str(operator["init_container"]["image"]),
+            replicas={
+                str(chart): {str(k): str(v) for k, v in spec["replicas"].items()}
+                for chart, spec in operator["charts"].items()
+            },
+        ),
     )

@@ -84,6 +84,10 @@ def test_the_facts_come_from_the_pinned_commits() -> None:
         "repo": "aws/sagemaker-hyperpod-cli",
         "commit": make_variable("HYPERPOD_CLI_COMMIT"),
     }
+    assert sources["training_operator"] == {
+        "repo": "kubeflow/training-operator",
+        "commit": make_variable("TRAINING_OPERATOR_COMMIT"),
+    }
     assert sources["helm3"]["tag"] == make_variable("HELM3_TAG")
     assert sources["helm4"]["tag"] == make_variable("HELM4_TAG")
     assert sources["apiserver"]["tag"] == make_variable("APISERVER_TAG")
@@ -94,6 +98,7 @@ def test_the_facts_come_from_the_pinned_commits() -> None:
 MIRRORED = (
     "aws+sagemaker-hyperpod-recipes",
     "aws+sagemaker-hyperpod-cli",
+    "kubeflow+training-operator",
     "helm+helm",
     "kubernetes+apiserver",
 )
@@ -110,11 +115,13 @@ def test_regenerating_the_facts_gives_the_same_bytes(tmp_path: Path) -> None:
             sys.executable, str(ROOT / "tools" / "upstream_facts.py"),
             "--recipes-commit", make_variable("HYPERPOD_RECIPES_COMMIT"),
             "--cli-commit", make_variable("HYPERPOD_CLI_COMMIT"),
+            "--training-operator-commit", make_variable("TRAINING_OPERATOR_COMMIT"),
             "--helm3-tag", make_variable("HELM3_TAG"),
             "--helm4-tag", make_variable("HELM4_TAG"),
             "--apiserver-tag", make_variable("APISERVER_TAG"),
             "--recipes-git", str(MIRRORS / "aws+sagemaker-hyperpod-recipes" / "repo"),
             "--cli-git", str(MIRRORS / "aws+sagemaker-hyperpod-cli" / "repo"),
+            "--training-operator-git", str(MIRRORS / "kubeflow+training-operator" / "repo"),
             "--helm-git", str(MIRRORS / "helm+helm" / "repo"),
             "--apiserver-git", str(MIRRORS / "kubernetes+apiserver" / "repo"),
             "--out", str(out),
@@ -240,6 +247,36 @@ def test_the_restricted_role_pulls_every_image_of_the_nova_charts(region: str) -
     assert authorize(statements, other) == "implicit_deny"
 
 
+def test_the_operator_adds_init_pytorch_to_every_chart_with_workers() -> None:
+    """The training operator appends init-pytorch to Worker pods beside a Master; every
+    Nova chart has both, so multi-node jobs run an image from outside the Nova registry."""
+    operator = upstream_facts().training_operator
+    assert operator.init_container == "init-pytorch"
+    assert operator.init_image == FACTS["training_operator"]["init_container"]["image"]
+    assert {c for c in FACTS["charts"] if operator.adds_init_container(c)} == {"SFT", "PPO", "RFT"}
+    assert FACTS["training_operator"]["charts"]["SFT"]["replicas"] == {
+        "Master": "always",
+        "Worker": "conditional",
+    }
+    # Not set by the chart, so the operator's default (Docker Hub): no ECR grant reaches it.
+    assert FACTS["training_operator"]["sets_init_image"]["value"] is False
+    assert FACTS["training_operator"]["init_container"]["registry"] == "docker.io"
+    assert ".dkr.ecr." not in operator.init_image
+
+
+def test_the_readme_names_the_images_restricted_nodes_get_from_outside_ecr() -> None:
+    """What a restricted node pulls from Docker Hub is documented from the facts; a new
+    pin that changes either image fails here until the README says so."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Networks without internet", 1)[1].split("\n## ", 1)[0]
+    operator = upstream_facts().training_operator
+    assert f"`{operator.init_image}`" in section
+    assert f"`{operator.init_container}`" in section
+    assert f"`{operator.image}`" in section
+    assert operator.tolerates_restricted_nodes
+    assert "never need internet access" not in readme
+
+
 # ------------------------------------------------------------------------ RBAC
 
 
@@ -348,3 +385,25 @@ def test_every_override_key_exists_in_its_recipe_or_is_sent_as_new(
 def test_the_loader_reads_the_same_file() -> None:
     # The typed view the code uses covers every recipe of the file.
     assert set(upstream_facts().recipes) == set(FACTS["recipes"])
+
+
+def test_the_generator_reads_registries_as_docker_does() -> None:
+    """A first path component that is not a host (no dot, no port) means Docker Hub."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "upstream_facts_tool", ROOT / "tools" / "upstream_facts.py"
+    )
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = tool  # its dataclasses look their module up
+    spec.loader.exec_module(tool)
+    assert tool.registry_of("alpine:3.10") == "docker.io"
+    assert tool.registry_of("kubeflow/training-operator:v1-855e096") == "docker.io"
+    assert tool.registry_of("public.ecr.aws/docker/library/alpine:3.10") == "public.ecr.aws"
+    assert tool.registry_of("localhost:5000/alpine") == "localhost:5000"
+    assert tool.registry_of("localhost/alpine") == "localhost"
+    assert (
+        tool.registry_of("123456789012.dkr.ecr.us-east-1.amazonaws.com/init-container-repo:1")
+        == "123456789012.dkr.ecr.us-east-1.amazonaws.com"
+    )
