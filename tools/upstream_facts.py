@@ -62,6 +62,7 @@ OPERATOR_DEPLOYMENT = (
     f"{OPERATOR_CHART}/templates/Deployment/training-operator-kubeflow-Deployment.yaml"
 )
 RIG_SCRIPT = "helm_chart/install_rig_dependencies.sh"
+MPI_CHART = "helm_chart/HyperPodHelmChart/charts/mpi-operator"
 DEFAULT_OUT = ROOT / "novapod" / "data" / "nova_upstream.yaml"
 RECIPE_ROOT = "recipes_collection/recipes"
 RECIPE_FAMILIES = ("training/nova/", "fine-tuning/nova/", "evaluation/nova/")
@@ -509,16 +510,28 @@ def operator_facts(cli: Tree, operator: Tree, recipes: Tree) -> dict[str, Any]:
             f"not {operator.commit[:7]}; pin TRAINING_OPERATOR_COMMIT to the commit of that tag"
         )
     deployment = cli.read(OPERATOR_DEPLOYMENT)
-    if "--pytorch-init-container" in deployment:
-        raise UpstreamChangedError(
-            f"{cli.repo}@{cli.commit}:{OPERATOR_DEPLOYMENT} now sets the PyTorch init "
-            "container; read the image it sets"
-        )
-    cli.expect(OPERATOR_DEPLOYMENT, r"- /manager")
-    cli.expect(
-        RIG_SCRIPT,
-        r"override_training_operators\(\) \{[\s\S]*?\"key\": \"sagemaker\.amazonaws\.com/RestrictedNode\"",
+    # The operator takes its init container from a flag or, when mounted, from the
+    # template file /etc/config/initContainer.yaml (pkg/config/config.go): neither may be
+    # set, by the chart or by the RIG script's patch of the Deployment.
+    rig_patch = re.search(
+        r"^override_training_operators\(\) \{\n([\s\S]*?)^\}", cli.read(RIG_SCRIPT), re.M
     )
+    if rig_patch is None:
+        raise UpstreamChangedError(
+            f"{cli.repo}@{cli.commit}:{RIG_SCRIPT} has no override_training_operators"
+        )
+    for where, text in ((OPERATOR_DEPLOYMENT, deployment), (RIG_SCRIPT, rig_patch.group(1))):
+        if re.search(r"pytorch-init-container|volumeMounts|/etc/config|/command|/args", text):
+            raise UpstreamChangedError(
+                f"{cli.repo}@{cli.commit}:{where} now sets the operator's command, mounts or "
+                "PyTorch init container; read the init image it gives"
+            )
+    cli.expect(OPERATOR_DEPLOYMENT, r"- /manager")
+    if '"key": "sagemaker.amazonaws.com/RestrictedNode"' not in rig_patch.group(1):
+        raise UpstreamChangedError(
+            f"{cli.repo}@{cli.commit}:{RIG_SCRIPT}: override_training_operators no longer "
+            "adds the restricted-node toleration"
+        )
     config_path = "pkg/config/config.go"
     default = re.search(r'PyTorchInitContainerImageDefault = "([^"]+)"', operator.read(config_path))
     if default is None:
@@ -536,6 +549,14 @@ def operator_facts(cli: Tree, operator: Tree, recipes: Tree) -> dict[str, Any]:
         r"rtype == strings\.ToLower\(string\(kubeflowv1\.PyTorchJobReplicaTypeWorker\)\)",
     ):
         operator.expect(init_path, marker)
+    mpi_values = f"{MPI_CHART}/values.yaml"
+    mpi = yaml.safe_load(cli.read(mpi_values))["mpiOperator"]["image"]
+    mpi_reference = f"{mpi['repository']}:{mpi['tag']}"
+    cli.expect(
+        RIG_SCRIPT,
+        r"\noverride_mpi_operator\(\) \{[\s\S]*?\"key\": \"sagemaker\.amazonaws\.com/RestrictedNode\"",
+    )
+    cli.expect("helm_chart/HyperPodHelmChart/values.yaml", r"\nmpi-operator:\n  enabled: true\n")
     jobs = {}
     for name, root in CHARTS.items():
         path, types = replica_types(recipes, root)
@@ -560,6 +581,13 @@ def operator_facts(cli: Tree, operator: Tree, recipes: Tree) -> dict[str, Any]:
             },
         },
         "charts": jobs,
+        # The MPI operator of the same chart: patched by the RIG script like this one.
+        "mpi_operator": {
+            "image": mpi_reference,
+            "registry": registry_of(mpi_reference),
+            "tolerates_restricted_nodes": True,
+            "source": cli.source(mpi_values),
+        },
     }
 
 

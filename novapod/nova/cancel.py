@@ -71,9 +71,11 @@ class Cancel:
     run: str | None  # None: the one run `helm list` finds
 
     def list_command(self) -> list[str]:
-        """`helm list` of the job's runs (deployed or failed, helm's default) as JSON."""
+        """`helm list --all` of the job's runs as JSON: every status, so a run left
+        pending-install by an interrupted start-job (its objects exist) is found too;
+        without --all helm lists only deployed and failed releases (helm list --help)."""
         return [
-            "helm", "list", "--namespace", self.namespace,
+            "helm", "list", "--all", "--namespace", self.namespace,
             "--filter", run_pattern(self.job), "--output", "json",
         ]  # fmt: skip
 

@@ -70,6 +70,8 @@ class TrainingOperator:
     init_image: str
     # chart -> replica types of its PyTorchJob ("always" | "conditional")
     replicas: Mapping[str, Mapping[str, str]]
+    # The chart's MPI operator, which the RIG script lets run on restricted nodes too.
+    mpi_operator_image: str
 
     def adds_init_container(self, chart: str) -> bool:
         """Whether jobs of `chart` can have Worker pods beside a Master, so get init-pytorch."""
@@ -189,5 +191,6 @@ def parse_upstream_facts(data: Mapping[str, Any]) -> UpstreamFacts:
                 str(chart): {str(k): str(v) for k, v in spec["replicas"].items()}
                 for chart, spec in operator["charts"].items()
             },
+            mpi_operator_image=str(operator["mpi_operator"]["image"]),
         ),
     )

@@ -10,9 +10,9 @@ release and its objects straight into the fake, as `helm install` leaves them.
 The command reads the cluster from the file $KUBECONFIG names (JSON: server, ca, token),
 which the fake `hyperpod connect-cluster` of the tests writes, so helm fails as the real
 one does ("Kubernetes cluster unreachable") when nothing connected first:
-- `list --namespace N [--filter REGEX] --output json`: lists the Secrets labelled
-  owner=helm, keeps each release's newest version when deployed or failed (helm list's
-  default), filters names with REGEX (helm's --filter is a Go regexp) and prints
+- `list [--all] --namespace N [--filter REGEX] --output json`: lists the Secrets
+  labelled owner=helm, keeps each release's newest version when deployed or failed
+  (helm list's default) or in any status with --all, filters names with REGEX (helm's --filter is a Go regexp) and prints
   name, namespace, revision, status, chart as JSON.
 - `uninstall NAME --namespace N`: reads the release (Secrets labelled name=NAME,
   owner=helm), marks it uninstalling (an update), deletes every object of its manifest
@@ -77,7 +77,12 @@ def release_secret(
 
 
 def install(
-    kube: FakeKubernetes, release: str, namespace: str, objects: Iterable[dict[str, Any]]
+    kube: FakeKubernetes,
+    release: str,
+    namespace: str,
+    objects: Iterable[dict[str, Any]],
+    *,
+    status: str = "deployed",
 ) -> None:
     """What `helm install <release>` leaves: the objects (in the release's namespace,
     labelled as the charts label them) and the release record."""
@@ -88,7 +93,7 @@ def install(
         kube.add_object(stored)
         documents.append(yaml.safe_dump(obj, sort_keys=True))
     manifest = "".join(f"---\n# Source: nova/templates/x.yaml\n{doc}" for doc in documents)
-    kube.add_object(release_secret(release, namespace, manifest))
+    kube.add_object(release_secret(release, namespace, manifest, status=status))
 
 
 # --- the command ------------------------------------------------------------------------
@@ -140,7 +145,7 @@ def _records(cluster: _Cluster, namespace: str, selector: str) -> list[dict[str,
     return list(cluster.ok("GET", _path("v1", "Secret", namespace) + "?" + query)["items"])
 
 
-def _list(cluster: _Cluster, namespace: str, pattern: str | None) -> int:
+def _list(cluster: _Cluster, namespace: str, pattern: str | None, every: bool) -> int:
     newest: dict[str, dict[str, Any]] = {}
     for secret in _records(cluster, namespace, "owner=helm"):
         release = _decode(secret)
@@ -155,7 +160,7 @@ def _list(cluster: _Cluster, namespace: str, pattern: str | None) -> int:
             "chart": f"{r['chart']['metadata']['name']}-{r['chart']['metadata']['version']}",
         }
         for name, r in sorted(newest.items())
-        if r["info"]["status"] in ("deployed", "failed")
+        if (every or r["info"]["status"] in ("deployed", "failed"))
         and (pattern is None or re.search(pattern, name))
     ]
     print(json.dumps(rows))
@@ -204,7 +209,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         if argv[0] == "list":
             assert _option(argv, "--output") == "json", "the fake prints JSON only"
-            return _list(cluster, namespace, _option(argv, "--filter"))
+            return _list(cluster, namespace, _option(argv, "--filter"), "--all" in argv)
         if argv[0] == "uninstall":
             return _uninstall(cluster, namespace, argv[1])
     except _HelmError as error:

@@ -77,10 +77,10 @@ class Cluster:
     kubeconfig: Path
     token: str
 
-    def launched(self, job: str, run: str) -> set[tuple[str, str]]:
+    def launched(self, job: str, run: str, status: str = "deployed") -> set[tuple[str, str]]:
         """Seed the run as helm install leaves it; its objects' (kind, name)."""
         made = objects(JOBS[job], run)
-        install(self.kube, run, NAMESPACE, made)
+        install(self.kube, run, NAMESPACE, made, status=status)
         return {(o["kind"], o["metadata"]["name"]) for o in made}
 
     def delete(self, path: str) -> int:
@@ -167,6 +167,14 @@ def test_a_named_run_is_cancelled_and_the_others_stay(cluster: Cluster) -> None:
     assert not second & left
 
 
+def test_a_run_left_pending_install_is_found_and_uninstalled(cluster: Cluster) -> None:
+    # An interrupted start-job leaves the release pending-install with its objects in
+    # place; helm list without --all would not show it and cancel would say "no run".
+    made = cluster.launched("lite-sft", "lite-sft-pp123", status="pending-install")
+    assert cancel("lite-sft") == 0
+    assert not made & cluster.kube.names(NAMESPACE)
+
+
 def test_several_runs_without_run_are_refused(cluster: Cluster, capsys) -> None:
     made = cluster.launched("micro-ppo", "micro-ppo-aaaaa") | cluster.launched(
         "micro-ppo", "micro-ppo-bbbbb"
@@ -220,7 +228,7 @@ def test_dry_run_prints_the_commands(cluster: Cluster, capsys) -> None:
     assert cancel("micro-ppo", "--dry-run") == 0
     lines = capsys.readouterr().out.splitlines()
     assert shlex.split(lines[1]) == [
-        "helm", "list", "--namespace", NAMESPACE, "--filter", "^micro\\-ppo-[a-z0-9]{5}$",
+        "helm", "list", "--all", "--namespace", NAMESPACE, "--filter", "^micro\\-ppo-[a-z0-9]{5}$",
         "--output", "json",
     ]  # fmt: skip
     assert cluster.kube.requests == []

@@ -235,6 +235,15 @@ def test_the_restricted_role_pulls_every_image_of_the_nova_charts(region: str) -
     wanted = images_in(region)
     # The init container every chart adds, and the main images.
     assert any("/init-container-repo:" in uri for uri in wanted)
+    # And the main image of every catalog job (the evaluations' judge and RFT images are
+    # the catalog's, not a recipe's regional parameters).
+    nova = catalog()
+    for model, technique, _, task in catalog_jobs():
+        try:
+            uri = nova.image(model, technique, region, task)
+        except CatalogError:
+            continue
+        wanted.add(uri if ":" in uri.rsplit("/", 1)[1] else f"{uri}:latest")
     for uri in sorted(wanted):
         for action in ("ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"):
             request = Request(action=action, resource=repository_arn(uri))
@@ -245,6 +254,18 @@ def test_the_restricted_role_pulls_every_image_of_the_nova_charts(region: str) -
         resource=repository_arn(next(iter(wanted))).rsplit("/", 1)[0] + "/other-repo",
     )
     assert authorize(statements, other) == "implicit_deny"
+
+
+def test_the_operator_facts_come_from_the_chart_the_cluster_installs() -> None:
+    """The facts read the training operator from the CLI commit of the Makefile; the
+    cluster gets the chart and RIG script of novapod/data/hyperpod_dependencies.yaml.
+    They must be the same commit, or the facts describe an operator nobody installs."""
+    from novapod.constructs.cluster_bootstrap.pins import default_pins
+
+    pins = default_pins()
+    assert pins.chart.commit == make_variable("HYPERPOD_CLI_COMMIT")
+    assert pins.rig.commit == make_variable("HYPERPOD_CLI_COMMIT")
+    assert FACTS["training_operator"]["image"]["source"]["commit"] == pins.chart.commit
 
 
 def test_the_operator_adds_init_pytorch_to_every_chart_with_workers() -> None:
@@ -273,6 +294,8 @@ def test_the_readme_names_the_images_restricted_nodes_get_from_outside_ecr() -> 
     assert f"`{operator.init_image}`" in section
     assert f"`{operator.init_container}`" in section
     assert f"`{operator.image}`" in section
+    assert f"`{operator.mpi_operator_image}`" in section
+    assert "Three images" in section
     assert operator.tolerates_restricted_nodes
     assert "never need internet access" not in readme
 
