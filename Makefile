@@ -16,12 +16,13 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 export NOVAPOD_CONFIG ?= $(CONFIG)
 
-.PHONY: help setup synth test lint typecheck unit bench mutation clean client client-tools client-wheel upstream-facts pipeline-synth pipeline-review compliance
+.PHONY: help setup synth test lint typecheck unit bench bench-suite mutation clean client client-tools client-wheel upstream-facts pipeline-synth pipeline-review compliance
 
 help:
 	@echo "make synth   synthesize $(CONFIG) with the pinned CDK CLI into cdk.out/"
 	@echo "make test    ruff, mypy and pytest"
 	@echo "make bench   synthesis and planner benchmarks (not part of the tests)"
+	@echo "make bench-suite  wall time of make test, step by step, and the 20 slowest tests"
 	@echo "make compliance  checkov (pinned, in $(COMPLIANCE_VENV)/) over every shipped config's templates"
 	@echo "make mutation  mutation score of the purchase path (not part of make test)"
 	@echo "make pipeline-synth PIPELINE=FILE  synthesize the CDK Pipelines app (pipeline_app.py) into cdk.out/"
@@ -91,8 +92,12 @@ lint: $(VENV)/.installed
 typecheck: $(VENV)/.installed
 	$(BIN)/mypy
 
+# On every core (pytest-xdist); the workers share synthesized configs through the disk
+# cache of tests/synth_cache.py (.cache/synth, keyed by the sources), so a rerun
+# synthesizes only what changed. PYTEST_ARGS adds options (e.g. PYTEST_ARGS="-n 0").
+PYTEST_ARGS ?=
 unit: setup
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q -n auto $(PYTEST_ARGS)
 
 test: lint typecheck unit
 
@@ -100,6 +105,11 @@ bench: setup
 	$(BIN)/python benchmarks/synth_time.py
 	$(BIN)/python benchmarks/deploy_critical_path.py
 	$(BIN)/python benchmarks/plan_time.py
+
+# The wall time of what `make test` runs, step by step, and the 20 slowest tests (goal:
+# 180 s warm). COLD=1 empties the synthesis cache first, as on a fresh clone.
+bench-suite: setup
+	$(BIN)/python benchmarks/suite_time.py $(if $(COLD),--cold)
 
 # mutmut mutates the modules listed in pyproject.toml [tool.mutmut] inside mutants/ and,
 # per mutant, runs the fast tests that call the mutated function; results are cached in
@@ -233,4 +243,4 @@ $(COMPLIANCE_VENV)/.installed-$(CHECKOV_VERSION):
 	touch $@
 
 clean:
-	rm -rf cdk.out review review-base .pytest_cache .mypy_cache .ruff_cache mutants $(COMPLIANCE_OUT) $(CLIENT_BUILD)
+	rm -rf cdk.out review review-base .cache .pytest_cache .mypy_cache .ruff_cache mutants $(COMPLIANCE_OUT) $(CLIENT_BUILD)

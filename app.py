@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 
 from aws_cdk import App
 
@@ -12,9 +13,14 @@ from novapod.config import DEFAULT_CONFIG, ConfigError, load_config
 from novapod.environment import add_policy_checks, build_environment
 
 
+def config_path(context: object, environ: Mapping[str, str]) -> str:
+    """The config to synthesize: `-c config=FILE`, else $NOVAPOD_CONFIG, else the default."""
+    return str(context or environ.get("NOVAPOD_CONFIG") or DEFAULT_CONFIG)
+
+
 def main() -> None:
     app = App()
-    path = app.node.try_get_context("config") or os.environ.get("NOVAPOD_CONFIG") or DEFAULT_CONFIG
+    path = config_path(app.node.try_get_context("config"), os.environ)
     try:
         config = load_config(path)
     except ConfigError as error:

@@ -1,4 +1,4 @@
-"""Shared fixtures: each config is synthesized once per test session."""
+"""Shared fixtures: each config is synthesized once per source digest (tests/synth_cache.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests import synth_cache
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
@@ -49,8 +52,8 @@ def resources(template: dict, type_: str) -> dict[str, dict]:
     return {k: r for k, r in template["Resources"].items() if r["Type"] == type_}
 
 
-@cache
-def _synthesize(path: str, outdir: str) -> Synthesized:
+def _synthesize_into(path: str, outdir: str) -> dict[str, Any]:
+    """Synthesize one config into outdir; the JSON-able parts of its Synthesized."""
     from novapod.config import load_config
     from novapod.environment import create_app
 
@@ -59,7 +62,7 @@ def _synthesize(path: str, outdir: str) -> Synthesized:
     templates: dict[str, dict] = {}
     names: dict[str, str] = {}
     protection: dict[str, bool] = {}
-    dependencies: dict[str, set[str]] = {}
+    dependencies: dict[str, list[str]] = {}
 
     def kind_of(artifact_id: str) -> str:
         return artifact_id.removeprefix(f"{config.prefix}-")
@@ -69,17 +72,51 @@ def _synthesize(path: str, outdir: str) -> Synthesized:
         templates[kind] = stack.template
         names[kind] = stack.stack_name
         protection[kind] = bool(stack.termination_protection)
-        dependencies[kind] = {
+        dependencies[kind] = sorted(
             kind_of(d.id)
             for d in stack.dependencies
             if d.id.startswith(config.prefix) and not d.id.endswith(".assets")
-        }
-    return Synthesized(Path(path), templates, names, protection, dependencies, Path(outdir))
+        )
+    return {
+        "templates": templates,
+        "stack_names": names,
+        "termination_protection": protection,
+        "dependencies": dependencies,
+    }
+
+
+# What besides the sources and the config changes a synthesized template (the cache key).
+SYNTH_SETTINGS = f"packs={','.join(COMPLIANCE_PACKS)};as_of={VALIDATION_TIME.isoformat()}"
+
+
+@cache
+def _synthesize(path: str, outdir: str) -> Synthesized:
+    if synth_cache.enabled():
+        result, assembly = synth_cache.cached(
+            Path(path), SYNTH_SETTINGS, lambda out: _synthesize_into(path, str(out))
+        )
+    else:
+        result, assembly = _synthesize_into(path, outdir), Path(outdir)
+    return Synthesized(
+        Path(path),
+        result["templates"],
+        result["stack_names"],
+        result["termination_protection"],
+        {kind: set(kinds) for kind, kinds in result["dependencies"].items()},
+        assembly,
+    )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if synth_cache.enabled():
+        synth_cache.prune(synth_cache.cache_root(), synth_cache.source_digest())
 
 
 @pytest.fixture(scope="session")
 def synth(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Synthesized]:
-    """synth(path) -> Synthesized, cached for the session (cdk-nag runs during synth)."""
+    """synth(path) -> Synthesized, made once per source digest and config and shared by
+    every worker and rerun (tests/synth_cache.py); cdk-nag runs during synthesis. The
+    assembly folder (`outdir`) is shared: copy it before changing anything in it."""
     base = tmp_path_factory.mktemp("cdk")
 
     def run(path: Path) -> Synthesized:

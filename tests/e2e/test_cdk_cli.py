@@ -1,4 +1,5 @@
-"""The real CDK CLI (`npx cdk synth`) on the default config, and on a bad one."""
+"""The real CDK CLI (`npx cdk synth`) where the CLI itself is under test: the default
+config, the fullest example by context, and the ways a synth must fail."""
 
 from __future__ import annotations
 
@@ -42,22 +43,9 @@ def cdk_synth(tmp_path: Path, *extra: str, env: dict[str, str] | None = None):
     )
 
 
-def test_cdk_synth_default_config_offline(tmp_path) -> None:
-    result = cdk_synth(tmp_path)
-    assert result.returncode == 0, result.stderr
-    manifest = json.loads((tmp_path / "cdk.out" / "manifest.json").read_text())
-    stacks = {
-        k for k, v in manifest["artifacts"].items() if v["type"] == "aws:cloudformation:stack"
-    }
-    assert {"novapod-default-network", "novapod-default-storage"} <= stacks
-    network = json.loads(
-        (tmp_path / "cdk.out" / "novapod-default-network.template.json").read_text()
-    )
-    assert any(r["Type"] == "AWS::EC2::VPC" for r in network["Resources"].values())
-
-
-def test_cdk_synth_never_reads_aws_settings(tmp_path) -> None:
-    """A missing profile and broken AWS files stop neither app.py nor the synthesis."""
+def test_cdk_synth_default_config_offline_whatever_the_aws_settings(tmp_path) -> None:
+    """The default config under the real CLI, with a missing profile and broken AWS
+    files: neither app.py nor the synthesis reads them."""
     config = tmp_path / "aws-config"
     config.write_text("[default\nregion = \n")
     credentials = tmp_path / "aws-credentials"
@@ -72,17 +60,42 @@ def test_cdk_synth_never_reads_aws_settings(tmp_path) -> None:
     result = cdk_synth(tmp_path, env=hostile)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
+    manifest = json.loads((tmp_path / "cdk.out" / "manifest.json").read_text())
+    stacks = {
+        k for k, v in manifest["artifacts"].items() if v["type"] == "aws:cloudformation:stack"
+    }
+    assert {"novapod-default-network", "novapod-default-storage", "novapod-default-eks"} <= stacks
+    network = json.loads(
+        (tmp_path / "cdk.out" / "novapod-default-network.template.json").read_text()
+    )
+    assert any(r["Type"] == "AWS::EC2::VPC" for r in network["Resources"].values())
     assert (tmp_path / "cdk.out" / "novapod-default-eks.template.json").exists()
 
 
-def test_cdk_synth_selects_config_by_context_and_env(tmp_path) -> None:
-    closed = ROOT / "config" / "examples" / "closed-network.yaml"
-    by_context = cdk_synth(tmp_path / "ctx", "-c", f"config={closed}")
-    assert by_context.returncode == 0, by_context.stderr
-    assert (tmp_path / "ctx" / "cdk.out" / "novapod-secure-network.template.json").exists()
-    by_env = cdk_synth(tmp_path / "env", env={"NOVAPOD_CONFIG": str(closed)})
-    assert by_env.returncode == 0, by_env.stderr
-    assert (tmp_path / "env" / "cdk.out" / "novapod-secure-network.template.json").exists()
+def test_cdk_synth_takes_the_config_from_context(tmp_path) -> None:
+    """The real CLI on the fullest example (HyperPod, jobs, plans, Bedrock). Every shipped
+    config is synthesized in-process by the session's `synth` fixture (tests/conftest.py)
+    with the same create_app; the CLI adds only app.py, -c and the asset staging, which
+    this run and the default config's cover."""
+    example = ROOT / "config" / "examples" / "nova-jobs.yaml"
+    result = cdk_synth(tmp_path, "-c", f"config={example}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    written = {p.name for p in (tmp_path / "cdk.out").glob("*.template.json")}
+    for kind in ("network", "storage", "eks", "hyperpod", "nova"):
+        assert any(name.endswith(f"-{kind}.template.json") for name in written), (kind, written)
+
+
+def test_app_py_takes_the_config_from_context_then_the_environment() -> None:
+    """app.py's choice (the CLI run above proves -c reaches it): context, then
+    $NOVAPOD_CONFIG, then config/default.yaml."""
+    import runpy
+
+    choose = runpy.run_path(str(ROOT / "app.py"), run_name="app")["config_path"]
+    default = str(ROOT / "config" / "default.yaml")
+    assert choose("a.yaml", {"NOVAPOD_CONFIG": "b.yaml"}) == "a.yaml"
+    assert choose(None, {"NOVAPOD_CONFIG": "b.yaml"}) == "b.yaml"
+    assert choose(None, {"NOVAPOD_CONFIG": ""}) == default
+    assert choose(None, {}) == default
 
 
 def test_cdk_synth_bad_config_fails_cleanly(tmp_path) -> None:
@@ -100,25 +113,6 @@ def test_cdk_binary_is_the_pinned_one() -> None:
     assert shutil.which(str(CDK))
     out = subprocess.run([str(CDK), "--version"], capture_output=True, text=True, check=True)
     assert out.stdout.startswith(pinned)
-
-
-def test_every_example_synthesizes_with_the_cdk_cli(tmp_path) -> None:
-    """The real CLI on every example, two at a time (cdk-nag runs inside each synth)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    examples = sorted((ROOT / "config" / "examples").glob("*.yaml"))
-
-    def run(example: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
-        return example, cdk_synth(tmp_path / example.stem, "-c", f"config={example}")
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(run, examples))
-    for example, result in results:
-        assert result.returncode == 0, f"{example.name}: {result.stderr[-2000:]}"
-        written = {p.name for p in (tmp_path / example.stem / "cdk.out").glob("*.template.json")}
-        assert any(name.endswith("-network.template.json") for name in written), example.name
-        if "hyperpod:" in example.read_text():
-            assert any(name.endswith("-hyperpod.template.json") for name in written), example.name
 
 
 def test_a_plan_window_that_ended_stops_the_synth(tmp_path) -> None:
