@@ -16,13 +16,14 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 export NOVAPOD_CONFIG ?= $(CONFIG)
 
-.PHONY: help setup synth test lint typecheck unit bench bench-suite mutation clean client client-tools client-wheel upstream-facts pipeline-synth pipeline-review compliance
+.PHONY: help setup synth test lint typecheck unit bench bench-suite mutation clean client client-tools client-wheel upstream-facts pipeline-synth pipeline-review compliance docs
 
 help:
 	@echo "make synth   synthesize $(CONFIG) with the pinned CDK CLI into cdk.out/"
 	@echo "make test    ruff, mypy and pytest"
 	@echo "make bench   synthesis and planner benchmarks (not part of the tests)"
 	@echo "make bench-suite  wall time of make test, step by step, and the 20 slowest tests"
+	@echo "make docs    the documentation site (MkDocs, --strict) into site/"
 	@echo "make compliance  checkov (pinned, in $(COMPLIANCE_VENV)/) over every shipped config's templates"
 	@echo "make mutation  mutation score of the purchase path (not part of make test)"
 	@echo "make pipeline-synth PIPELINE=FILE  synthesize the CDK Pipelines app (pipeline_app.py) into cdk.out/"
@@ -217,9 +218,23 @@ upstream-facts: $(VENV)/.installed
 	  --cli-commit $(HYPERPOD_CLI_COMMIT) --training-operator-commit $(TRAINING_OPERATOR_COMMIT) --helm3-tag $(HELM3_TAG) --helm4-tag $(HELM4_TAG) \
 	  --apiserver-tag $(APISERVER_TAG) $(UPSTREAM_GIT_ARGS)
 
+# The documentation site (docs/, mkdocs.yml): the configuration reference must match the
+# schema (tools/config_reference.py --check; regenerate it without --check), the stacks
+# diagram is written from a synth of DOCS_CONFIG (tools/stack_diagram.py) into
+# docs/generated/, which docs/architecture.md includes, then mkdocs builds with --strict:
+# a broken link, a missing anchor or page, or a missing include fails the build.
+DOCS_CONFIG ?= config/examples/nova-jobs.yaml
+
+docs: setup
+	$(BIN)/python tools/config_reference.py --check
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python tools/stack_diagram.py --config $(DOCS_CONFIG) \
+	  --out docs/generated/stacks.md
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+	@echo "site written to site/"
+
 # checkov over the templates of config/default.yaml and every example, synthesized with
 # the NIST 800-53 R5 and HIPAA packs (`novapod compliance-report`, which also prints the
-# README's Compliance section). checkov is pinned and lives in its own virtual
+# Compliance section of docs/security.md). checkov is pinned and lives in its own virtual
 # environment: it pins ~90 packages of its own (~290 MB, about a minute to install),
 # which must not meet novapod's. Exit 1 on any failed check that is not suppressed with
 # a reason in the resource's Metadata.checkov.skip (novapod/constructs/acknowledge.py).
@@ -243,4 +258,4 @@ $(COMPLIANCE_VENV)/.installed-$(CHECKOV_VERSION):
 	touch $@
 
 clean:
-	rm -rf cdk.out review review-base .cache .pytest_cache .mypy_cache .ruff_cache mutants $(COMPLIANCE_OUT) $(CLIENT_BUILD)
+	rm -rf cdk.out review review-base .cache .pytest_cache .mypy_cache .ruff_cache mutants $(COMPLIANCE_OUT) $(CLIENT_BUILD) site docs/generated

@@ -665,7 +665,8 @@ def _parser() -> argparse.ArgumentParser:
     schema.set_defaults(run=_schema)
     report = commands.add_parser(
         "compliance-report",
-        help="print the README's Compliance section: every acknowledged rule and its reason",
+        help="print the Compliance section of docs/security.md: every acknowledged rule and "
+        "its reason",
         description=(
             "Synthesize config/default.yaml and every example with the NIST 800-53 R5 and "
             "HIPAA packs (offline; fails on an unacknowledged finding) and print one table "

@@ -1,10 +1,10 @@
-"""The README's Compliance section, generated from what synthesis records.
+"""The Compliance section of docs/security.md, generated from what synthesis records.
 
 Every acknowledgement novapod makes (novapod/constructs/acknowledge.py) ends up in the
 cloud assembly: cdk-nag's in each stack's metadata (`aws:cdk:acknowledged-rules`),
 checkov's in the templates (`Metadata.checkov.skip`). This module reads them back from
 the shipped configs' synthesized assemblies and renders one table row per reason, so the
-README lists exactly what the code acknowledges and cannot drift from it
+documentation lists exactly what the code acknowledges and cannot drift from it
 (tests/compliance/test_report.py compares the two).
 """
 
@@ -36,7 +36,7 @@ class Acknowledged:
 
 
 def shipped_configs() -> list[Path]:
-    """config/default.yaml and every example, the configs the README speaks for."""
+    """config/default.yaml and every example, the configs the documentation speaks for."""
     return [DEFAULT_CONFIG, *sorted((DEFAULT_CONFIG.parent / "examples").glob("*.yaml"))]
 
 
@@ -90,7 +90,7 @@ def _rule_name(rule: str) -> str:
 
 
 def render(found: Iterable[Acknowledged]) -> str:
-    """The README section: one row per reason, the rules it answers, where it applies."""
+    """The docs section: one row per reason, the rules it answers, where it applies."""
     by_reason: dict[str, set[Acknowledged]] = {}
     for entry in found:
         by_reason.setdefault(entry.reason, set()).add(entry)
@@ -154,11 +154,14 @@ def _rule_order(rule: str) -> tuple[int, str]:
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    """A table cell on one line, with `|` escaped and `<` written as `&lt;`: a reason's
+    `<name>` would otherwise be read as an HTML tag and vanish from the page."""
+    return " ".join(text.split()).replace("|", "\\|").replace("<", "&lt;")
 
 
-def readme_section(readme: str) -> str:
-    """The Compliance section of the README as it is (up to the next `## ` heading)."""
-    start = readme.index(f"\n{SECTION_TITLE}\n") + 1
-    end = readme.find("\n## ", start + len(SECTION_TITLE))
-    return readme[start : end + 1 if end != -1 else len(readme)]
+def page_section(page: str) -> str:
+    """The Compliance section of a docs page as it is: from its heading up to the next
+    `## ` heading, trailing blank lines left out (so it reads as `render` writes it)."""
+    start = page.index(f"\n{SECTION_TITLE}\n") + 1
+    end = page.find("\n## ", start + len(SECTION_TITLE))
+    return page[start : end if end != -1 else len(page)].rstrip("\n") + "\n"

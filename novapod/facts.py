@@ -82,12 +82,13 @@ class EksFacts:
                 f"eks.kubernetes_version: {kubernetes_version} left EKS standard support on "
                 f"{window.end_of_standard_support}; EKS charges extended-support rates for "
                 f"the cluster until {window.end_of_extended_support}, then upgrades it "
-                f"itself. {advice} (README: Upgrading Kubernetes)."
+                f"itself. {advice} (docs/operations.md: Upgrading Kubernetes)."
             )
         return (
             f"eks.kubernetes_version: {kubernetes_version} left EKS extended support on "
             f"{window.end_of_extended_support}; EKS creates no new clusters of it and "
-            f"upgrades existing ones itself. Use {newest} (README: Upgrading Kubernetes)."
+            f"upgrades existing ones itself. Use {newest} "
+            "(docs/operations.md: Upgrading Kubernetes)."
         )
 
 

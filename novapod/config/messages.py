@@ -123,7 +123,7 @@ _PATTERN_WORDS = {
 _MOVED_KEYS = {
     ("capacity", "workloads"): (
         "workloads are now the top-level jobs section: move each entry to jobs, "
-        "with instance_group (or plan) and data.train (see the README)"
+        "with instance_group (or plan) and data.train (docs/reference/configuration.md: jobs)"
     ),
 }
 

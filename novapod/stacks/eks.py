@@ -347,7 +347,8 @@ class EksStack(Stack):
             self.cluster,
             "@aws-cdk/aws-eks:clusterMustManuallyTagSubnet",
             "novapod tags the private subnets it creates with kubernetes.io/role/internal-elb; "
-            "subnets of an imported VPC are tagged by their owner (see the README).",
+            "subnets of an imported VPC are tagged by their owner "
+            "(docs/configuration.md: Notes the schema does not carry).",
         )
         role = self.cluster.role
         acknowledge(

@@ -1,7 +1,7 @@
 """NovaStack: the environment where the config's Nova jobs run and are tracked.
 
 Deploys after the HyperPod, storage and Nova base stacks and reads only their outputs
-(weak references, see the README): the buckets' names and the key's ARN from storage's
+(weak references, see docs/development.md): the buckets' names and the key's ARN from storage's
 own named outputs (so cdk-nag findings on ARNs built from them can be named exactly),
 the HyperPod cluster's ARN and the restricted execution role's name from hyperpod
 (which re-publishes it from the EKS stack), the handlers' service tokens and roles

@@ -2,7 +2,7 @@
 
 Each edit of the single-RIG example is synthesized once (conftest.py) and compared with
 the example by `novapod review`, whose replacement verdicts are CDK's diff engine's. The
-README's "What an edit replaces" rests on these tests.
+docs/reviewing.md's "What an edit replaces" rests on these tests.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def changed(report, kind: str) -> dict[str, dict]:
     return {r["logical_id"]: r for r in stack["resources"]}
 
 
-# The README's "Kept in place" list: instance counts, health checks, node recovery,
+# docs/reviewing.md's "Kept in place" list: instance counts, health checks, node recovery,
 # admin principals, endpoint sets, log retention.
 @pytest.mark.parametrize(
     "change",

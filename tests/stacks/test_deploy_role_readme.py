@@ -1,4 +1,5 @@
-"""The README's scoped-down execution-role section covers what CloudFormation needs."""
+"""The scoped-down execution-role section of docs/deploying.md covers what CloudFormation
+needs."""
 
 from __future__ import annotations
 
@@ -13,19 +14,23 @@ from novapod.config import load_config
 from tests.conftest import DEFAULT_CONFIG, ROOT
 
 HEADING = "## Deploying with a scoped-down CloudFormation execution role"
+PAGE = ROOT / "docs" / "deploying.md"
 
 
 def section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     start = text.index(HEADING)
-    end = text.index("\n## ", start + len(HEADING))
-    return text[start:end]
+    end = text.find("\n## ", start + len(HEADING))
+    return text[start : end if end != -1 else len(text)]
 
 
-def test_section_follows_buying_capacity_safely() -> None:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_section_follows_the_deploy_commands() -> None:
+    """Read right after the commands, whose `cdk bootstrap` gives the execution role
+    AdministratorAccess unless this section's policies are passed."""
+    text = PAGE.read_text(encoding="utf-8")
     order = [line for line in text.splitlines() if line.startswith(("## ", "### "))]
-    assert order[order.index("### Buying capacity safely") + 1] == HEADING
+    assert order[order.index("## Deploying an environment") + 1] == HEADING
+    assert "npx cdk bootstrap" in text.split(HEADING, 1)[0]
 
 
 def test_every_hyperpod_cluster_handler_permission_is_listed() -> None:

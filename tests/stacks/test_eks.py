@@ -279,12 +279,12 @@ def test_versions_past_standard_support_warn_in_one_sentence() -> None:
         "eks.kubernetes_version: 1.34 left EKS standard support on 2026-12-02; EKS charges "
         "extended-support rates for the cluster until 2027-12-02, then upgrades it itself. "
         f"It is the newest version SageMaker HyperPod lists ({HYPERPOD_PREREQUISITES}); "
-        "upgrade once it lists a newer one (README: Upgrading Kubernetes)."
+        "upgrade once it lists a newer one (docs/operations.md: Upgrading Kubernetes)."
     )
     assert support_warning("1.33", today) == (
         "eks.kubernetes_version: 1.33 left EKS standard support on 2026-07-29; EKS charges "
         "extended-support rates for the cluster until 2027-07-29, then upgrades it itself. "
-        "Upgrade one minor version at a time towards 1.34 (README: Upgrading Kubernetes)."
+        "Upgrade one minor version at a time towards 1.34 (docs/operations.md: Upgrading Kubernetes)."
     )
     assert "left EKS extended support on 2026-11-26" in str(support_warning("1.31", today))
 

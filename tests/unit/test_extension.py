@@ -293,9 +293,9 @@ def test_novapod_plan_without_extend_lists_no_extensions(capsys) -> None:
     assert "Extensions" not in capsys.readouterr().out
 
 
-def test_the_readme_extend_example_validates() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Extending a training plan\n", 1)[1].split("\n### ", 1)[0]
+def test_the_docs_extend_example_validates() -> None:
+    readme = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    section = readme.split("## Extending a training plan\n", 1)[1].split("\n## ", 1)[0]
     snippet = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     (entry,) = yamlsafe.load(snippet)
     data = example()

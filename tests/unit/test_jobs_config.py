@@ -793,7 +793,7 @@ def test_the_old_workloads_key_says_where_jobs_went() -> None:
         (
             "capacity.workloads",
             "workloads are now the top-level jobs section: move each entry to jobs, with "
-            "instance_group (or plan) and data.train (see the README)",
+            "instance_group (or plan) and data.train (docs/reference/configuration.md: jobs)",
         )
     ]
 

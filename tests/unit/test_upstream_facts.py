@@ -285,11 +285,11 @@ def test_the_operator_adds_init_pytorch_to_every_chart_with_workers() -> None:
     assert ".dkr.ecr." not in operator.init_image
 
 
-def test_the_readme_names_the_images_restricted_nodes_get_from_outside_ecr() -> None:
+def test_the_docs_name_the_images_restricted_nodes_get_from_outside_ecr() -> None:
     """What a restricted node pulls from Docker Hub is documented from the facts; a new
-    pin that changes either image fails here until the README says so."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Networks without internet", 1)[1].split("\n## ", 1)[0]
+    pin that changes either image fails here until docs/security.md says so."""
+    page = (ROOT / "docs" / "security.md").read_text()
+    section = page.split("## Networks without internet", 1)[1].split("\n## ", 1)[0]
     operator = upstream_facts().training_operator
     assert f"`{operator.init_image}`" in section
     assert f"`{operator.init_container}`" in section
@@ -297,6 +297,9 @@ def test_the_readme_names_the_images_restricted_nodes_get_from_outside_ecr() -> 
     assert f"`{operator.mpi_operator_image}`" in section
     assert "Three images" in section
     assert operator.tolerates_restricted_nodes
+    readme = "\n".join(
+        p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    )
     assert "never need internet access" not in readme
 
 

@@ -22,7 +22,8 @@ WORKFLOWS = ROOT / ".github" / "workflows"
 REPORT = WORKFLOWS / "synth-review.yml"
 POSTER = WORKFLOWS / "synth-review-comment.yml"
 MARKER = "<!-- novapod-synth-review -->"
-README_SECTION = "## Reviewing infrastructure changes on GitHub"
+DEPLOY_PAGE = ROOT / "docs" / "pipelines.md"
+DEPLOY_SECTION = "## Deploying from GitHub Actions"
 VENV_BIN = str(Path(sys.executable).parent)
 PINNED = re.compile(r"^[\w.-]+/[\w.-]+(/[\w./-]+)?@[0-9a-f]{40}$")
 USES_LINE = re.compile(r"^\s*(?:-\s+)?uses:\s*(\S+)(.*)$")
@@ -88,10 +89,10 @@ def steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
     return [step for job in workflow["jobs"].values() for step in job.get("steps", [])]
 
 
-def readme_workflow() -> str:
-    """The deploy workflow sample in the README's GitHub section."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split(README_SECTION, 1)[1].split("\n## ", 1)[0]
+def docs_workflow() -> str:
+    """The deploy workflow sample in docs/pipelines.md's GitHub Actions section."""
+    text = DEPLOY_PAGE.read_text(encoding="utf-8")
+    section = text.split(DEPLOY_SECTION, 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```yaml\n(.*?)```", section, flags=re.DOTALL)
     assert len(blocks) == 1, "the section shows one workflow"
     return blocks[0]
@@ -134,7 +135,7 @@ def test_action_inputs_exist_in_the_pinned_versions(actionlint: str, tmp_path: P
     planted = tmp_path / ".github" / "workflows"
     planted.mkdir(parents=True)
     sources = {p.name: p.read_text() for p in sorted(WORKFLOWS.glob("*.yml"))}
-    sources["readme-deploy.yml"] = readme_workflow()
+    sources["docs-deploy.yml"] = docs_workflow()
     for name, text in sources.items():
         unpinned = unpin(text)
         assert not re.search(r"@[0-9a-f]{40}", unpinned), f"{name}: a pin without `# vX.Y.Z`"
@@ -149,10 +150,10 @@ def test_action_inputs_exist_in_the_pinned_versions(actionlint: str, tmp_path: P
     assert 'input "persist-credential" is not defined' in result.stdout
 
 
-def test_readme_deploy_sample_passes_actionlint(actionlint: str, tmp_path: Path) -> None:
+def test_docs_deploy_sample_passes_actionlint(actionlint: str, tmp_path: Path) -> None:
     planted = tmp_path / ".github" / "workflows"
     planted.mkdir(parents=True)
-    (planted / "deploy.yml").write_text(readme_workflow())
+    (planted / "deploy.yml").write_text(docs_workflow())
     result = run_actionlint(actionlint, tmp_path, planted / "deploy.yml")
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -165,10 +166,10 @@ def uses_lines(text: str) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize(
-    "name", ["synth-review.yml", "synth-review-comment.yml", "README deploy sample"]
+    "name", ["synth-review.yml", "synth-review-comment.yml", "docs deploy sample"]
 )
 def test_every_action_is_pinned_to_a_commit_with_its_version(name: str) -> None:
-    text = readme_workflow() if name.startswith("README") else (WORKFLOWS / name).read_text()
+    text = docs_workflow() if name.startswith("docs") else (WORKFLOWS / name).read_text()
     parsed = [s["uses"] for s in steps(yaml.safe_load(text)) if "uses" in s]
     lines = uses_lines(text)
     assert parsed, "no action used?"
@@ -186,7 +187,7 @@ def test_pin_check_refuses_a_tag() -> None:
 
 def test_same_action_same_pin_everywhere() -> None:
     pins: dict[str, set[str]] = {}
-    texts = [p.read_text() for p in sorted(WORKFLOWS.glob("*.yml"))] + [readme_workflow()]
+    texts = [p.read_text() for p in sorted(WORKFLOWS.glob("*.yml"))] + [docs_workflow()]
     for text in texts:
         for uses, _ in uses_lines(text):
             action, _, sha = uses.partition("@")
@@ -514,11 +515,11 @@ def test_poster_refuses_a_symlink_in_the_artifact(node: str, tmp_path: Path) -> 
     assert "not a regular file" in calls[-1][1]
 
 
-# ---------------------------------------------------------------------------- README
+# ------------------------------------------------------------------- docs sample
 
 
-def test_readme_deploy_sample_uses_oidc_on_the_default_branch_only() -> None:
-    workflow = yaml.safe_load(readme_workflow())
+def test_docs_deploy_sample_uses_oidc_on_the_default_branch_only() -> None:
+    workflow = yaml.safe_load(docs_workflow())
     assert set(triggers(workflow)) == {"push"}
     for job, granted in effective_permissions(workflow).items():
         assert granted == {"contents": "read", "id-token": "write"}, job

@@ -1,0 +1,81 @@
+"""The README stays one screen with working links, and every docs page a message points
+at exists with the section it names (the site's own links: `make docs`, --strict)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+# "(docs/operations.md: Upgrading Kubernetes)" in a message, a comment or a reason.
+REFERENCE = re.compile(r"docs/([\w/-]+\.md): ([^)\"]+)\)")
+
+
+def headings(page: Path) -> set[str]:
+    """A page's headings as text (code spans unquoted), outside fenced code."""
+    found, fenced = set(), False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (match := re.match(r"#+ (.+)", line)):
+            found.add(match[1].replace("`", "").strip())
+    return found
+
+
+def test_the_readme_is_under_200_lines() -> None:
+    assert len(README.read_text(encoding="utf-8").splitlines()) < 200
+
+
+def test_the_readme_keeps_the_two_set_up_commands_and_the_node_versions() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert "make synth   #" in text and "make test    #" in text
+    assert "**Node.js 20, 22 or 24**" in text
+    assert "non-refundable" in text
+
+
+def test_every_link_of_the_readme_resolves() -> None:
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README.read_text(encoding="utf-8"))
+    local = [link for link in links if not link.startswith("https://")]
+    assert len(local) >= 10
+    missing = [link for link in local if not (ROOT / link).is_file()]
+    assert missing == []
+
+
+def test_every_docs_page_the_readme_links_to_is_in_the_site_navigation() -> None:
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    pages = set(re.findall(r"\(docs/([^)#]+)", README.read_text(encoding="utf-8")))
+    assert pages and all(f": {page}\n" in nav for page in pages), pages
+
+
+def _references() -> list[tuple[Path, str, str]]:
+    found = []
+    for source in sorted((ROOT / "novapod").rglob("*")):
+        if source.suffix in {".py", ".yaml", ".sh"}:
+            for page, section in REFERENCE.findall(source.read_text(encoding="utf-8")):
+                found.append((source, page, section.strip()))
+    return found
+
+
+def test_the_package_points_at_docs_pages_not_at_the_readme() -> None:
+    assert len(_references()) >= 3
+    for source in sorted((ROOT / "novapod").rglob("*.py")):
+        text = source.read_text(encoding="utf-8")
+        assert "(README:" not in text and "see the README)" not in text, source
+
+
+@pytest.mark.parametrize(
+    ("source", "page", "section"),
+    _references(),
+    ids=lambda value: value.name if isinstance(value, Path) else str(value),
+)
+def test_each_docs_reference_names_a_page_and_its_section(
+    source: Path, page: str, section: str
+) -> None:
+    target = DOCS / page
+    assert target.is_file(), f"{source}: docs/{page} does not exist"
+    assert section in headings(target), f"{source}: docs/{page} has no heading {section!r}"
