@@ -219,7 +219,11 @@ def test_refuses_a_manifest_without_an_s3_checkpoint(plane, tmp_path, capsys, bo
 
 
 @pytest.mark.parametrize(
-    "body", [archive({"model/config.json": b"{}"}), b"not a tar", archive({})[:20]]
+    "body",
+    [archive({"model/config.json": b"{}"}), b"not a tar", archive({})[:20]],
+    # Named: a gzip header carries its time, and pytest-xdist workers must collect the
+    # same test IDs.
+    ids=["no-manifest", "not-a-tar", "truncated-gzip"],
 )
 def test_refuses_an_archive_without_a_manifest(plane, tmp_path, capsys, body) -> None:
     plane.put_object(ARTIFACTS, output_key("sft-lora", "sft-lora-q1w2e/output/output.tar.gz"),
