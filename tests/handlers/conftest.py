@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 
 import boto3
@@ -60,6 +61,14 @@ def world(control_plane: FakeControlPlane, monkeypatch: pytest.MonkeyPatch) -> I
         advance_clock=clock.advance,
         query_interval_seconds=POLL_SECONDS,
     )
-    yield World(plane=control_plane, clock=clock, driver=driver)
+    world = World(plane=control_plane, clock=clock, driver=driver)
+    real_sleep = time.sleep
+
+    def recorded_sleep(seconds: float) -> None:
+        world.slept.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", recorded_sleep)
+    yield world
     # Every answer the fake gave must fit botocore's output shapes.
     assert control_plane.violations == []

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -1202,9 +1201,7 @@ def test_the_extension_matrix_covers_the_acceptance_faults() -> None:
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_extension_fault_matrix(name: str, world: World) -> None:
     case = SCENARIOS[name]
-    started = time.monotonic()
     outcome = case.run(world)
-    elapsed = time.monotonic() - started
 
     extensions = world.plane.extensions.get(PLAN, [])
     sold = len(extensions)
@@ -1231,7 +1228,9 @@ def test_extension_fault_matrix(name: str, world: World) -> None:
     else:
         assert outcome.ok, outcome.reason
         assert outcome.data == dict(case.expect.data or {})
-    assert elapsed < 8, f"{name} took {elapsed:.1f} s"
+    # Nothing waits in real time: the handler's pauses advance the fake clock (a wall-time
+    # bound here flaked on a loaded machine; what it guarded is what slept).
+    assert sum(world.slept) < 1, f"{name} slept {sum(world.slept):.1f} s in real time"
 
 
 # --- what the logs say -------------------------------------------------------------------

@@ -7,7 +7,6 @@ count), then either the exact attributes of a success or the message of a failur
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -1161,9 +1160,7 @@ def test_the_matrix_is_broad() -> None:
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_fault_matrix(name: str, world: World) -> None:
     case = SCENARIOS[name]
-    started = time.monotonic()
     outcome = case.run(world)
-    elapsed = time.monotonic() - started
 
     creates = world.plane.create_counts()
     assert max(creates.values(), default=0) <= 1, f"bought twice: {creates}"
@@ -1176,7 +1173,9 @@ def test_fault_matrix(name: str, world: World) -> None:
     else:
         assert outcome.ok, outcome.reason
         assert outcome.data == dict(case.expect.data or {})
-    assert elapsed < 5, f"{name} took {elapsed:.1f} s"
+    # Nothing waits in real time: the handler's pauses advance the fake clock (a wall-time
+    # bound here flaked on a loaded machine; what it guarded is what slept).
+    assert sum(world.slept) < 1, f"{name} slept {sum(world.slept):.1f} s in real time"
 
 
 def test_subnets_by_zone_as_object_or_json_string_agree(world: World) -> None:

@@ -4,7 +4,7 @@ clock and CloudFormation-style resource properties."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -65,6 +65,9 @@ class World:
     plane: FakeControlPlane
     clock: FakeClock
     driver: ProviderDriver
+    # Real sleeps requested while the world ran (time.sleep is recorded): the handler's
+    # pauses go to the clock, so only botocore's short backoffs may appear here.
+    slept: list[float] = field(default_factory=list)
 
     def stack(self) -> Stack:
         return Stack(self.driver)
