@@ -19,12 +19,12 @@ from novapod.config.hyperpod import RestrictedGroup, StandardGroup
 from novapod.config.jobs import Job, batch_size_problem, max_length_problem, replicas_problem
 from novapod.config.network import GATEWAY_ENDPOINTS, RIG_ENDPOINTS
 from novapod.config.nova import DEFAULT_NAMESPACE, TRAINING_OPERATOR_NAMESPACE
-from novapod.constructs.cluster_bootstrap.pins import default_pins
 from novapod.facts import cluster_instance_types, eks_facts, plan_instance_types, support_warning
 from novapod.naming import training_plan_name
 from novapod.node_images import node_image_registries
 from novapod.nova.bedrock import on_demand
 from novapod.nova.catalog import CatalogError, catalog
+from novapod.pins import default_pins
 
 if TYPE_CHECKING:
     from novapod.config.root import NovapodConfig
