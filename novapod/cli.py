@@ -23,7 +23,7 @@ from typing import Any
 import boto3  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from novapod import extension, pipeline_check, planning, purchases, review
+from novapod import extension, planning, review
 from novapod.config import (
     ConfigError,
     NovapodConfig,
@@ -37,6 +37,7 @@ from novapod.constructs.training_plan.handler import decisions, offerings
 from novapod.naming import training_plan_name
 from novapod.nova import cancel, launch, render, results
 from novapod.nova.catalog import CatalogError
+from novapod.operate import pipeline_check, purchases
 
 EXIT_OK = 0
 EXIT_INVALID = 2
@@ -85,7 +86,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _compliance_report(args: argparse.Namespace) -> int:
-    from novapod import compliance_report  # noqa: PLC0415 - loads the CDK
+    from novapod.compliance import report as compliance_report  # noqa: PLC0415 - loads the CDK
 
     def run(out_dir: Path) -> int:
         found = []

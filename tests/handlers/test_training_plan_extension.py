@@ -80,8 +80,8 @@ def extension_item(w: World) -> dict[str, Any] | None:
 
 def release(w: World) -> None:
     """What the operator runs after checking (novapod purchases --release), via its code."""
-    from novapod import purchases
     from novapod.constructs.handler_core import ledger
+    from novapod.operate import purchases
     from tests.handlers.world import ENVIRONMENT, LEDGER_TABLE
 
     book = ledger.Ledger(boto3.client("dynamodb"), LEDGER_TABLE, ENVIRONMENT)
