@@ -16,7 +16,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import date, datetime
 from typing import Protocol
 
-from novapod import addressing, approval, extension, planning
+from novapod import addressing
+from novapod.capacity import PlanningError, PlanRequest, Workload, approval, extension
+from novapod.capacity.naming import training_plan_name
 from novapod.config.base import _at, _FieldError
 from novapod.config.capacity import Capacity, TrainingPlanSpec
 from novapod.config.eks import Eks
@@ -26,7 +28,6 @@ from novapod.config.network import GATEWAY_ENDPOINTS, RIG_ENDPOINTS, Network
 from novapod.config.nova import DEFAULT_NAMESPACE, TRAINING_OPERATOR_NAMESPACE, Nova
 from novapod.config.storage import Storage
 from novapod.facts import cluster_instance_types, eks_facts, plan_instance_types, support_warning
-from novapod.naming import training_plan_name
 from novapod.node_images import node_image_registries
 from novapod.nova.bedrock import on_demand
 from novapod.nova.catalog import CatalogError, catalog
@@ -62,7 +63,7 @@ class CheckedConfig(Protocol):
     def has_nova_stack(self) -> bool: ...
     @property
     def job_endpoints(self) -> Mapping[str, str]: ...
-    def training_plan_requests(self) -> list[tuple[TrainingPlanSpec, planning.PlanRequest]]: ...
+    def training_plan_requests(self) -> list[tuple[TrainingPlanSpec, PlanRequest]]: ...
     def restricted_group(self, name: str | None) -> RestrictedGroup | None: ...
     def job_plan(self, job: Job) -> str | None: ...
 
@@ -73,11 +74,11 @@ def problems(config: CheckedConfig, now: datetime) -> list[_FieldError]:
     found = list(network_problems(config))
     inverted = list(window_problems(config))
     found += inverted
-    requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]] | None = None
+    requests: list[tuple[TrainingPlanSpec, PlanRequest]] | None = None
     if not inverted:  # the planner would only report a negative window
         try:
             requests = config.training_plan_requests()
-        except planning.PlanningError as exc:
+        except PlanningError as exc:
             found.append(_at(planning_path(config, str(exc)), str(exc), root=True))
     found += hyperpod_problems(config, requests)
     found += job_problems(config, requests)
@@ -154,7 +155,7 @@ def planning_path(config: CheckedConfig, message: str) -> str:
     return "capacity"
 
 
-def workload(config: CheckedConfig, job: Job) -> planning.Workload:
+def workload(config: CheckedConfig, job: Job) -> Workload:
     """What the planner sizes for a job: the instances of its recipe on its group's type.
 
     The instance type is the group's (or its listed plan's) when the config sets one,
@@ -167,7 +168,7 @@ def workload(config: CheckedConfig, job: Job) -> planning.Workload:
         variant = catalog().variant(job.model, job.technique, instance_type)
     except CatalogError:  # reported by job_problems; size with the sizing recipe
         variant = catalog().variant(job.model, job.technique)
-    return planning.Workload(
+    return Workload(
         name=job.name,
         model=job.model,
         technique=job.technique,
@@ -192,7 +193,7 @@ def _job_instance_type(config: CheckedConfig, job: Job) -> str | None:
 
 
 def job_problems(
-    config: CheckedConfig, requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]] | None
+    config: CheckedConfig, requests: list[tuple[TrainingPlanSpec, PlanRequest]] | None
 ) -> Iterator[_FieldError]:
     """Jobs against the instance groups, their plans and the region."""
     plans = {spec.name: request for spec, request in requests or []}
@@ -267,7 +268,7 @@ def _job_image_problems(config: CheckedConfig, where: str, job: Job) -> Iterator
 
 
 def _job_on_group(
-    config: CheckedConfig, where: str, job: Job, plans: dict[str, planning.PlanRequest]
+    config: CheckedConfig, where: str, job: Job, plans: dict[str, PlanRequest]
 ) -> Iterator[_FieldError]:
     """The job's recipe on its group's instance type and count (when the plan resolved)."""
     group = config.restricted_group(job.instance_group)
@@ -310,7 +311,7 @@ def _task(job: Job) -> str | None:
 
 
 def hyperpod_problems(
-    config: CheckedConfig, requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]] | None
+    config: CheckedConfig, requests: list[tuple[TrainingPlanSpec, PlanRequest]] | None
 ) -> Iterator[_FieldError]:
     """Checks of eks and hyperpod; those against plans only when the plans resolved."""
     if config.eks is not None and config.network.closed:
@@ -380,7 +381,7 @@ def hyperpod_problems(
 
 
 def service_limit_problems(
-    config: CheckedConfig, requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]]
+    config: CheckedConfig, requests: list[tuple[TrainingPlanSpec, PlanRequest]]
 ) -> Iterator[_FieldError]:
     """Regions, tags, principals and instance types the services accept or know."""
     if config.eks is not None:
@@ -469,7 +470,7 @@ def job_endpoint_problems(config: CheckedConfig) -> Iterator[_FieldError]:
 
 def purchase_problems(
     config: CheckedConfig,
-    requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]],
+    requests: list[tuple[TrainingPlanSpec, PlanRequest]],
     now: datetime,
 ) -> Iterator[_FieldError]:
     """Every plan to buy is approved by its exact name, capped, and still buyable; no
@@ -535,7 +536,7 @@ def purchase_problems(
 
 
 def extension_problems(
-    config: CheckedConfig, requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]]
+    config: CheckedConfig, requests: list[tuple[TrainingPlanSpec, PlanRequest]]
 ) -> Iterator[_FieldError]:
     """Every `extend` block approves its exact extension and caps its fee."""
     for i, (spec, request) in enumerate(requests):

@@ -21,8 +21,8 @@ from typing import Any
 import boto3
 import pytest
 
+from novapod.capacity.naming import extension_name
 from novapod.constructs.training_plan.handler import index
-from novapod.naming import extension_name
 from tests.fakes.aws_control_plane import Fault
 from tests.handlers.interleave import Crash, crashing_before, interleaved
 from tests.handlers.lifecycle import CREATE_FAILED_MARKER, Outcome, Stack
