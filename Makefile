@@ -115,7 +115,7 @@ bench-suite: setup
 # mutmut mutates the modules listed in pyproject.toml [tool.mutmut] inside mutants/ and,
 # per mutant, runs the fast tests that call the mutated function; results are cached in
 # mutants/, so a second run only checks what changed. MUTMUT_ARGS selects mutants, e.g.
-# MUTMUT_ARGS='"novapod.naming*"'. Survivors: killed by a test or listed, with the reason,
+# MUTMUT_ARGS='"novapod.capacity.naming*"'. Survivors: killed by a test or listed, with the reason,
 # in tests/mutation_equivalents.md.
 MUTATION_WORKERS ?= 2
 MUTMUT_ARGS ?=

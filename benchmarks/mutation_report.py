@@ -18,7 +18,7 @@ MUTANTS = Path("mutants")
 EQUIVALENTS = Path("tests/mutation_equivalents.md")
 # The acceptance bar of the purchase path (issue 8).
 PURCHASE_PATH = (
-    "novapod/naming.py",
+    "novapod/capacity/naming.py",
     "novapod/constructs/training_plan/handler/decisions.py",
     "novapod/constructs/training_plan/handler/index.py",
 )

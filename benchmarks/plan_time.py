@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 _RUN = """
 import json, random, sys, time
-from novapod.planning import Workload, plan_capacity, split_advice
+from novapod.capacity import Workload, plan_capacity, split_advice
 
 ROWS = [
     ("micro", "cpt"), ("lite", "cpt"), ("pro", "cpt"),

@@ -23,7 +23,9 @@ from typing import Any
 import boto3  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from novapod import extension, pipeline_check, planning, purchases, review
+from novapod import review
+from novapod.capacity import capacity_plan_json, extension, render_gantt, render_table, split_advice
+from novapod.capacity.naming import training_plan_name
 from novapod.config import (
     ConfigError,
     NovapodConfig,
@@ -34,9 +36,9 @@ from novapod.config import (
 )
 from novapod.constructs.handler_core import ledger
 from novapod.constructs.training_plan.handler import decisions, offerings
-from novapod.naming import training_plan_name
 from novapod.nova import cancel, launch, render, results
 from novapod.nova.catalog import CatalogError
+from novapod.operate import pipeline_check, purchases
 
 EXIT_OK = 0
 EXIT_INVALID = 2
@@ -85,7 +87,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _compliance_report(args: argparse.Namespace) -> int:
-    from novapod import compliance_report  # noqa: PLC0415 - loads the CDK
+    from novapod.compliance import report as compliance_report  # noqa: PLC0415 - loads the CDK
 
     def run(out_dir: Path) -> int:
         found = []
@@ -111,14 +113,14 @@ def _plan(args: argparse.Namespace) -> int:
     config = _load(args)
     plan = config.capacity_plan()
     if args.gantt:
-        print(planning.render_gantt(plan), end="")
+        print(render_gantt(plan), end="")
         return EXIT_OK
     names = config.purchase_names(plan)
-    advice = planning.split_advice(plan)  # advice only: the config is never changed
+    advice = split_advice(plan)  # advice only: the config is never changed
     if args.json:
-        print(json.dumps(planning.capacity_plan_json(plan, names, advice), indent=2))
+        print(json.dumps(capacity_plan_json(plan, names, advice), indent=2))
     else:
-        print(planning.render_table(plan, names, advice))
+        print(render_table(plan, names, advice))
         adopted = [spec for spec in config.capacity.training_plans if spec.adopted]
         if adopted:
             print("\nAdopted plans (described and checked at deploy, never bought)")

@@ -18,7 +18,7 @@ from aws_cdk import App, CfnResource, Environment, Fn, Tags, Validations
 from cdk_nag import AwsSolutionsChecks, HIPAASecurityChecks, NagPack, NIST80053R5Checks
 from constructs import Construct
 
-from novapod.compliance import acknowledge_inline_policies
+from novapod.compliance.rules import acknowledge_inline_policies
 from novapod.config import CompliancePack, NovapodConfig
 from novapod.constructs.execution_role import execution_role_kinds
 from novapod.nova.kubernetes import nova_access

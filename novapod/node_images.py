@@ -11,7 +11,7 @@ from functools import cache
 from typing import Any
 
 from novapod import yamlsafe
-from novapod.constructs.cluster_bootstrap.pins import HealthAgentPin
+from novapod.pins import HealthAgentPin
 
 SOURCE = "novapod/data/node_images.yaml"
 

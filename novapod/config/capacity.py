@@ -18,10 +18,10 @@ from pydantic import (
     model_validator,
 )
 
-from novapod import planning
+from novapod.capacity import PlanRequest, PlanSettings
+from novapod.capacity.naming import EXTENSION_NAME, TRAINING_PLAN_NAME
 from novapod.config.base import _at, _Model, _raise_all
 from novapod.config.fields import INSTANCE_TYPE_PATTERN, PlanName
-from novapod.naming import EXTENSION_NAME, TRAINING_PLAN_NAME
 
 # Active ISO 4217 currency codes (2026), for the fee cap's currency.
 ISO_4217_CODES = frozenset(
@@ -315,7 +315,7 @@ class Capacity(_Model):
         return self
 
 
-def _plan_settings(spec: TrainingPlanSpec) -> planning.PlanSettings:
+def _plan_settings(spec: TrainingPlanSpec) -> PlanSettings:
     """The planner's settings. An extended plan is sized as long as it will be (bought
     hours plus the extension, its window end moved by as much, so the window check
     still judges the bought plan); `bought_request` restores what was bought."""
@@ -324,7 +324,7 @@ def _plan_settings(spec: TrainingPlanSpec) -> planning.PlanSettings:
         duration += spec.extend.duration_hours
         if end_before is not None:
             end_before += timedelta(hours=spec.extend.duration_hours)
-    return planning.PlanSettings(
+    return PlanSettings(
         name=spec.name,
         instance_type=spec.instance_type,
         instance_count=spec.instance_count,
@@ -336,7 +336,7 @@ def _plan_settings(spec: TrainingPlanSpec) -> planning.PlanSettings:
     )
 
 
-def bought_request(spec: TrainingPlanSpec, request: planning.PlanRequest) -> planning.PlanRequest:
+def bought_request(spec: TrainingPlanSpec, request: PlanRequest) -> PlanRequest:
     """The request as bought: an extended plan's duration and window end as the config
     states them (its name, and so its approval, derive from these), while the reserved
     hours the planner counted include the extension."""
@@ -349,9 +349,9 @@ def bought_request(spec: TrainingPlanSpec, request: planning.PlanRequest) -> pla
     )
 
 
-def _adopted_request(spec: TrainingPlanSpec) -> planning.PlanRequest:
+def _adopted_request(spec: TrainingPlanSpec) -> PlanRequest:
     assert spec.instance_type is not None and spec.instance_count is not None
-    return planning.PlanRequest(
+    return PlanRequest(
         name=spec.name,
         instance_type=spec.instance_type,
         instance_count=spec.instance_count,

@@ -3,44 +3,82 @@ the config (zones against the region, instance groups against training plans, ..
 is a plain function here, and `problems` runs them all in reporting order.
 
 A new section adds its cross-section checks here and calls them from `problems`.
+
+The checks read the whole config through `CheckedConfig`, the part of it they need; the
+root model (root.py) has it and calls them from its validator, so this module never
+imports root.py: the import runs one way.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import date, datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from novapod import addressing, approval, extension, planning
+from novapod import addressing
+from novapod.capacity import PlanningError, PlanRequest, Workload, approval, extension
+from novapod.capacity.naming import training_plan_name
 from novapod.config.base import _at, _FieldError
-from novapod.config.capacity import TrainingPlanSpec
-from novapod.config.hyperpod import RestrictedGroup, StandardGroup
+from novapod.config.capacity import Capacity, TrainingPlanSpec
+from novapod.config.eks import Eks
+from novapod.config.hyperpod import HyperPod, RestrictedGroup, StandardGroup
 from novapod.config.jobs import Job, batch_size_problem, max_length_problem, replicas_problem
-from novapod.config.network import GATEWAY_ENDPOINTS, RIG_ENDPOINTS
-from novapod.config.nova import DEFAULT_NAMESPACE, TRAINING_OPERATOR_NAMESPACE
-from novapod.constructs.cluster_bootstrap.pins import default_pins
+from novapod.config.network import GATEWAY_ENDPOINTS, RIG_ENDPOINTS, Network
+from novapod.config.nova import DEFAULT_NAMESPACE, TRAINING_OPERATOR_NAMESPACE, Nova
+from novapod.config.storage import Storage
 from novapod.facts import cluster_instance_types, eks_facts, plan_instance_types, support_warning
-from novapod.naming import training_plan_name
 from novapod.node_images import node_image_registries
 from novapod.nova.bedrock import on_demand
 from novapod.nova.catalog import CatalogError, catalog
-
-if TYPE_CHECKING:
-    from novapod.config.root import NovapodConfig
+from novapod.pins import default_pins
 
 
-def problems(config: NovapodConfig, now: datetime) -> list[_FieldError]:
+class CheckedConfig(Protocol):
+    """What the checks read of one environment's config (NovapodConfig in root.py)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def region(self) -> str: ...
+    @property
+    def tags(self) -> Mapping[str, str]: ...
+    @property
+    def network(self) -> Network: ...
+    @property
+    def storage(self) -> Storage: ...
+    @property
+    def jobs(self) -> Sequence[Job]: ...
+    @property
+    def capacity(self) -> Capacity: ...
+    @property
+    def eks(self) -> Eks | None: ...
+    @property
+    def hyperpod(self) -> HyperPod | None: ...
+    @property
+    def nova(self) -> Nova | None: ...
+    @property
+    def nova_settings(self) -> Nova: ...
+    @property
+    def has_nova_stack(self) -> bool: ...
+    @property
+    def job_endpoints(self) -> Mapping[str, str]: ...
+    def training_plan_requests(self) -> list[tuple[TrainingPlanSpec, PlanRequest]]: ...
+    def restricted_group(self, name: str | None) -> RestrictedGroup | None: ...
+    def job_plan(self, job: Job) -> str | None: ...
+
+
+def problems(config: CheckedConfig, now: datetime) -> list[_FieldError]:
     """Every cross-section finding, collected and reported at once, so one run of
     `novapod validate` shows all there is to fix. `now`: the time purchases are judged at."""
     found = list(network_problems(config))
     inverted = list(window_problems(config))
     found += inverted
-    requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]] | None = None
+    requests: list[tuple[TrainingPlanSpec, PlanRequest]] | None = None
     if not inverted:  # the planner would only report a negative window
         try:
             requests = config.training_plan_requests()
-        except planning.PlanningError as exc:
+        except PlanningError as exc:
             found.append(_at(planning_path(config, str(exc)), str(exc), root=True))
     found += hyperpod_problems(config, requests)
     found += job_problems(config, requests)
@@ -53,7 +91,7 @@ def problems(config: NovapodConfig, now: datetime) -> list[_FieldError]:
     return found
 
 
-def network_problems(config: NovapodConfig) -> Iterator[_FieldError]:
+def network_problems(config: CheckedConfig) -> Iterator[_FieldError]:
     """Zones of another region, subnets that do not fit, Lustre in a zone without a subnet."""
     for i, zone in enumerate(config.network.zone_ids):
         if not addressing.zone_id_matches_region(zone, config.region):
@@ -89,7 +127,7 @@ def network_problems(config: NovapodConfig) -> Iterator[_FieldError]:
         )
 
 
-def window_problems(config: NovapodConfig) -> Iterator[_FieldError]:
+def window_problems(config: CheckedConfig) -> Iterator[_FieldError]:
     """A window that ends before it starts, said as such (the planner only sees hours)."""
     for i, spec in enumerate(config.capacity.training_plans):
         start, end = spec.start_after, spec.end_before
@@ -102,7 +140,7 @@ def window_problems(config: NovapodConfig) -> Iterator[_FieldError]:
             )
 
 
-def planning_path(config: NovapodConfig, message: str) -> str:
+def planning_path(config: CheckedConfig, message: str) -> str:
     """The config path a planner message is about (it names a job or plan)."""
     match = re.match(r"(job|training plan) '?([a-z0-9-]+)'?", message)
     if match:
@@ -117,7 +155,7 @@ def planning_path(config: NovapodConfig, message: str) -> str:
     return "capacity"
 
 
-def workload(config: NovapodConfig, job: Job) -> planning.Workload:
+def workload(config: CheckedConfig, job: Job) -> Workload:
     """What the planner sizes for a job: the instances of its recipe on its group's type.
 
     The instance type is the group's (or its listed plan's) when the config sets one,
@@ -130,7 +168,7 @@ def workload(config: NovapodConfig, job: Job) -> planning.Workload:
         variant = catalog().variant(job.model, job.technique, instance_type)
     except CatalogError:  # reported by job_problems; size with the sizing recipe
         variant = catalog().variant(job.model, job.technique)
-    return planning.Workload(
+    return Workload(
         name=job.name,
         model=job.model,
         technique=job.technique,
@@ -143,7 +181,7 @@ def workload(config: NovapodConfig, job: Job) -> planning.Workload:
     )
 
 
-def _job_instance_type(config: NovapodConfig, job: Job) -> str | None:
+def _job_instance_type(config: CheckedConfig, job: Job) -> str | None:
     """The type a job runs on when the config says it: its plan's, else its group's (a
     group whose type differs from its plan's is refused in hyperpod_problems)."""
     plan = config.job_plan(job)
@@ -155,7 +193,7 @@ def _job_instance_type(config: NovapodConfig, job: Job) -> str | None:
 
 
 def job_problems(
-    config: NovapodConfig, requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]] | None
+    config: CheckedConfig, requests: list[tuple[TrainingPlanSpec, PlanRequest]] | None
 ) -> Iterator[_FieldError]:
     """Jobs against the instance groups, their plans and the region."""
     plans = {spec.name: request for spec, request in requests or []}
@@ -172,7 +210,7 @@ def job_problems(
         yield from _job_on_group(config, where, job, plans)
 
 
-def _job_group_problems(config: NovapodConfig, where: str, job: Job) -> Iterator[_FieldError]:
+def _job_group_problems(config: CheckedConfig, where: str, job: Job) -> Iterator[_FieldError]:
     """A job names a restricted group of the cluster, or a plan when there is none."""
     if config.hyperpod is None:
         if job.instance_group is not None:
@@ -216,7 +254,7 @@ def _job_group_problems(config: NovapodConfig, where: str, job: Job) -> Iterator
         )
 
 
-def _job_image_problems(config: NovapodConfig, where: str, job: Job) -> Iterator[tuple[str, str]]:
+def _job_image_problems(config: CheckedConfig, where: str, job: Job) -> Iterator[tuple[str, str]]:
     """(path, message) when the job's image is not published in the region."""
     nova = catalog()
     if nova.techniques[job.technique].not_launchable is not None:
@@ -230,7 +268,7 @@ def _job_image_problems(config: NovapodConfig, where: str, job: Job) -> Iterator
 
 
 def _job_on_group(
-    config: NovapodConfig, where: str, job: Job, plans: dict[str, planning.PlanRequest]
+    config: CheckedConfig, where: str, job: Job, plans: dict[str, PlanRequest]
 ) -> Iterator[_FieldError]:
     """The job's recipe on its group's instance type and count (when the plan resolved)."""
     group = config.restricted_group(job.instance_group)
@@ -273,7 +311,7 @@ def _task(job: Job) -> str | None:
 
 
 def hyperpod_problems(
-    config: NovapodConfig, requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]] | None
+    config: CheckedConfig, requests: list[tuple[TrainingPlanSpec, PlanRequest]] | None
 ) -> Iterator[_FieldError]:
     """Checks of eks and hyperpod; those against plans only when the plans resolved."""
     if config.eks is not None and config.network.closed:
@@ -343,7 +381,7 @@ def hyperpod_problems(
 
 
 def service_limit_problems(
-    config: NovapodConfig, requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]]
+    config: CheckedConfig, requests: list[tuple[TrainingPlanSpec, PlanRequest]]
 ) -> Iterator[_FieldError]:
     """Regions, tags, principals and instance types the services accept or know."""
     if config.eks is not None:
@@ -411,7 +449,7 @@ def service_limit_problems(
             )
 
 
-def job_endpoint_problems(config: NovapodConfig) -> Iterator[_FieldError]:
+def job_endpoint_problems(config: CheckedConfig) -> Iterator[_FieldError]:
     """A network.endpoints list that lacks what the jobs' pods call (without a list the
     config adds them: NovapodConfig.endpoint_names)."""
     if config.network.endpoints is None:
@@ -431,8 +469,8 @@ def job_endpoint_problems(config: NovapodConfig) -> Iterator[_FieldError]:
 
 
 def purchase_problems(
-    config: NovapodConfig,
-    requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]],
+    config: CheckedConfig,
+    requests: list[tuple[TrainingPlanSpec, PlanRequest]],
     now: datetime,
 ) -> Iterator[_FieldError]:
     """Every plan to buy is approved by its exact name, capped, and still buyable; no
@@ -498,7 +536,7 @@ def purchase_problems(
 
 
 def extension_problems(
-    config: NovapodConfig, requests: list[tuple[TrainingPlanSpec, planning.PlanRequest]]
+    config: CheckedConfig, requests: list[tuple[TrainingPlanSpec, PlanRequest]]
 ) -> Iterator[_FieldError]:
     """Every `extend` block approves its exact extension and caps its fee."""
     for i, (spec, request) in enumerate(requests):
@@ -529,7 +567,7 @@ def extension_problems(
 NOT_IMPORTABLE = frozenset({"evaluation", "distillation"})
 
 
-def nova_problems(config: NovapodConfig) -> Iterator[_FieldError]:
+def nova_problems(config: CheckedConfig) -> Iterator[_FieldError]:
     """The nova section against the jobs, the hyperpod and eks sections."""
     nova = config.nova_settings
     if config.nova is not None and not config.has_nova_stack:
@@ -598,7 +636,7 @@ def nova_problems(config: NovapodConfig) -> Iterator[_FieldError]:
             )
 
 
-def bedrock_deployment_problems(config: NovapodConfig) -> Iterator[_FieldError]:
+def bedrock_deployment_problems(config: CheckedConfig) -> Iterator[_FieldError]:
     """`deployment: on-demand` where Bedrock does not deploy imported Nova models on
     demand (the region, the job's model or its technique; novapod/data/bedrock.yaml):
     refused here rather than failing the deploy after the import was paid for."""
@@ -637,7 +675,7 @@ def bedrock_deployment_problems(config: NovapodConfig) -> Iterator[_FieldError]:
             )
 
 
-def warnings(config: NovapodConfig, today: date | None = None) -> list[str]:
+def warnings(config: CheckedConfig, today: date | None = None) -> list[str]:
     """Things that are valid but probably wrong; the CLI prints them."""
     out: list[str] = []
     if config.eks is not None:

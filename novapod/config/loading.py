@@ -13,7 +13,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from novapod import planning, yamlsafe
+from novapod import yamlsafe
+from novapod.capacity import aware_time
 from novapod.config.base import ConfigError
 from novapod.config.messages import _issues
 from novapod.config.pipeline import Deployment, PipelineConfig, PipelineFile, placement_problem
@@ -187,7 +188,7 @@ def _validate_as_of(source: str | None) -> datetime | None:
     value = os.environ.get(VALIDATE_AS_OF_ENV)
     if not value:
         return None
-    moment = planning.aware_time(value)
+    moment = aware_time(value)
     if moment is None:
         raise ConfigError(
             [

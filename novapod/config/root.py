@@ -18,7 +18,8 @@ from pydantic import (
     model_validator,
 )
 
-from novapod import planning
+from novapod.capacity import CapacityPlan, PlanRequest, plan_capacity
+from novapod.capacity.naming import training_plan_name
 from novapod.config import checks
 from novapod.config.base import _Model, _raise_all
 from novapod.config.capacity import (
@@ -34,7 +35,6 @@ from novapod.config.jobs import Job, jobs_problems
 from novapod.config.network import ALL_ENDPOINTS, Network
 from novapod.config.nova import Nova
 from novapod.config.storage import Storage
-from novapod.naming import training_plan_name
 
 # Tag text every service here accepts (SageMaker's pattern, ASCII form).
 TAG_TEXT = r"^[A-Za-z0-9 _.:/=+@-]*$"
@@ -124,12 +124,12 @@ class NovapodConfig(_Model):
             today = self._validated_at.date()
         return checks.warnings(self, today)
 
-    def capacity_plan(self) -> planning.CapacityPlan:
-        """Jobs sized and packed into training-plan requests (see novapod.planning).
+    def capacity_plan(self) -> CapacityPlan:
+        """Jobs sized and packed into training-plan requests (see novapod.capacity).
 
         An extended plan's request is the plan as bought (its name derives from it);
         its reserved hours include the extension the jobs are sized against."""
-        plan = planning.plan_capacity(
+        plan = plan_capacity(
             [checks.workload(self, job) for job in self.jobs],
             [_plan_settings(p) for p in self.capacity.training_plans if not self._skip(p)],
         )
@@ -153,7 +153,7 @@ class NovapodConfig(_Model):
         group = self.restricted_group(job.instance_group)
         return group.training_plan if group is not None else job.plan
 
-    def purchase_names(self, plan: planning.CapacityPlan | None = None) -> dict[str, str]:
+    def purchase_names(self, plan: CapacityPlan | None = None) -> dict[str, str]:
         """Plan -> the deterministic name it is bought under, for every plan not adopted.
 
         Plans the planner proposes but the config does not list yet are included: their
@@ -167,13 +167,11 @@ class NovapodConfig(_Model):
             if not (request.name in listed and listed[request.name].adopted)
         }
 
-    def training_plan_requests(self) -> list[tuple[TrainingPlanSpec, planning.PlanRequest]]:
+    def training_plan_requests(self) -> list[tuple[TrainingPlanSpec, PlanRequest]]:
         """The plans this environment buys or adopts, each with its resolved request."""
         return self._resolve(self.capacity_plan())
 
-    def _resolve(
-        self, plan: planning.CapacityPlan
-    ) -> list[tuple[TrainingPlanSpec, planning.PlanRequest]]:
+    def _resolve(self, plan: CapacityPlan) -> list[tuple[TrainingPlanSpec, PlanRequest]]:
         requests = {r.name: r for r in plan.training_plans}
         out = []
         for spec in self.capacity.training_plans:

@@ -34,9 +34,9 @@ from constructs import Construct
 
 from novapod.config import HyperPod
 from novapod.constructs.acknowledge import acknowledge, nag_resource
-from novapod.constructs.cluster_bootstrap.pins import default_pins
 from novapod.node_images import ImageRepository, node_image_registries
 from novapod.nova.upstream import upstream_facts
+from novapod.pins import default_pins
 
 INSTANCE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
 ENI_ACTIONS = (

@@ -148,7 +148,7 @@ def _plan_fields(properties: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # The approved name and its guardrails, per purchase a plan's resource makes. The name is
-# the approval (novapod/naming.py) and covers what is bought, never the cap or currency,
+# the approval (novapod/capacity/naming.py) and covers what is bought, never the cap or currency,
 # so a raised cap keeps the approval valid: the review is where that is decided.
 CAPS = (
     ("plan", "PlanName", "MaxUpfrontFee", "Currency"),

@@ -13,11 +13,11 @@ from aws_cdk import CfnOutput, CfnResource, Fn, Stack
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from novapod.capacity.naming import name_head
 from novapod.config import NovapodConfig
 from novapod.constructs.network import VpcHandle
 from novapod.constructs.purchase_ledger import PurchaseLedger
 from novapod.constructs.training_plan.construct import TrainingPlan, TrainingPlanProvider
-from novapod.naming import name_head
 
 
 def plan_logical_id(plan: str) -> str:

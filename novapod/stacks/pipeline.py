@@ -16,9 +16,9 @@ environments, one Stage per environment file of a pipeline config, in order.
   the change set is created and before it is executed (aws-cdk-lib 2.275 pipelines
   README, "Validation"; docs.aws.amazon.com/cdk/api/v2/python/aws_cdk.pipelines/
   StackSteps.html).
-- After a stage with a HyperPod cluster: `novapod pipeline-check` (novapod/
-  pipeline_check.py) in a CodeBuild step whose role may only describe that cluster and
-  the Nova stack.
+- After a stage with a HyperPod cluster: `novapod pipeline-check`
+  (novapod/operate/pipeline_check.py) in a CodeBuild step whose role may only describe
+  that cluster and the Nova stack.
 
 The artifact bucket is novapod's: KMS (a rotated key), TLS only, access-logged. The
 pipeline and every environment share one account and region (config/pipeline.py).
@@ -173,7 +173,7 @@ def synth_commands(pipeline_file: str) -> list[str]:
 def check_command(
     *, region: str, cluster_name: str, nova_stack: str | None, check_resource: str | None
 ) -> str:
-    """The post-deploy check of one environment (novapod/pipeline_check.py)."""
+    """The post-deploy check of one environment (novapod/operate/pipeline_check.py)."""
     command = f"novapod pipeline-check --region {region} --cluster {cluster_name}"
     if nova_stack is not None and check_resource is not None:
         command += f" --nova-stack {nova_stack} --check-resource {check_resource}"

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from novapod.constructs.cluster_bootstrap.buildspec import access_variables, pin_variables
-from novapod.constructs.cluster_bootstrap.pins import HyperPodDependencies, default_pins
 from novapod.nova.kubernetes import nova_access
+from novapod.pins import HyperPodDependencies, default_pins
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "novapod" / "constructs" / "cluster_bootstrap" / "codebuild"

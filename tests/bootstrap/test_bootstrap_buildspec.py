@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from novapod.constructs.cluster_bootstrap.buildspec import UNPINNED, build_spec
-from novapod.constructs.cluster_bootstrap.pins import default_pins
+from novapod.pins import default_pins
 
 INTERACTIVE = re.compile(r"\bread\b|\byes\s*\||--interactive|\s-it?\b|\bselect\b")
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from novapod.constructs.cluster_bootstrap.buildspec import build_spec, pin_variables
-from novapod.constructs.cluster_bootstrap.pins import default_pins
+from novapod.pins import default_pins
 from tests.conftest import joined, resources
 
 ACCOUNT, REGION = "111122223333", "us-east-1"

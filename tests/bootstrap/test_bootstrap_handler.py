@@ -15,8 +15,8 @@ from botocore.stub import ANY, Stubber
 from novapod.constructs.cluster_bootstrap.buildspec import access_variables, pin_variables
 from novapod.constructs.cluster_bootstrap.handler import decisions, index
 from novapod.constructs.cluster_bootstrap.handler.decisions import BootstrapError
-from novapod.constructs.cluster_bootstrap.pins import default_pins
 from novapod.nova.kubernetes import nova_access
+from novapod.pins import default_pins
 
 PROJECT = "NovapodBootstrapProject"
 CLUSTER = "novapod-dev-eks"

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from novapod import yamlsafe
-from novapod.constructs.cluster_bootstrap.pins import (
+from novapod.facts import eks_facts
+from novapod.pins import (
     PinsError,
     default_pins,
     load_pins,
     parse_pins,
 )
-from novapod.facts import eks_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 PINS_FILE = ROOT / "novapod" / "data" / "hyperpod_dependencies.yaml"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from novapod.compliance_report import (
+from novapod.compliance.report import (
     Acknowledged,
     acknowledgements,
     page_section,

@@ -22,10 +22,10 @@ import boto3
 import pytest
 from botocore.retries.standard import ExponentialBackoff
 
-from novapod import purchases
 from novapod.constructs.bedrock_model import construct
 from novapod.constructs.bedrock_model.handler import index
 from novapod.constructs.handler_core import ledger
+from novapod.operate import purchases
 from tests.conftest import ROOT, Synthesized, resources
 from tests.fakes import iam
 from tests.fakes.aws_control_plane import FakeControlPlane, Fault
@@ -782,7 +782,7 @@ def test_a_delete_of_a_model_the_ledger_never_saw_records_its_next_generation(
 
 
 def release_by_hand(kind: str, name: str) -> None:
-    """What `novapod purchases CONFIG --release KEY` writes (novapod.purchases.release):
+    """What `novapod purchases CONFIG --release KEY` writes (novapod.operate.purchases.release):
     written here directly, as release() does not accept a bought item yet (see
     test_novapod_purchases_releases_a_bought_import_whose_model_was_deleted_by_hand)."""
     book = ledger.Ledger(boto3.client("dynamodb"), LEDGER_TABLE, ENVIRONMENT)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from novapod.cli import main
-from novapod.pipeline_check import check_resource_problem, cluster_problem, stack_problem
+from novapod.operate.pipeline_check import check_resource_problem, cluster_problem, stack_problem
 from tests.fakes import iam
 from tests.fakes.aws_control_plane import FakeControlPlane, StackResource
 from tests.pipeline_synth import SynthesizedPipeline, synthesize_pipeline

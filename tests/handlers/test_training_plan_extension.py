@@ -20,8 +20,8 @@ from typing import Any
 import boto3
 import pytest
 
+from novapod.capacity.naming import extension_name
 from novapod.constructs.training_plan.handler import index
-from novapod.naming import extension_name
 from tests.fakes.aws_control_plane import Fault
 from tests.handlers.interleave import Crash, crashing_before, interleaved
 from tests.handlers.lifecycle import CREATE_FAILED_MARKER, Outcome, Stack
@@ -79,8 +79,8 @@ def extension_item(w: World) -> dict[str, Any] | None:
 
 def release(w: World) -> None:
     """What the operator runs after checking (novapod purchases --release), via its code."""
-    from novapod import purchases
     from novapod.constructs.handler_core import ledger
+    from novapod.operate import purchases
     from tests.handlers.world import ENVIRONMENT, LEDGER_TABLE
 
     book = ledger.Ledger(boto3.client("dynamodb"), LEDGER_TABLE, ENVIRONMENT)

@@ -10,9 +10,9 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from novapod.capacity.naming import extension_name
 from novapod.constructs.training_plan.handler import claims, extension
 from novapod.constructs.training_plan.handler.decisions import PropertyError
-from novapod.naming import extension_name
 from tests.handlers.world import PLAN, World
 
 NAME = extension_name(PLAN, 48)

@@ -1191,8 +1191,8 @@ def test_an_ambiguous_purchase_released_while_awaited_is_not_called_unbought(
 ) -> None:
     # The operator releases the ambiguous item (--force) while the deploy still waits:
     # the deploy must not say its purchase bought nothing.
-    from novapod import purchases
     from novapod.constructs.handler_core import ledger
+    from novapod.operate import purchases
     from tests.handlers.world import ENVIRONMENT, LEDGER_TABLE
 
     world.plane.server_error("CreateTrainingPlan")

@@ -10,8 +10,8 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from novapod.capacity.naming import extension_name
 from novapod.constructs.training_plan.handler import claims, marker
-from novapod.naming import extension_name
 from tests.handlers.world import PLAN, World, extension_offerings
 
 ARN = f"arn:aws:sagemaker:us-east-1:123456789012:training-plan/{PLAN}"

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from novapod.capacity.naming import extension_name
 from novapod.constructs.training_plan.handler.decisions import OfferingRequest
-from novapod.naming import extension_name
 from tests.fakes.aws_control_plane import FakeControlPlane
 from tests.handlers.lifecycle import ProviderDriver, Stack
 

@@ -1,6 +1,6 @@
 """A fee cap or currency changed under an unchanged plan or extension name (issue 18, §3).
 
-The name is the approval and covers what is bought, never the cap (novapod/naming.py), so
+The name is the approval and covers what is bought, never the cap (capacity/naming.py), so
 raising `max_upfront_fee` keeps the approval valid: the review is where that is decided.
 The pairs are copies of the synthesized base whose training-plan properties are edited
 as JSON (conftest.plan_edit): what the construct writes for another cap or currency.
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from novapod import review
-from novapod.naming import extension_name
+from novapod.capacity.naming import extension_name
 from novapod.review import markdown, semantics
 from tests.review.test_review import ENV, cli, section
 

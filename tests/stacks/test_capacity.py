@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from novapod.capacity.naming import TRAINING_PLAN_NAME, training_plan_name
 from novapod.config import load_config
-from novapod.naming import TRAINING_PLAN_NAME, training_plan_name
 from tests.conftest import DEFAULT_CONFIG, ROOT, joined, resources
 
 PURCHASE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"

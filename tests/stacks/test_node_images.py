@@ -6,13 +6,13 @@ import copy
 
 import pytest
 
-from novapod.constructs.cluster_bootstrap.pins import HealthAgentPin, default_pins
 from novapod.facts import eks_facts
 from novapod.node_images import (
     ImageRepository,
     node_image_registries,
     parse_node_image_registries,
 )
+from novapod.pins import HealthAgentPin, default_pins
 
 MINIMAL = {
     "eks_registries": {"us-east-1": "602401143452", "ap-east-1": "800184023465"},

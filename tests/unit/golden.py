@@ -6,7 +6,7 @@ original implementation: if it changes, every deployed plan would be bought agai
 
 from __future__ import annotations
 
-from novapod.planning import PlanRequest
+from novapod.capacity import PlanRequest
 
 REQUEST = PlanRequest(
     name="main",

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from novapod.approval import approval_problem, describe_change, find_edit
+from novapod.capacity.approval import approval_problem, describe_change, find_edit
 from novapod.facts import plan_instance_types
 from tests.unit.golden import REQUEST
 

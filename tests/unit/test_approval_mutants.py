@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from novapod.approval import approval_problem, describe_change
+from novapod.capacity import PlanRequest
+from novapod.capacity.approval import approval_problem, describe_change
+from novapod.capacity.naming import training_plan_name
 from novapod.facts import plan_instance_types
-from novapod.naming import training_plan_name
-from novapod.planning import PlanRequest
 from tests.unit.golden import REQUEST as GOLDEN
 
 # The golden request with its window bounds off midnight.

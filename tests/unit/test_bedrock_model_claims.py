@@ -6,9 +6,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from novapod import purchases
 from novapod.constructs.bedrock_model.handler import claims, decisions
 from novapod.constructs.handler_core.ledger import Entry
+from novapod.operate import purchases
 
 REQUEST = "request-1"
 OLD = "2030-01-01T00:00:00Z"

@@ -73,7 +73,7 @@ def test_schema_is_json_for_editors(capsys) -> None:
 def test_plan_json_follows_the_published_schema(capsys) -> None:
     import jsonschema
 
-    from novapod.planning import CAPACITY_PLAN_JSON_SCHEMA
+    from novapod.capacity import CAPACITY_PLAN_JSON_SCHEMA
     from tests.conftest import ROOT
 
     assert main(["plan", str(ROOT / "config/examples/single-rig-purchase.yaml"), "--json"]) == 0

@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 import yaml
 
-from novapod import extension, yamlsafe
+from novapod import yamlsafe
+from novapod.capacity import extension
+from novapod.capacity.naming import EXTENSION_NAME, extension_name
 from novapod.cli import main
 from novapod.config import ConfigError, parse_config
 from novapod.facts import plan_instance_types
-from novapod.naming import EXTENSION_NAME, extension_name
 from tests.conftest import ROOT
 from tests.conftest import VALIDATION_TIME as NOW
 from tests.unit.golden import NAME, REQUEST

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from novapod.config import parse_config
-from novapod.naming import (
+from novapod.capacity.naming import (
     name_head,
     purchase_digest,
     purchase_inputs,
     split_name,
     training_plan_name,
 )
+from novapod.config import parse_config
 from tests.conftest import VALIDATION_TIME as NOW
 from tests.unit.golden import REQUEST, SFT
 

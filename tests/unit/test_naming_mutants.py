@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from novapod.naming import name_head, split_name, training_plan_name
+from novapod.capacity.naming import name_head, split_name, training_plan_name
 from tests.unit.golden import REQUEST
 
 

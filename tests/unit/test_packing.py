@@ -14,14 +14,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from novapod import packing
-from novapod.planning import (
+from novapod.capacity import (
     CAPACITY_PLAN_JSON_SCHEMA,
     PLAN_INSTANCE_COUNTS,
     CapacityPlan,
     PlanSettings,
     Workload,
     capacity_plan_json,
+    packing,
     plan_capacity,
     render_gantt,
     render_table,
@@ -514,7 +514,7 @@ def test_the_gantt_without_plans_says_so() -> None:
 _SOLVER_RUN = textwrap.dedent(
     """
     import json, sys
-    from novapod.planning import (
+    from novapod.capacity import (
         Workload, capacity_plan_json, plan_capacity, render_gantt, split_advice,
     )
     jobs = [

@@ -12,9 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from novapod import packing
-from novapod import planning as planning_module
-from novapod.planning import (
+from novapod.capacity import (
     CAPACITY_PLAN_JSON_SCHEMA,
     PLAN_INSTANCE_COUNTS,
     CapacityPlan,
@@ -24,13 +22,17 @@ from novapod.planning import (
     capacity_plan_json,
     default_plan_name,
     documented_combinations,
+    packing,
     plan_capacity,
     plan_duration_hours,
     plan_eligible,
     plan_jobs,
     render_table,
     requirement,
+    requirements,
     sellable_instance_count,
+    split_advice,
+    units,
 )
 
 P5 = "ml.p5.48xlarge"
@@ -89,10 +91,10 @@ PPO_TABLE = [
 @pytest.fixture(autouse=True)
 def _fresh_sizing_view() -> None:
     """Build the planner's view of the catalog in every test, not once per process: a
-    bug in building it (planning._requirement) must fail these tests, also when the
+    bug in building it (requirements._requirement) must fail these tests, also when the
     cache was filled before the test ran (mutmut forks from a warmed-up process). The
     same for the packings the planner keeps (packing.pack)."""
-    planning_module._catalog.cache_clear()
+    requirements.sizing_view.cache_clear()
     packing.clear_cache()
 
 
@@ -979,7 +981,7 @@ def test_render_table_says_when_no_split_reserves_less() -> None:
         Workload("a", "lite", "cpt", hours_per_run=24),
         Workload("b", "lite", "cpt", hours_per_run=24),
     )
-    assert planning_module.split_advice(independent) == []
+    assert split_advice(independent) == []
     assert render_table(independent, advice=[]) == TWO_CPT_TABLE.format(advice=NO_SPLIT)
     # b waits for a: one group of jobs, which no split may part; no section at all.
     chained = _plan(
@@ -1129,6 +1131,6 @@ def test_distillation_may_run_on_more_than_one_instance() -> None:
 
 
 def test_numbers_in_the_table_keep_two_decimals() -> None:
-    assert planning_module._num(1.125) == "1.12"
-    assert planning_module._num(2.0) == "2"
-    assert planning_module._num(1.5) == "1.5"
+    assert units.hours_text(1.125) == "1.12"
+    assert units.hours_text(2.0) == "2"
+    assert units.hours_text(1.5) == "1.5"

@@ -260,7 +260,7 @@ def test_the_operator_facts_come_from_the_chart_the_cluster_installs() -> None:
     """The facts read the training operator from the CLI commit of the Makefile; the
     cluster gets the chart and RIG script of novapod/data/hyperpod_dependencies.yaml.
     They must be the same commit, or the facts describe an operator nobody installs."""
-    from novapod.constructs.cluster_bootstrap.pins import default_pins
+    from novapod.pins import default_pins
 
     pins = default_pins()
     assert pins.chart.commit == make_variable("HYPERPOD_CLI_COMMIT")

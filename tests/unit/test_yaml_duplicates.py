@@ -17,14 +17,13 @@ from typing import Any
 
 import pytest
 
-from novapod import yamlsafe
+from novapod import pins, yamlsafe
 from novapod.config import ConfigError, load_config, load_pipeline
-from novapod.constructs.cluster_bootstrap import pins
-from novapod.constructs.cluster_bootstrap.pins import PinsError, load_pins
 from novapod.facts import eks_facts
 from novapod.node_images import node_image_registries
 from novapod.nova import bedrock as bedrock_facts
 from novapod.nova import catalog as catalog_module
+from novapod.pins import PinsError, load_pins
 from tests.conftest import ROOT
 
 EXAMPLES = ROOT / "config" / "examples"

@@ -15,8 +15,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from novapod.nova.kubernetes import NovaAccess, compact_json
-
-from .pins import HyperPodDependencies
+from novapod.pins import HyperPodDependencies
 
 Mode = Literal["install", "delete"]
 MODES: tuple[str, ...] = ("install", "delete")

@@ -56,9 +56,9 @@ from novapod.constructs.log_retention import log_group
 from novapod.constructs.network import PrivatePlacement
 from novapod.constructs.provider import HandlerProvider, default_policy
 from novapod.nova.kubernetes import NovaAccess
+from novapod.pins import HyperPodDependencies, default_pins
 
 from .buildspec import access_variables, build_spec, pin_variables
-from .pins import HyperPodDependencies, default_pins
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS_DIR = HERE / "codebuild"

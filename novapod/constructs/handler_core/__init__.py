@@ -1,6 +1,6 @@
 """What the purchasing custom-resource handlers share, bundled into each handler's asset.
 
-`names` re-derives a plan's name from what it buys (the same digest `novapod.naming`
+`names` re-derives a plan's name from what it buys (the same digest `novapod.capacity.naming`
 uses at synth), `ledger` is the purchase ledger (a DynamoDB table in the storage stack
 where every purchase is claimed with a conditional write before the call).
 

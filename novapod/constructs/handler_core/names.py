@@ -1,6 +1,6 @@
 """A plan's deterministic name, from what it buys: one implementation for synth and Lambda.
 
-`novapod.naming` derives `novapod-<env>-<plan>-<digest>` at synth; the TrainingPlan
+`novapod.capacity.naming` derives `novapod-<env>-<plan>-<digest>` at synth; the TrainingPlan
 handler recomputes the digest from the very properties it buys with and refuses a
 mismatch, so a template edited by hand (or a construct bug) cannot buy 64 instances
 under the approval of 4. Any change here renames every deployed plan (each environment

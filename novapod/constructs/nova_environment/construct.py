@@ -28,10 +28,10 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from novapod.capacity.naming import training_plan_name
 from novapod.config import NovapodConfig
 from novapod.constructs.network import PrivatePlacement
 from novapod.constructs.provider import HandlerProvider, attach_to_vpc, handler_code
-from novapod.naming import training_plan_name
 from novapod.nova.kubernetes import ENVIRONMENT_CHECK_GROUP
 
 HANDLER_ROOT = Path(__file__).resolve().parent

@@ -18,6 +18,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from novapod.capacity import PlanRequest
+from novapod.capacity.naming import extension_name, training_plan_name
 from novapod.config import TrainingPlanSpec
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.provider import (
@@ -28,8 +30,6 @@ from novapod.constructs.provider import (
 )
 from novapod.constructs.purchase_ledger import PurchaseLedger
 from novapod.constructs.training_plan.handler.marker import KEY_PATTERN as MARKER_KEYS
-from novapod.naming import extension_name, training_plan_name
-from novapod.planning import PlanRequest
 
 HANDLER_ROOT = Path(__file__).resolve().parent
 RESOURCE_TYPE = "Custom::NovapodTrainingPlan"

@@ -41,7 +41,7 @@ IMPORT = "import"
 DEPLOYMENT = "deployment"
 # How many requests an adopted item remembers (a repeated delivery comes soon after).
 REQUEST_MEMORY = 5
-# The claimant `novapod purchases --release` writes (novapod/purchases.py RELEASER; the
+# The claimant `novapod purchases --release` writes (novapod/operate/purchases.py RELEASER; the
 # Lambda asset cannot import it, a test keeps the two equal).
 HAND_RELEASER = "novapod-purchases-release"
 

@@ -1011,7 +1011,7 @@ def name_problem(props: PlanProperties) -> str | None:
     """Why PlanName does not name what these properties buy (None when it does).
 
     The name is the approval and ends with the digest of what is bought
-    (handler_core/names.py, the same function novapod.naming uses at synth), so the
+    (handler_core/names.py, the same function novapod.capacity.naming uses at synth), so the
     handler recomputes it from the very properties it buys with: a template edited by
     hand, or a construct bug, cannot buy 64 instances under the approval of 4.
     """

@@ -4,7 +4,7 @@ ExtendTrainingPlan takes an extension offering's ID and nothing else: no name, n
 client token (botocore's SageMaker model; https://docs.aws.amazon.com/sagemaker/latest/
 APIReference/API_ExtendTrainingPlan.html). So what the custom resource buys is stated as a
 total, "this plan extended by `hours` beyond the hours it was bought for", approved by
-its exact name (`ExtensionName`, derived by novapod.naming.extension_name). Before
+its exact name (`ExtensionName`, derived by novapod.capacity.naming.extension_name). Before
 buying, and again after an ambiguous failure, the handler reads what the plan already
 has: the extensions DescribeTrainingPlanExtensionHistory lists (all but Failed ones)
 and how far the plan's end has moved past its bought hours; it buys only the

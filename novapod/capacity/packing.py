@@ -7,7 +7,7 @@ plans sell and whole days) that reserves the fewest instance-hours, ties broken 
 fewer instances, and the schedule: each job's start hour. Jobs start on whole hours and
 hold their instances for their hours rounded up to whole hours.
 
-How, and why so. A plan's name is a digest of its count and duration (novapod.naming),
+How, and why so. A plan's name is a digest of its count and duration (capacity.naming),
 and a name is a purchase: the same jobs must give the same shape on every machine.
 1. Per candidate count: a lower bound on the hours (the longest chain of `after`, the
    jobs' instance-hours over the count, the jobs too wide to run two at a time) and

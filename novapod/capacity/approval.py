@@ -1,7 +1,7 @@
 """Purchase approval: the config approves one exact training plan, by its name.
 
 A training plan is a non-refundable purchase, and its deterministic name
-(`novapod.naming`) changes whenever what is bought changes. `purchase.approve`
+(`novapod.capacity.naming`) changes whenever what is bought changes. `purchase.approve`
 therefore holds that name: an edit that changes what is bought (instance type, count,
 duration, window, targets, retry, the plan's or the environment's name) leaves the
 config approving a plan it no longer buys, and validation refuses it until the new
@@ -18,14 +18,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from novapod import naming
-from novapod.planning import (
+from novapod.capacity import naming
+from novapod.capacity.models import PlanRequest
+from novapod.capacity.units import (
     HOURS_PER_DAY,
     PLAN_INSTANCE_COUNTS,
     PLAN_MAX_HOURS,
     PLAN_MIN_HOURS,
     TARGET_RESOURCES,
-    PlanRequest,
 )
 
 # How far a window edit is searched for, in whole days either way.

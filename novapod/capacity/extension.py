@@ -20,13 +20,34 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from novapod import approval, naming
-from novapod.planning import PlanRequest
+from novapod.capacity import approval, naming
+from novapod.capacity.models import PlanRequest
 
-if TYPE_CHECKING:
-    from novapod.config.capacity import TrainingPlanSpec
+
+class Extend(Protocol):
+    """A plan entry's `extend` block as this module reads it (the config's Extension)."""
+
+    @property
+    def duration_hours(self) -> int: ...
+    @property
+    def max_upfront_fee(self) -> Decimal | None: ...
+    @property
+    def currency(self) -> str: ...
+
+
+class PlanEntry(Protocol):
+    """A training-plan entry as this module reads it (the config's TrainingPlanSpec):
+    a Protocol, so capacity/ never imports the config, which imports it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def existing_arn(self) -> str | None: ...
+    @property
+    def extend(self) -> Extend | None: ...
+
 
 # Where a user reads the prices of extensions for a plan they own.
 SEARCH_COMMAND = (
@@ -34,7 +55,7 @@ SEARCH_COMMAND = (
 )
 
 
-def plan_name(spec: TrainingPlanSpec, environment: str, request: PlanRequest) -> str:
+def plan_name(spec: PlanEntry, environment: str, request: PlanRequest) -> str:
     """The name of the plan an entry buys (its derived name) or adopts (from its ARN)."""
     if spec.existing_arn is not None:
         return spec.existing_arn.rsplit("/", 1)[1]
@@ -140,7 +161,7 @@ def lengthening_advice(
 
 
 def extension_lines(
-    environment: str, requests: Sequence[tuple[TrainingPlanSpec, PlanRequest]]
+    environment: str, requests: Sequence[tuple[PlanEntry, PlanRequest]]
 ) -> list[str]:
     """One line per plan with an `extend` block, for `novapod plan`."""
     lines: list[str] = []

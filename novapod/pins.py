@@ -3,9 +3,11 @@
 `novapod/data/hyperpod_dependencies.yaml` names the chart and RIG script (repository,
 commit, the branch that commit belongs to, path, release), the health-monitoring
 agent's image per region, and the tools the CodeBuild job downloads (version, URL,
-sha256). This module reads and validates it into frozen values; it imports no CDK.
-A checksum or commit may be null when no verified value is known: the model keeps
-it as `None`, `missing()` names it, and the build refuses to run without it.
+sha256). This module reads and validates it into frozen values; it imports no CDK,
+so the config's checks (the agent's registries), the node images and the
+ClusterBootstrap construct read the same pins. A checksum or commit may be null when
+no verified value is known: the model keeps it as `None`, `missing()` names it, and
+the build refuses to run without it.
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 
+from novapod.capacity.models import PlanRequest
 from novapod.constructs.handler_core import names
-from novapod.planning import PlanRequest
 
 TRAINING_PLAN_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}$")
 MAX_NAME = 64

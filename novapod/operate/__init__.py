@@ -1,0 +1,7 @@
+"""After deploy, read-only: the commands that look at a deployed environment.
+
+- `pipeline_check`: `novapod pipeline-check`, a pipeline stage's HyperPod cluster is
+  InService and its Nova environment check passed;
+- `purchases`: `novapod purchases`, the purchase ledger read (and, with `--release`, the
+  one deliberate write a human makes).
+"""
