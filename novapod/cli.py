@@ -34,7 +34,7 @@ from novapod.config import (
     load_config,
     load_pipeline,
 )
-from novapod.constructs.handler_core import ledger
+from novapod.constructs.handler_core import ledger, values
 from novapod.constructs.training_plan.handler import decisions, offerings
 from novapod.nova import cancel, launch, render, results
 from novapod.nova.catalog import CatalogError
@@ -200,8 +200,8 @@ def _offerings(args: argparse.Namespace) -> int:
         instance_type=request.instance_type,
         instance_count=request.instance_count,
         duration_hours=request.duration_hours,
-        start_time_after=decisions.as_utc(request.start_after),
-        end_time_before=decisions.as_utc(request.end_before),
+        start_time_after=values.as_utc(request.start_after),
+        end_time_before=values.as_utc(request.end_before),
         target_resources=tuple(request.target_resources),
         choice_policy=spec.choice if spec else "cheapest",
         subnet_ids_by_zone_id=_our_zones(config),
@@ -244,8 +244,8 @@ def _offerings(args: argparse.Namespace) -> int:
                 str(offering.get("CurrencyCode", "?")),
                 str(offering.get("AvailabilityZone", "?")),
                 str(offering.get("AvailabilityZoneId", "?")),
-                decisions.iso(capacity[0].get("StartTime")),
-                decisions.iso(capacity[-1].get("EndTime")),
+                values.iso(capacity[0].get("StartTime")),
+                values.iso(capacity[-1].get("EndTime")),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

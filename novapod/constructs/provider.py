@@ -74,21 +74,18 @@ FRAMEWORK_REASONS = {
 }
 
 
-def handler_code(root: Path, *, core: bool = False) -> lambda_.Code:
-    """A handler's Lambda asset: only the `handler/` package under `root` (the construct
-    beside it, caches and READMEs stay out), as every custom resource here ships it.
+def handler_code(root: Path) -> lambda_.Code:
+    """A handler's Lambda asset: the `handler/` package under `root` (the construct
+    beside it, caches and READMEs stay out) and the handler core, `handler_core/`, as
+    every custom resource here ships it.
 
-    `core=True` also bundles `handler_core/` (the purchase ledger, names): the asset then
-    mirrors the source layout under a package of its own, `novapod_lambda/<construct>/
-    handler/` beside `novapod_lambda/handler_core/`, so the handlers' relative imports
-    (`from ...handler_core import ledger`) work in both; the handler strings are
-    `core_handler_module(root)`.*. Staged at synth into a directory named by the digest of
-    its files (the asset's hash is of the content; no Docker, deterministic).
+    The asset mirrors the source layout under a package of its own,
+    `novapod_lambda/<construct>/handler/` beside `novapod_lambda/handler_core/`, so the
+    handlers' relative imports (`from ...handler_core import aws`) work in both; the
+    handler strings are `core_handler_module(root)`.*. Staged at synth into a directory
+    named by the digest of its files (the asset's hash is of the content; no Docker,
+    deterministic).
     """
-    if not core:
-        return lambda_.Code.from_asset(
-            str(root), exclude=["*.py", "**/__pycache__", "**/*.pyc", "!handler/*.py"]
-        )
     return lambda_.Code.from_asset(str(_stage_with_core(root)))
 
 
@@ -108,7 +105,7 @@ def _holds(stage: Path, files: dict[str, bytes]) -> bool:
 
 
 def core_handler_module(root: Path) -> str:
-    """The handlers' module in an asset made with `handler_code(core=True)`."""
+    """The handlers' module in an asset made with `handler_code`."""
     return f"{CORE_PACKAGE}.{root.name}.handler.index"
 
 
@@ -149,8 +146,8 @@ def _stage_with_core(root: Path) -> Path:
 
 
 class HandlerProvider(Construct):
-    """`on_event` and `is_complete` functions (handler strings `<handler_module>.*`,
-    `handler.index.*` unless the asset bundles the handler core).
+    """`on_event` and `is_complete` functions (handler strings `<handler_module>.*`:
+    `core_handler_module(root)` of the asset `handler_code(root)`).
 
     `on_event_logs` and `is_complete_logs` are their log groups (what the handlers
     print: the decision on each event, the state on each poll).
@@ -169,8 +166,8 @@ class HandlerProvider(Construct):
         total_timeout: Duration,
         log_retention_days: int,
         encryption_key: kms.IKey | None = None,
+        handler_module: str,
         placement: PrivatePlacement | None = None,
-        handler_module: str = "handler.index",
     ) -> None:
         super().__init__(scope, id_)
         self._purpose = purpose

@@ -14,6 +14,9 @@ from novapod.constructs.cluster_bootstrap.buildspec import build_spec, pin_varia
 from novapod.pins import default_pins
 from tests.conftest import joined, resources
 
+# The handlers' module in their asset (which bundles the handler core).
+BOOTSTRAP_HANDLER = "novapod_lambda.cluster_bootstrap.handler.index"
+
 ACCOUNT, REGION = "111122223333", "us-east-1"
 
 
@@ -301,9 +304,9 @@ def test_handlers_and_provider_timeouts(synthesized: Synthesized) -> None:
     functions = {
         r["Properties"]["Handler"]: r["Properties"]
         for r in resources(template, "AWS::Lambda::Function").values()
-        if r["Properties"]["Handler"].startswith("handler.")
+        if r["Properties"]["Handler"].startswith(BOOTSTRAP_HANDLER)
     }
-    assert set(functions) == {"handler.index.on_event", "handler.index.is_complete"}
+    assert set(functions) == {f"{BOOTSTRAP_HANDLER}.on_event", f"{BOOTSTRAP_HANDLER}.is_complete"}
     for function in functions.values():
         assert function["Runtime"] == "python3.14"
         assert function["Architectures"] == ["arm64"]

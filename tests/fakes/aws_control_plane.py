@@ -1509,6 +1509,10 @@ _FAULT_ERRORS: dict[str, dict[str, tuple[str, str, int]]] = {
 class _Handler(BaseHTTPRequestHandler):
     control_plane: FakeControlPlane
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY: the body leaves right after the headers (a second small write). With
+    # Nagle's algorithm it waits for the client's delayed ACK of the headers, some
+    # 20-40 ms per call, most of a handler test's time.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         """Keep test output quiet."""

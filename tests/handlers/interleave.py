@@ -21,8 +21,35 @@ class Crash(BaseException):
 
 
 @contextmanager
-def interleaved(actions: dict[tuple[str, int], Callable[[], object]]) -> Iterator[None]:
+def hooked_clients(event: Callable[[Any], str], hook: Callable[..., None]) -> Iterator[None]:
+    """`hook` on botocore's `event(client)` of every client the handler takes meanwhile.
+
+    The handler core reuses its clients (between invocations and tests): the hook is
+    registered once per client, under an ID of its own, and unregistered at the end, so
+    no later invocation or test sees it.
+    """
     real = index._client
+    hooked: dict[int, tuple[Any, str]] = {}
+    unique_id = f"test-hook-{id(hook)}"
+
+    def client(service: str, **kwargs: Any) -> Any:
+        made = real(service, **kwargs)
+        if id(made) not in hooked:
+            hooked[id(made)] = (made, event(made))
+            made.meta.events.register(event(made), hook, unique_id=unique_id)
+        return made
+
+    index._client = client  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        index._client = real  # type: ignore[assignment]
+        for made, name in hooked.values():
+            made.meta.events.unregister(name, unique_id=unique_id)
+
+
+@contextmanager
+def interleaved(actions: dict[tuple[str, int], Callable[[], object]]) -> Iterator[None]:
     counts: dict[str, int] = {}
     pending = dict(actions)
 
@@ -33,35 +60,19 @@ def interleaved(actions: dict[tuple[str, int], Callable[[], object]]) -> Iterato
         if action is not None:
             action()
 
-    def client(service: str, **kwargs: Any) -> Any:
-        made = real(service, **kwargs)
-        made.meta.events.register(f"before-call.{made.meta.service_model.endpoint_prefix}", hook)
-        return made
-
-    index._client = client  # type: ignore[assignment]
-    try:
+    with hooked_clients(
+        lambda made: f"before-call.{made.meta.service_model.endpoint_prefix}", hook
+    ):
         yield
-    finally:
-        index._client = real  # type: ignore[assignment]
     assert not pending, f"never reached: {sorted(pending)}"
 
 
 @contextmanager
 def crashing_before(operation: str) -> Iterator[None]:
     """on_event is killed just before it sends `operation` (SageMaker's)."""
-    real = index._client
 
-    def client(service: str, **kwargs: Any) -> Any:
-        made = real(service, **kwargs)
+    def crash(**_: Any) -> None:
+        raise Crash("on_event killed")
 
-        def crash(**_: Any) -> None:
-            raise Crash("on_event killed")
-
-        made.meta.events.register(f"before-call.sagemaker.{operation}", crash)
-        return made
-
-    index._client = client  # type: ignore[assignment]
-    try:
+    with hooked_clients(lambda _: f"before-call.sagemaker.{operation}", crash):
         yield
-    finally:
-        index._client = real  # type: ignore[assignment]

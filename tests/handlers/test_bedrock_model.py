@@ -15,7 +15,6 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -29,7 +28,6 @@ from novapod.operate import purchases
 from tests.conftest import ROOT, Synthesized, resources
 from tests.fakes import iam
 from tests.fakes.aws_control_plane import FakeControlPlane, Fault
-from tests.handlers.asset_probe import assert_asset_imports_alone
 from tests.handlers.lifecycle import ProviderDriver, Stack
 from tests.handlers.test_fake_iam import EXAMPLE_ACCOUNT, as_role, with_storage_outputs
 from tests.handlers.world import LEDGER_TABLE, T0, FakeClock
@@ -423,7 +421,7 @@ def test_a_repeated_update_after_waiting_imports_once(bed: Bed) -> None:
 
 @pytest.mark.parametrize("operation", ["PutItem", "CreateCustomModel"])
 def test_two_deliveries_of_the_update_after_waiting_import_once(
-    bed: Bed, monkeypatch: pytest.MonkeyPatch, operation: str
+    bed: Bed, lanes: Lanes, operation: str
 ) -> None:
     """B, another delivery of the same Update, runs whole just before A claims the import
     (PutItem) or just before A calls it: one model, one client token."""
@@ -432,7 +430,6 @@ def test_two_deliveries_of_the_update_after_waiting_import_once(
     event = bed.driver.event(
         "Update", props(Refresh="1"), physical_id=WAITING_ID, old_props=props()
     )
-    lanes = Lanes(monkeypatch)
     answers: dict[str, Any] = {}
 
     def second_delivery() -> None:
@@ -909,11 +906,10 @@ def test_a_duplicate_delivery_after_a_newer_manifest_imports_the_first_checkpoin
 
 
 def test_a_delivery_killed_before_its_import_call_is_resumed_with_the_same_checkpoint(
-    bed: Bed, monkeypatch: pytest.MonkeyPatch
+    bed: Bed, lanes: Lanes
 ) -> None:
     bed.finished_run()
     event = bed.driver.event("Create", props())
-    lanes = Lanes(monkeypatch)
 
     def killed() -> None:
         raise SystemExit("the Lambda timed out")  # before the request is sent
@@ -1153,23 +1149,38 @@ def test_without_a_ledger_nothing_is_imported_and_an_existing_model_is_adopted(
 
 class Lanes:
     """Runs an action right before the n-th call of an operation by one invocation (a
-    lane: "A" unless told) is sent: the handlers' clients get a botocore before-call hook."""
+    lane: "A" unless told) is sent: the handlers' clients get a botocore before-call hook.
+
+    The handler core reuses its clients beyond this test: each is hooked once, under an
+    ID of its own, and `unhook` (the `lanes` fixture's teardown) takes the hooks off."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._counts: Counter[tuple[str, str]] = Counter()
         self._actions: dict[tuple[str, str, int], Callable[[], None]] = {}
+        self._hooked_clients: dict[int, Any] = {}
+        self._unique_id = f"lanes-{id(self)}"
         for factory in ("_client", "_ledger_client"):
             monkeypatch.setattr(index, factory, self._hooked(getattr(index, factory)))
 
     def _hooked(self, factory: Callable[..., Any]) -> Callable[..., Any]:
         def make(*args: Any, **kwargs: Any) -> Any:
             client = factory(*args, **kwargs)
-            client.meta.events.register("before-call", self._before)
+            with self._lock:
+                if id(client) not in self._hooked_clients:
+                    self._hooked_clients[id(client)] = client
+                    client.meta.events.register(
+                        "before-call", self._before, unique_id=self._unique_id
+                    )
             return client
 
         return make
+
+    def unhook(self) -> None:
+        for client in self._hooked_clients.values():
+            client.meta.events.unregister("before-call", unique_id=self._unique_id)
+        self._hooked_clients.clear()
 
     @property
     def lane(self) -> str:
@@ -1197,12 +1208,18 @@ class Lanes:
             action()
 
 
+@pytest.fixture
+def lanes(monkeypatch: pytest.MonkeyPatch) -> Iterator[Lanes]:
+    made = Lanes(monkeypatch)
+    yield made
+    made.unhook()
+
+
 def test_a_delivery_that_imports_first_is_followed_by_the_one_that_read_the_older_manifest(
-    bed: Bed, monkeypatch: pytest.MonkeyPatch
+    bed: Bed, lanes: Lanes
 ) -> None:
     bed.finished_run()
     event = bed.driver.event("Create", props())
-    lanes = Lanes(monkeypatch)
     answers: dict[str, Any] = {}
 
     def second_delivery() -> None:
@@ -1228,11 +1245,10 @@ def test_a_delivery_that_imports_first_is_followed_by_the_one_that_read_the_olde
 
 
 def test_a_delivery_during_the_import_call_follows_it_with_the_same_token(
-    bed: Bed, monkeypatch: pytest.MonkeyPatch
+    bed: Bed, lanes: Lanes
 ) -> None:
     bed.finished_run()
     event = bed.driver.event("Create", props())
-    lanes = Lanes(monkeypatch)
     answers: dict[str, Any] = {}
 
     def second_delivery() -> None:
@@ -1253,14 +1269,13 @@ def test_a_delivery_during_the_import_call_follows_it_with_the_same_token(
 
 
 def test_two_deliveries_that_claimed_two_checkpoints_import_only_one(
-    bed: Bed, monkeypatch: pytest.MonkeyPatch
+    bed: Bed, lanes: Lanes
 ) -> None:
     """A claims the older checkpoint while B, which read the newer one, has claimed its
     own and decided to call: A (the older manifest) wins, gives B's claim up with a
     conditional write, and B's `calling` then fails its condition and B follows A."""
     bed.finished_run()
     event = bed.driver.event("Create", props())
-    lanes = Lanes(monkeypatch)
     b_ready, b_resume = threading.Event(), threading.Event()
     answers: dict[str, Any] = {}
 
@@ -1504,10 +1519,6 @@ def test_without_the_ledger_statement_the_roles_import_nothing(
 
 
 # --- time ------------------------------------------------------------------------------
-
-
-def test_handler_folder_imports_on_its_own_as_the_lambda_asset_root() -> None:
-    assert_asset_imports_alone(Path(index.__file__).parent.parent)
 
 
 def test_on_event_worst_case_fits_its_timeout() -> None:

@@ -10,6 +10,7 @@ are listed in tests/mutation_equivalents.md.
 from __future__ import annotations
 
 import json
+import time
 from datetime import timedelta
 
 import pytest
@@ -145,6 +146,6 @@ def test_the_handler_clock_is_utc_aware() -> None:
 def test_the_handler_pause_sleeps_the_given_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
     # The real pause between confirming describes (scenario tests use a fake clock).
     slept: list[float] = []
-    monkeypatch.setattr(index.time, "sleep", slept.append)
+    monkeypatch.setattr(time, "sleep", slept.append)
     index._sleep(2.5)
     assert slept == [2.5]

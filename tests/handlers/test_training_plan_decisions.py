@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from novapod.constructs.handler_core import values
 from novapod.constructs.training_plan.handler import decisions
 from novapod.constructs.training_plan.handler.decisions import (
     OfferingRequest,
@@ -497,8 +498,8 @@ def test_failed_and_expired_plans_raise_one_sentence(
 
 
 def test_pending_timeout_counts_from_its_start() -> None:
-    assert not decisions.pending_timed_out(T0, T0 + timedelta(seconds=2999), 3000)
-    assert decisions.pending_timed_out(T0, T0 + timedelta(seconds=3000), 3000)
+    assert not values.timed_out(T0, T0 + timedelta(seconds=2999), 3000)
+    assert values.timed_out(T0, T0 + timedelta(seconds=3000), 3000)
     assert decisions.pending_timeout_message("p") == (
         "training plan p is bought and Pending (awaiting payment or fulfilment); pay the invoice "
         "/ wait, then re-run the deploy: it adopts the plan and does not buy again"
@@ -553,17 +554,6 @@ def test_plan_zone_refuses_what_a_restricted_group_cannot_use(
     with pytest.raises(TrainingPlanError) as caught:
         decisions.plan_zone(plan(ReservedCapacitySummaries=summaries), ZONES, SUBNETS)
     assert str(caught.value) == message
-
-
-def test_times_are_iso_utc() -> None:
-    assert (
-        decisions.iso(datetime(2030, 1, 1, 2, tzinfo=UTC) + timedelta(minutes=1))
-        == "2030-01-01T02:01:00Z"
-    )
-    assert decisions.iso("2030-01-01T01:00:00+01:00") == "2030-01-01T00:00:00Z"
-    assert decisions.iso(datetime(2030, 1, 1)) == "2030-01-01T00:00:00Z"  # naive means UTC
-    assert decisions.iso(None) == ""
-    assert decisions.as_utc("not a time") is None
 
 
 def test_a_pending_plan_without_a_count_yet_is_adoptable_and_checked_when_ready() -> None:

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from novapod.constructs.training_plan.handler import index
-from tests.handlers.asset_probe import assert_asset_imports_alone
 from tests.handlers.world import PLAN, World
 
 ARN = f"arn:aws:sagemaker:us-east-1:123456789012:training-plan/{PLAN}"
@@ -116,10 +115,6 @@ def test_on_event_result_carries_the_wait_start_outside_the_attributes(world: Wo
         },
         "WaitStartedAt": "2030-01-01T00:00:00Z",
     }
-
-
-def test_handler_folder_imports_on_its_own_as_the_lambda_asset_root() -> None:
-    assert_asset_imports_alone(Path(index.__file__).parent.parent)
 
 
 def test_a_tampered_stage_is_built_anew() -> None:

@@ -13,6 +13,8 @@ from novapod.facts import eks_facts, parse_eks_facts, support_warning
 from tests.conftest import DEFAULT_CONFIG, ROOT, Synthesized, joined, producer_value, resources
 
 MIXED = ROOT / "config" / "examples" / "rig-plus-standard.yaml"
+# The bootstrap handlers' module in their asset (which bundles the handler core).
+BOOTSTRAP_HANDLER = "novapod_lambda.cluster_bootstrap.handler.index"
 PURCHASE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"
 EXISTING = ROOT / "config" / "examples" / "existing-vpc.yaml"
 
@@ -411,10 +413,12 @@ def test_outputs_say_how_to_connect_and_where_bootstrap_progress_shows(synth) ->
     functions = {
         f["Properties"]["Handler"]: f["Properties"]["LoggingConfig"]["LogGroup"]
         for f in resources(template, "AWS::Lambda::Function").values()
-        if f["Properties"].get("Handler", "").startswith("handler.index.")
+        if f["Properties"].get("Handler", "").startswith(f"{BOOTSTRAP_HANDLER}.")
     }
-    assert functions["handler.index.on_event"] == {"Ref": group_of("BootstrapStartLogGroup")}
-    assert functions["handler.index.is_complete"] == {"Ref": group_of("BootstrapProgressLogGroup")}
+    assert functions[f"{BOOTSTRAP_HANDLER}.on_event"] == {"Ref": group_of("BootstrapStartLogGroup")}
+    assert functions[f"{BOOTSTRAP_HANDLER}.is_complete"] == {
+        "Ref": group_of("BootstrapProgressLogGroup")
+    }
     assert "every poll" in outputs["BootstrapProgressLogGroup"]["Description"]
 
 

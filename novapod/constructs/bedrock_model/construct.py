@@ -127,7 +127,7 @@ class BedrockImport(Construct):
         self.handlers = HandlerProvider(
             self,
             "Handlers",
-            code=handler_code(HANDLER_ROOT, core=True),
+            code=handler_code(HANDLER_ROOT),
             handler_module=core_handler_module(HANDLER_ROOT),
             purpose="BedrockModel",
             on_event_timeout=ON_EVENT_TIMEOUT,

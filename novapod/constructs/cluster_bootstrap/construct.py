@@ -45,7 +45,6 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct, IDependable
@@ -54,7 +53,12 @@ from novapod.config import LOG_RETENTION_DAYS
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.log_retention import log_group
 from novapod.constructs.network import PrivatePlacement
-from novapod.constructs.provider import HandlerProvider, default_policy
+from novapod.constructs.provider import (
+    HandlerProvider,
+    core_handler_module,
+    default_policy,
+    handler_code,
+)
 from novapod.nova.kubernetes import NovaAccess
 from novapod.pins import HyperPodDependencies, default_pins
 
@@ -294,17 +298,8 @@ class ClusterBootstrap(Construct):
         handlers = HandlerProvider(
             self,
             "Handlers",
-            code=lambda_.Code.from_asset(
-                str(HERE),
-                exclude=[
-                    "*.py",
-                    "*.md",
-                    "codebuild",
-                    "**/__pycache__",
-                    "**/*.pyc",
-                    "!handler/*.py",
-                ],
-            ),
+            code=handler_code(HERE),
+            handler_module=core_handler_module(HERE),
             purpose="ClusterBootstrap",
             on_event_timeout=ON_EVENT_TIMEOUT,
             is_complete_timeout=IS_COMPLETE_TIMEOUT,

@@ -46,6 +46,9 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Literal
 
+from . import errors
+from .values import utc_now
+
 State = Literal["claimed", "calling", "bought", "refused", "ambiguous", "failed", "released"]
 Kind = Literal["plan", "extension", "import", "deployment"]
 
@@ -123,10 +126,6 @@ def new_claimant() -> str:
     return uuid.uuid4().hex
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 # --- (de)serialization --------------------------------------------------------------------
 
 
@@ -201,7 +200,7 @@ class Ledger:
         table: str,
         environment: str,
         *,
-        clock: Callable[[], datetime] = _utc_now,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.client = client
         self.table = table
@@ -226,7 +225,7 @@ class Ledger:
         except Exception as exc:
             raise LedgerError(
                 f"reading purchase {purchase_key(kind, name)} from the purchase ledger "
-                f"{self.table} failed ({_detail(exc)})"
+                f"{self.table} failed ({errors.error_detail(exc)})"
             ) from exc
         item = answer.get("Item")
         return entry_from_item(item) if item else None
@@ -252,7 +251,7 @@ class Ledger:
                 items += [entry_from_item(i) for i in page.get("Items", [])]
         except Exception as exc:
             raise LedgerError(
-                f"reading the purchase ledger {self.table} failed ({_detail(exc)})"
+                f"reading the purchase ledger {self.table} failed ({errors.error_detail(exc)})"
             ) from exc
         return items
 
@@ -381,17 +380,17 @@ class Ledger:
             except LedgerError as unread:
                 raise LedgerError(
                     f"writing {target.state} for purchase {target.key} to the purchase "
-                    f"ledger {self.table} failed ({_detail(exc)}), and reading it back "
+                    f"ledger {self.table} failed ({errors.error_detail(exc)}), and reading it back "
                     f"failed too ({unread})"
                 ) from exc
             if _landed(current, target):
                 assert current is not None
                 return current
-            if _error_code(exc) == "ConditionalCheckFailedException":
+            if errors.error_code(exc) == "ConditionalCheckFailedException":
                 raise ClaimConflictError(current) from exc
             raise LedgerError(
                 f"writing {target.state} for purchase {target.key} to the purchase ledger "
-                f"{self.table} failed ({_detail(exc)})"
+                f"{self.table} failed ({errors.error_detail(exc)})"
             ) from exc
         return target
 
@@ -403,22 +402,6 @@ def _landed(current: Entry | None, target: Entry) -> bool:
         and current.sequence == target.sequence
         and current.write_id == target.write_id
     )
-
-
-def _error_code(exc: BaseException) -> str | None:
-    response = getattr(exc, "response", None)
-    if isinstance(response, Mapping):
-        code = response.get("Error", {}).get("Code")
-        return str(code) if code else None
-    return None
-
-
-def _detail(exc: BaseException) -> str:
-    response = getattr(exc, "response", None)
-    if isinstance(response, Mapping):
-        error = response.get("Error", {})
-        return f"{error.get('Code') or 'error'}: {error.get('Message') or 'no message'}"
-    return f"{type(exc).__name__}: {exc}"
 
 
 def settle(
@@ -467,4 +450,13 @@ def describe(entry: Entry) -> str:
     return (
         f"{entry.key} is {entry.state} (attempt {entry.attempt}, sequence {entry.sequence}, "
         f"request {entry.request_id or '?'}, updated {entry.updated_at or '?'}){extra}"
+    )
+
+
+def missing_message(what: str, *, done: str, acts: str) -> str:
+    """The resource names no ledger (a template from before it): nothing is called."""
+    return (
+        f"{what} was not {done}: the resource names no purchase ledger (LedgerTable and "
+        f"Environment), and novapod {acts} only under a claim in it; synthesize with this "
+        "novapod version, whose storage stack holds the ledger"
     )

@@ -31,7 +31,12 @@ from constructs import Construct
 from novapod.capacity.naming import training_plan_name
 from novapod.config import NovapodConfig
 from novapod.constructs.network import PrivatePlacement
-from novapod.constructs.provider import HandlerProvider, attach_to_vpc, handler_code
+from novapod.constructs.provider import (
+    HandlerProvider,
+    attach_to_vpc,
+    core_handler_module,
+    handler_code,
+)
 from novapod.nova.kubernetes import ENVIRONMENT_CHECK_GROUP
 
 HANDLER_ROOT = Path(__file__).resolve().parent
@@ -102,6 +107,7 @@ class NovaEnvironmentHandlers(Construct):
             self,
             "Handlers",
             code=handler_code(HANDLER_ROOT),
+            handler_module=core_handler_module(HANDLER_ROOT),
             purpose="NovaEnvironment",
             on_event_timeout=ON_EVENT_TIMEOUT,
             is_complete_timeout=IS_COMPLETE_TIMEOUT,

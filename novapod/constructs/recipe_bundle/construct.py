@@ -32,6 +32,7 @@ from novapod.constructs.provider import (
     MAX_RESERVED,
     MEMORY_MB,
     RUNTIME,
+    core_handler_module,
     default_policy,
     handler_code,
 )
@@ -99,7 +100,7 @@ class RecipeBundle(Construct):
             runtime=RUNTIME,
             architecture=lambda_.Architecture.ARM_64,
             code=handler_code(HANDLER_ROOT),
-            handler="handler.index.on_event",
+            handler=f"{core_handler_module(HANDLER_ROOT)}.on_event",
             timeout=Duration.minutes(1),
             memory_size=MEMORY_MB,
             role=role,

@@ -83,7 +83,7 @@ class TrainingPlanProvider(Construct):
         self.handlers = HandlerProvider(
             self,
             "Handlers",
-            code=handler_code(HANDLER_ROOT, core=True),
+            code=handler_code(HANDLER_ROOT),
             handler_module=core_handler_module(HANDLER_ROOT),
             purpose="TrainingPlan",
             on_event_timeout=ON_EVENT_TIMEOUT,

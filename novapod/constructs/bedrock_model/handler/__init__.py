@@ -2,8 +2,7 @@
 (pure logic), `claims` (pure decisions over the purchase ledger's items) and `manifest`
 (finding a job's checkpoint in S3, shared with `novapod launch`).
 
-Deployed with the handler core (the purchase ledger) like the TrainingPlan handler
-(`provider.handler_code(core=True)`), so the handler strings are
+Deployed with the handler core (`provider.handler_code`), so the handler strings are
 `novapod_lambda.bedrock_model.handler.index.on_event` and `...is_complete`; imports
 stay relative (`from ...handler_core import ledger`) and need only the Lambda runtime's
 boto3.

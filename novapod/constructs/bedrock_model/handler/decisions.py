@@ -46,12 +46,13 @@ model's ARN replaces the placeholder ID.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Literal
+
+from ...handler_core import values
 
 Deployment = Literal["on-demand", "none"]
 Verdict = Literal["ready", "pending"]
@@ -92,6 +93,11 @@ class BedrockModelError(Exception):
 
 class PropertyError(BedrockModelError, ValueError):
     """A resource property that is missing or invalid; the message names it."""
+
+
+# CloudFormation's properties (scalars as strings), each refused with a PropertyError.
+_required_str = partial(values.required_str, error=PropertyError)
+_optional_str = partial(values.optional_str, error=PropertyError)
 
 
 @dataclass(frozen=True)
@@ -170,17 +176,6 @@ def retain_on_delete(raw: Mapping[str, Any]) -> bool:
     return not (value is False or str(value).strip().lower() == "false")
 
 
-def _required_str(raw: Mapping[str, Any], key: str) -> str:
-    value = raw.get(key)
-    if not isinstance(value, str) or not value:
-        raise PropertyError(f"{key} is required and must be a non-empty string")
-    return value
-
-
-def _optional_str(raw: Mapping[str, Any], key: str) -> str | None:
-    return _required_str(raw, key) if raw.get(key) not in (None, "") else None
-
-
 def _base_name(raw: Mapping[str, Any], key: str, name: str) -> str:
     # The suffix "-<8 hex>" must keep the full name within the pattern and 63 characters.
     if len(name) > _MAX_BASE_NAME or not _NAME.fullmatch(name) or name.endswith(("-", "_")):
@@ -192,14 +187,9 @@ def _base_name(raw: Mapping[str, Any], key: str, name: str) -> str:
 
 
 def _tags(raw: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    value = raw.get("Tags")
-    if value in (None, ""):
+    if not values.present(raw, "Tags"):
         return ()
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            raise PropertyError("Tags is a string but not valid JSON") from None
+    value = values.json_value(raw, "Tags", PropertyError)
     limit = _MAX_TAGS - len(_OWN_TAGS)
     if not isinstance(value, list) or len(value) > limit:
         raise PropertyError(f"Tags must be a list of at most {limit} Key/Value objects")
@@ -225,18 +215,10 @@ def _tags(raw: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def _wait_timeout(raw: Mapping[str, Any]) -> int:
-    value = raw.get("WaitTimeoutSeconds")
-    if value in (None, ""):
-        return DEFAULT_WAIT_TIMEOUT_SECONDS
-    try:
-        seconds = int(value)
-    except (TypeError, ValueError):
-        raise PropertyError(f"WaitTimeoutSeconds must be a whole number, not {value!r}") from None
-    if not 60 <= seconds <= MAX_WAIT_TIMEOUT_SECONDS:
-        raise PropertyError(
-            f"WaitTimeoutSeconds must be between 60 and {MAX_WAIT_TIMEOUT_SECONDS}, not {seconds}"
-        )
-    return seconds
+    seconds = values.whole_number(
+        raw, "WaitTimeoutSeconds", 60, MAX_WAIT_TIMEOUT_SECONDS, PropertyError, required=False
+    )
+    return DEFAULT_WAIT_TIMEOUT_SECONDS if seconds is None else seconds
 
 
 # --- names and tokens -------------------------------------------------------------------
@@ -511,10 +493,6 @@ def deployment_verdict(deployment: Mapping[str, Any], model_arn: str) -> Verdict
     raise BedrockModelError(f"custom model deployment {name} has an unknown status {status!r}")
 
 
-def timed_out(since: datetime, now: datetime, timeout_seconds: int) -> bool:
-    return (now - since).total_seconds() >= timeout_seconds
-
-
 def import_timeout_message(name: str, arn: str, *, last_error: str | None = None) -> str:
     state = (
         f"GetCustomModel kept failing ({last_error})"
@@ -537,14 +515,6 @@ def deployment_timeout_message(name: str, *, last_error: str | None = None) -> s
         f"custom model deployment {name} is not Active within the deploy's time limit: "
         f"{state}; a later deploy resumes waiting: it adopts the deployment by name and "
         "does not create another"
-    )
-
-
-def ledger_missing_message(what: str, done: str = "imported") -> str:
-    return (
-        f"{what} was not {done}: the resource names no purchase ledger (LedgerTable and "
-        f"Environment), and novapod calls Bedrock only under a claim in it; synthesize "
-        "with this novapod version, whose storage stack holds the ledger"
     )
 
 
@@ -611,18 +581,3 @@ def result_data(
         "DeploymentArn": deployment_arn,
         "Status": status,
     }
-
-
-def as_utc(value: Any) -> datetime | None:
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-    if not isinstance(value, datetime):
-        return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def iso(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -38,22 +38,19 @@ https://docs.aws.amazon.com/bedrock/latest/userguide/deploy-custom-model-on-dema
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-import boto3  # type: ignore[import-untyped]
-from botocore.config import Config  # type: ignore[import-untyped]
-from botocore.exceptions import (  # type: ignore[import-untyped]
-    BotoCoreError,
-    ClientError,
-    ParamValidationError,
-)
+from botocore.exceptions import ClientError, ParamValidationError  # type: ignore[import-untyped]
 
-from ...handler_core import ledger
+from ...handler_core import aws, errors, ledger, values
+
+# The JSON log line, the clock and the pause before looking at an item another
+# invocation holds (tests replace the last two).
+from ...handler_core.values import log as _log
+from ...handler_core.values import pause as _sleep
+from ...handler_core.values import utc_now as _now
 from . import claims, decisions, manifest
 from .decisions import BedrockModelError, ModelProperties
 
@@ -74,6 +71,8 @@ MAX_RESOLVES = 2
 # Top-level key of on_event's result; the Provider passes it to every is_complete.
 WAIT_STARTED_AT = "WaitStartedAt"
 NOT_FOUND = "ResourceNotFoundException"
+# What novapod does only under a claim in the purchase ledger.
+ACTS = "calls Bedrock"
 CONFLICT = "ConflictException"
 # Codes of a call botocore retries rather than one the service refused.
 _RETRIED_CODES = frozenset(
@@ -126,22 +125,8 @@ ROUND_SECONDS = (
 ON_EVENT_BUDGET_SECONDS = 830
 
 
-class ReadError(BedrockModelError):
+class ReadError(aws.ReadError, BedrockModelError):
     """A Get* call failed after botocore's retries; `detail` names the error."""
-
-    def __init__(self, message: str, detail: str) -> None:
-        super().__init__(message)
-        self.detail = detail
-
-
-def _now() -> datetime:
-    """The clock (tests replace it)."""
-    return datetime.now(UTC)
-
-
-def _sleep(seconds: float) -> None:
-    """The pause before looking at an item another invocation holds (tests replace it)."""
-    time.sleep(seconds)
 
 
 def _claimant() -> str:
@@ -151,55 +136,18 @@ def _claimant() -> str:
 
 def _client(service: str) -> Any:
     # Every Bedrock write here carries a client token, so botocore may resend it.
-    config = Config(
-        retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
-        connect_timeout=CONNECT_TIMEOUT_SECONDS,
-        read_timeout=READ_TIMEOUT_SECONDS,
+    return aws.client(
+        service, aws.Settings(MAX_ATTEMPTS, CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS)
     )
-    return boto3.client(service, config=config)
 
 
 def _ledger_client() -> Any:
     # The ledger's writes are conditional on the item's sequence: a resent write that
     # landed fails its condition, and ledger.Ledger reads the item back to settle it.
-    config = Config(
-        retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
-        connect_timeout=LEDGER_CONNECT_TIMEOUT_SECONDS,
-        read_timeout=LEDGER_READ_TIMEOUT_SECONDS,
+    return aws.client(
+        "dynamodb",
+        aws.Settings(MAX_ATTEMPTS, LEDGER_CONNECT_TIMEOUT_SECONDS, LEDGER_READ_TIMEOUT_SECONDS),
     )
-    return boto3.client("dynamodb", config=config)
-
-
-def _log(step: str, message: str, **fields: Any) -> None:
-    """One JSON line per step: Lambda sends stdout to the function's log group."""
-    record = {"step": step, "message": message, **dict(sorted(fields.items()))}
-    print(json.dumps(record, default=str))
-
-
-def _error_code(exc: BaseException) -> str | None:
-    if isinstance(exc, ClientError):
-        code = exc.response.get("Error", {}).get("Code")
-        return str(code) if code else None
-    return None
-
-
-def _error_detail(exc: BaseException) -> str:
-    if isinstance(exc, ClientError):
-        message = exc.response.get("Error", {}).get("Message") or "no message"
-        return f"{_error_code(exc) or 'error'}: {message}"
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _retries(exc: BaseException) -> int:
-    if isinstance(exc, ClientError):
-        return int(exc.response.get("ResponseMetadata", {}).get("RetryAttempts") or 0)
-    return 0
-
-
-def _status(exc: BaseException) -> int:
-    if isinstance(exc, ClientError):
-        return int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
-    return 0
 
 
 def refused(exc: BaseException) -> bool:
@@ -208,32 +156,23 @@ def refused(exc: BaseException) -> bool:
     lost), not a throttle, not a taken name; or a request botocore never sent."""
     if isinstance(exc, ParamValidationError):
         return True
-    code = _error_code(exc)
+    code = errors.error_code(exc)
     return (
         isinstance(exc, ClientError)
-        and 400 <= _status(exc) < 500
-        and _retries(exc) == 0
+        and 400 <= (errors.http_status(exc) or 0) < 500
+        and errors.retry_attempts(exc) == 0
         and code not in _RETRIED_CODES
         and code != CONFLICT
     )
 
 
 def _aws(action: str, call: Callable[[], T]) -> T:
-    try:
-        return call()
-    except (ClientError, BotoCoreError) as exc:
-        raise BedrockModelError(f"{action} failed ({_error_detail(exc)})") from exc
+    return aws.call(action, call, BedrockModelError)
 
 
 def _get(action: str, call: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
     """A Get* answer, or None when the resource does not exist."""
-    try:
-        return dict(call())
-    except (ClientError, BotoCoreError) as exc:
-        if _error_code(exc) == NOT_FOUND:
-            return None
-        detail = _error_detail(exc)
-        raise ReadError(f"{action} failed ({detail})", detail) from exc
+    return aws.read(action, call, not_found=NOT_FOUND, error=ReadError)
 
 
 def _get_model(bedrock: Any, identifier: str) -> dict[str, Any] | None:
@@ -391,7 +330,7 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     return {
         "PhysicalResourceId": arn,
         "Data": {"ModelArn": arn, "ModelName": target.name, "CheckpointUri": target.checkpoint},
-        WAIT_STARTED_AT: decisions.iso(_now()),
+        WAIT_STARTED_AT: values.iso(_now()),
     }
 
 
@@ -435,7 +374,7 @@ def _checkpoint(props: ModelProperties) -> tuple[str, str] | None:
         manifest=reading.where,
         checkpoint=reading.checkpoint,
     )
-    return reading.checkpoint, decisions.iso(found.last_modified)
+    return reading.checkpoint, values.iso(found.last_modified)
 
 
 @dataclass(frozen=True)
@@ -459,7 +398,7 @@ def _adopt_without_ledger(bedrock: Any, target: _Target) -> str:
     """No ledger named: an existing model of ours is adopted, nothing is imported."""
     model = _get_model(bedrock, target.name)
     if model is None:
-        message = decisions.ledger_missing_message(target.what)
+        message = ledger.missing_message(target.what, done="imported", acts=ACTS)
         _log("refuse", message, model_name=target.name)
         raise BedrockModelError(message)
     arn = str(model["modelArn"])
@@ -609,7 +548,7 @@ class _Importer:
                     claimed,
                     ledger.CALLING,
                     CallingRequest=self.request_id,
-                    CallingAt=decisions.iso(_now()),
+                    CallingAt=values.iso(_now()),
                     ClientRequestToken=token,
                 ),
                 f"recorded {target.key} as calling",
@@ -662,7 +601,7 @@ class _Importer:
                     claimant=self.claimant,
                     Requests=claims.with_request(entry, self.request_id),
                     CallingRequest=self.request_id,
-                    CallingAt=decisions.iso(_now()),
+                    CallingAt=values.iso(_now()),
                     ClientRequestToken=token,
                     Resends=int(entry.get("Resends") or 0) + 1,
                 ),
@@ -830,9 +769,9 @@ class _Importer:
         called_at = _now()
         try:
             arn = str(self.bedrock.create_custom_model(**kwargs)["modelArn"])
-        except (ClientError, BotoCoreError) as exc:
+        except aws.ERRORS as exc:
             return self._after_failed_create(target, calling, exc)
-        _settle(self.book, calling, ledger.BOUGHT, Arn=arn, BoughtAt=decisions.iso(called_at))
+        _settle(self.book, calling, ledger.BOUGHT, Arn=arn, BoughtAt=values.iso(called_at))
         _log("created", f"Bedrock is importing model {target.name} ({arn})", model_arn=arn)
         return arn
 
@@ -840,7 +779,7 @@ class _Importer:
         self, target: _Target, calling: ledger.Entry, exc: BaseException
     ) -> str:
         """Reconcile by name; say nothing was imported only when Bedrock refused."""
-        detail = _error_detail(exc)
+        detail = errors.error_detail(exc)
         _log(
             "create-failed",
             f"CreateCustomModel for {target.name} failed ({detail})",
@@ -853,7 +792,7 @@ class _Importer:
             model = None
         if model is not None:
             # A taken name answered at once: the model is not this call's.
-            ours = not (_error_code(exc) == CONFLICT and _retries(exc) == 0)
+            ours = not (errors.error_code(exc) == CONFLICT and errors.retry_attempts(exc) == 0)
             tags = _model_tags(self.bedrock, str(model["modelArn"]))
             problem = decisions.adoption_problem(model, tags, target.checkpoint, ours=ours)
             if problem is not None:
@@ -995,7 +934,7 @@ def _next_generation(
         return
     book = ledger.Ledger(_ledger_client(), named[0], named[1], clock=_now)
     request_id = str(event.get("RequestId") or "")
-    deleted_at = decisions.iso(_now())
+    deleted_at = values.iso(_now())
     items = [(claims.IMPORT, model_name, arn, True)]
     if deployment is not None:
         items.append((claims.DEPLOYMENT, deployment[0], deployment[1], False))
@@ -1056,9 +995,9 @@ def _next_generation(
 def _tolerate_not_found(action: str, call: Callable[[], Any]) -> None:
     try:
         call()
-    except (ClientError, BotoCoreError) as exc:
-        if _error_code(exc) != NOT_FOUND:
-            raise BedrockModelError(f"{action} failed ({_error_detail(exc)})") from exc
+    except aws.ERRORS as exc:
+        if errors.error_code(exc) != NOT_FOUND:
+            raise BedrockModelError(errors.failed(action, exc)) from exc
 
 
 # --- is_complete ------------------------------------------------------------------------
@@ -1075,8 +1014,8 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         return {"IsComplete": True, "Data": decisions.waiting_data(props)}
     data = dict(event.get("Data") or {})
     name, checkpoint = str(data.get("ModelName", "")), str(data.get("CheckpointUri", ""))
-    since = decisions.as_utc(event.get(WAIT_STARTED_AT)) or _now()
-    late = decisions.timed_out(since, _now(), props.wait_timeout_seconds)
+    since = values.as_utc(event.get(WAIT_STARTED_AT)) or _now()
+    late = values.timed_out(since, _now(), props.wait_timeout_seconds)
     bedrock = _client("bedrock")
     try:
         model = _get_model(bedrock, arn)
@@ -1094,7 +1033,7 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         f"Bedrock model {name} is {model.get('modelStatus')}",
         model_arn=arn,
         status=model.get("modelStatus"),
-        since=decisions.iso(since),
+        since=values.iso(since),
     )
     if model.get("modelStatus") == "Failed":
         _record_failed_import(props, name, model)
@@ -1209,7 +1148,7 @@ class _Deployment:
         if deployment is not None:
             return self._existing(deployment, entry)
         if self.book is None:
-            message = decisions.ledger_missing_message(self.what, "created")
+            message = ledger.missing_message(self.what, done="created", acts=ACTS)
             _log("refuse", message, deployment_name=self.name)
             raise BedrockModelError(message)
         calling = self._claim(self.book, entry)
@@ -1240,7 +1179,7 @@ class _Deployment:
                     entry,
                     ledger.CALLING,
                     claimant=claimant,
-                    CallingAt=decisions.iso(_now()),
+                    CallingAt=values.iso(_now()),
                     Resends=int(entry.get("Resends") or 0) + 1,
                 )
             claimed = book.claim(
@@ -1252,7 +1191,7 @@ class _Deployment:
                 fields={"Model": self.model_arn, "Generation": generation},
             )
             _log("claim", f"claimed {self.key} (generation {generation})", purchase=self.key)
-            return book.advance(claimed, ledger.CALLING, CallingAt=decisions.iso(_now()))
+            return book.advance(claimed, ledger.CALLING, CallingAt=values.iso(_now()))
         except (ledger.ClaimConflictError, ValueError) as lost:
             _log(
                 "ledger-conflict",
@@ -1280,8 +1219,8 @@ class _Deployment:
         called_at = _now()
         try:
             created = self.bedrock.create_custom_model_deployment(**kwargs)
-        except (ClientError, BotoCoreError) as exc:
-            detail = _error_detail(exc)
+        except aws.ERRORS as exc:
+            detail = errors.error_detail(exc)
             if refused(exc):
                 _settle(book, calling, ledger.REFUSED, Error=detail, Generation=generation + 1)
                 raise BedrockModelError(
@@ -1299,7 +1238,7 @@ class _Deployment:
             _log("deploy-failed", message, deployment_name=self.name)
             return None
         deployment_arn = str(created["customModelDeploymentArn"])
-        _settle(book, calling, ledger.BOUGHT, Arn=deployment_arn, BoughtAt=decisions.iso(called_at))
+        _settle(book, calling, ledger.BOUGHT, Arn=deployment_arn, BoughtAt=values.iso(called_at))
         _log(
             "deploying",
             f"creating custom model deployment {self.name}",

@@ -1,7 +1,8 @@
 """Lambda code of the ClusterBootstrap custom resource: `index` (entry points) and
 `decisions` (pure logic).
 
-Deployed as an asset whose root holds this folder, so the handler strings are
-`handler.index.on_event` and `handler.index.is_complete`; imports stay relative and
-need only the Lambda runtime's boto3.
+Deployed with the handler core (`provider.handler_code`), so the handler strings are
+`novapod_lambda.cluster_bootstrap.handler.index.on_event` and `...is_complete`; imports
+stay relative (`from ...handler_core import aws`) and need only the Lambda runtime's
+boto3.
 """

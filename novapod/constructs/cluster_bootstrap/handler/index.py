@@ -9,14 +9,10 @@ and the delete goes on (the cluster is usually on its way out too).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-import boto3  # type: ignore[import-untyped]
-from botocore.config import Config  # type: ignore[import-untyped]
-from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
-
+from ...handler_core import aws, errors, values
 from . import decisions
 from .decisions import BootstrapError
 
@@ -29,26 +25,16 @@ ACTION = "Action"
 
 
 def _client() -> Any:
-    config = Config(
-        retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
-        connect_timeout=CONNECT_TIMEOUT_SECONDS,
-        read_timeout=READ_TIMEOUT_SECONDS,
+    return aws.client(
+        "codebuild", aws.Settings(MAX_ATTEMPTS, CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS)
     )
-    return boto3.client("codebuild", config=config)
 
 
 def _log(decision: str, **fields: Any) -> None:
     # One JSON line per decision in the function's log group, which the EKS stack
     # outputs (BootstrapStartLogGroup, BootstrapProgressLogGroup): where a cdk deploy
     # user sees what the long wait is doing.
-    print(json.dumps({"decision": decision, **fields}, default=str, sort_keys=True))
-
-
-def _detail(exc: BaseException) -> str:
-    if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
-        return f"{error.get('Code', 'error')}: {error.get('Message') or 'no message'}"
-    return f"{type(exc).__name__}: {exc}"
+    values.emit({"decision": decision, **fields}, sort_keys=True)
 
 
 # --- on_event ---------------------------------------------------------------------------
@@ -100,10 +86,10 @@ def _start_build(
             environmentVariablesOverride=decisions.build_environment(action, props),
             idempotencyToken=decisions.idempotency_token(event["RequestId"]),
         )
-    except (ClientError, BotoCoreError) as exc:
+    except aws.ERRORS as exc:
         raise BootstrapError(
             f"could not start the HyperPod dependencies {action} build in CodeBuild project "
-            f"{props.project_name} ({_detail(exc)})"
+            f"{props.project_name} ({errors.error_detail(exc)})"
         ) from exc
     build = response["build"]
     build_id = str(build["id"])
@@ -128,9 +114,9 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     action = str(event.get(ACTION, "install"))
     try:
         builds = _client().batch_get_builds(ids=[build_id]).get("builds") or []
-    except (ClientError, BotoCoreError) as exc:
+    except aws.ERRORS as exc:
         raise BootstrapError(
-            f"could not read HyperPod dependencies build {build_id} ({_detail(exc)})"
+            f"could not read HyperPod dependencies build {build_id} ({errors.error_detail(exc)})"
         ) from exc
     if not builds:
         message = f"CodeBuild has no record of HyperPod dependencies build {build_id}"

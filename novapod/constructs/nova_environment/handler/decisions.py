@@ -31,8 +31,11 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
+
+from ...handler_core import values
+from ...handler_core.values import as_utc, iso
 
 ClusterVerdict = Literal["ready", "waiting"]
 # What a Kubernetes GET answer means for a check.
@@ -160,27 +163,15 @@ def parse_properties(raw: Mapping[str, Any]) -> EnvironmentProperties:
 
 
 def _matching(raw: Mapping[str, Any], key: str, pattern: re.Pattern[str], what: str) -> str:
-    value = raw.get(key)
-    if not isinstance(value, str) or not value:
-        raise PropertyError(f"{key} is required and must be a non-empty string")
+    value = values.required_str(raw, key, PropertyError)
     if not pattern.fullmatch(value):
         raise PropertyError(f"{key} {value!r} must be {what}")
     return value
 
 
-def _json(raw: Mapping[str, Any], key: str) -> Any:
-    value = raw.get(key)
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            raise PropertyError(f"{key} is a string but not valid JSON") from None
-    return value
-
-
 def _groups(raw: Mapping[str, Any]) -> tuple[RestrictedGroup, ...]:
     key = "RestrictedGroups"
-    value = _json(raw, key)
+    value = values.json_value(raw, key, PropertyError)
     if value in (None, ""):
         return ()
     if not isinstance(value, list) or len(value) > MAX_GROUPS:
@@ -207,7 +198,7 @@ def _groups(raw: Mapping[str, Any]) -> tuple[RestrictedGroup, ...]:
 
 def _crds(raw: Mapping[str, Any]) -> tuple[str, ...]:
     key = "RequiredCrds"
-    value = _json(raw, key)
+    value = values.json_value(raw, key, PropertyError)
     if value in (None, ""):
         return DEFAULT_CRDS
     if (
@@ -223,18 +214,9 @@ def _crds(raw: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def _timeout(raw: Mapping[str, Any]) -> int:
-    key = "TimeoutSeconds"
-    value = raw.get(key)
-    if value in (None, ""):
-        return DEFAULT_TIMEOUT_SECONDS
-    try:
-        seconds = int(value)
-    except (TypeError, ValueError):
-        raise PropertyError(f"{key} must be a whole number, not {value!r}") from None
     # The Provider framework's total timeout is at most one hour.
-    if not 60 <= seconds <= 3600:
-        raise PropertyError(f"{key} must be between 60 and 3600, not {seconds}")
-    return seconds
+    seconds = values.whole_number(raw, "TimeoutSeconds", 60, 3600, PropertyError, required=False)
+    return DEFAULT_TIMEOUT_SECONDS if seconds is None else seconds
 
 
 def plan_name_from_arn(arn: str) -> str:
@@ -419,26 +401,6 @@ def access_message(
 
 
 # --- time and results -------------------------------------------------------------------
-
-
-def as_utc(value: Any) -> datetime | None:
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-    if not isinstance(value, datetime):
-        return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def iso(value: Any) -> str:
-    moment = as_utc(value)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ") if moment is not None else ""
-
-
-def timed_out(since: datetime, now: datetime, timeout_seconds: int) -> bool:
-    return (now - since).total_seconds() >= timeout_seconds
 
 
 def timeout_message(props: EnvironmentProperties, waiting_for: str) -> str:

@@ -17,15 +17,14 @@ standard retries (`MAX_ATTEMPTS`), every Kubernetes GET a timeout, nothing sleep
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
-import boto3  # type: ignore[import-untyped]
-from botocore.config import Config  # type: ignore[import-untyped]
-from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
+from ...handler_core import aws, errors, values
 
+# The JSON log line and the clock (tests replace it).
+from ...handler_core.values import log as _log
+from ...handler_core.values import utc_now as _now
 from . import decisions, kubernetes
 from .decisions import EnvironmentProperties, GroupReport, NovaEnvironmentError
 
@@ -44,38 +43,15 @@ class _Wait(Exception):  # noqa: N818  (control flow: not complete yet, say why)
         self.reason = reason
 
 
-def _now() -> datetime:
-    """The clock (tests replace it)."""
-    return datetime.now(UTC)
-
-
 def _client(service: str) -> Any:
-    config = Config(
-        retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
-        connect_timeout=CONNECT_TIMEOUT_SECONDS,
-        read_timeout=READ_TIMEOUT_SECONDS,
+    return aws.client(
+        service, aws.Settings(MAX_ATTEMPTS, CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS)
     )
-    return boto3.client(service, config=config)
-
-
-def _log(step: str, message: str, **fields: Any) -> None:
-    """One JSON line per step: Lambda sends stdout to the function's log group."""
-    record = {"step": step, "message": message, **dict(sorted(fields.items()))}
-    print(json.dumps(record, default=str))
-
-
-def _error_code(exc: BaseException) -> str | None:
-    if isinstance(exc, ClientError):
-        code = exc.response.get("Error", {}).get("Code")
-        return str(code) if code else None
-    return None
 
 
 def _error_detail(exc: BaseException) -> str:
-    if isinstance(exc, ClientError):
-        message = exc.response.get("Error", {}).get("Message") or "no message"
-        return f"{_error_code(exc) or 'error'}: {decisions.one_line(str(message))}"
-    return f"{type(exc).__name__}: {exc}"
+    """The error, its message on one line (it sits inside the reason for waiting)."""
+    return errors.error_detail(exc, tidy=decisions.one_line)
 
 
 def worst_case_seconds(groups: int, crds: int) -> float:
@@ -109,7 +85,7 @@ def on_event(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         restricted_groups=[g.name for g in props.restricted_groups],
         required_crds=list(props.required_crds),
     )
-    return {"PhysicalResourceId": props.physical_id, WAIT_STARTED_AT: decisions.iso(_now())}
+    return {"PhysicalResourceId": props.physical_id, WAIT_STARTED_AT: values.iso(_now())}
 
 
 # --- is_complete ------------------------------------------------------------------------
@@ -119,11 +95,11 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     if event["RequestType"] == "Delete":
         return {"IsComplete": True}
     props = decisions.parse_properties(event["ResourceProperties"])
-    since = decisions.as_utc(event.get(WAIT_STARTED_AT)) or _now()
+    since = values.as_utc(event.get(WAIT_STARTED_AT)) or _now()
     try:
         return _check(props)
     except _Wait as wait:
-        if decisions.timed_out(since, _now(), props.timeout_seconds):
+        if values.timed_out(since, _now(), props.timeout_seconds):
             message = decisions.timeout_message(props, wait.reason)
             _log("timeout", message, cluster_name=props.cluster_name)
             raise NovaEnvironmentError(message) from None
@@ -131,7 +107,7 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
             "wait",
             f"not ready yet: {wait.reason}; asking again at the next poll",
             cluster_name=props.cluster_name,
-            since=decisions.iso(since),
+            since=values.iso(since),
         )
         return {"IsComplete": False}
     except NovaEnvironmentError as failure:
@@ -162,8 +138,8 @@ def _check(props: EnvironmentProperties) -> dict[str, Any]:
 def _describe_hyperpod(sagemaker: Any, name: str) -> dict[str, Any]:
     try:
         return dict(sagemaker.describe_cluster(ClusterName=name))
-    except (ClientError, BotoCoreError) as exc:
-        if _error_code(exc) == "ResourceNotFound":
+    except aws.ERRORS as exc:
+        if errors.error_code(exc) == "ResourceNotFound":
             raise NovaEnvironmentError(decisions.cluster_missing_message(name)) from exc
         # Throttled or failing after botocore's retries: says nothing about the cluster.
         raise _Wait(f"SageMaker DescribeCluster kept failing ({_error_detail(exc)})") from exc
@@ -172,8 +148,8 @@ def _describe_hyperpod(sagemaker: Any, name: str) -> dict[str, Any]:
 def _describe_eks(name: str) -> tuple[str, str]:
     try:
         cluster = _client("eks").describe_cluster(name=name)["cluster"]
-    except (ClientError, BotoCoreError) as exc:
-        if _error_code(exc) == "ResourceNotFoundException":
+    except aws.ERRORS as exc:
+        if errors.error_code(exc) == "ResourceNotFoundException":
             raise NovaEnvironmentError(decisions.eks_missing_message(name)) from exc
         raise _Wait(f"EKS DescribeCluster kept failing ({_error_detail(exc)})") from exc
     endpoint = cluster.get("endpoint")
@@ -202,7 +178,7 @@ def _check_kubernetes(props: EnvironmentProperties, endpoint: str, authority: st
             # A fresh token per request: presigning is local, and the token's URL is
             # signed for 60 s while the requests may take longer together.
             bearer = kubernetes.token(sts, eks)
-        except (ClientError, BotoCoreError) as exc:
+        except aws.ERRORS as exc:
             raise _Wait(f"no credentials to sign a Kubernetes token ({exc})") from exc
         try:
             answer = kubernetes.get(
@@ -256,8 +232,8 @@ def _report(
         name = decisions.plan_name_from_arn(arn)
         try:
             plan = dict(sagemaker.describe_training_plan(TrainingPlanName=name))
-        except (ClientError, BotoCoreError) as exc:
-            if _error_code(exc) == "ResourceNotFound":
+        except aws.ERRORS as exc:
+            if errors.error_code(exc) == "ResourceNotFound":
                 raise NovaEnvironmentError(
                     f"training plan {name} of restricted instance group {group.name} does not exist"
                 ) from exc
@@ -272,6 +248,6 @@ def _report(
         current_count=report.current_count,
         target_count=report.target_count,
         plan_status=report.plan_status,
-        plan_start=decisions.iso(report.plan_start),
+        plan_start=values.iso(report.plan_start),
     )
     return report

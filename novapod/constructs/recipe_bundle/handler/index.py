@@ -51,9 +51,10 @@ def on_event(event: dict[str, Any], _context: Any = None, s3: Any = None) -> dic
     print(f"{event['RequestType']}: {action.kind} {action.physical_id}")
     if action.kind != "none":
         if s3 is None:
-            import boto3  # type: ignore[import-untyped]  # noqa: PLC0415  # not needed by tests
+            # boto3 (botocore's defaults), reused by a warm Lambda; not needed by tests.
+            from ...handler_core import aws  # noqa: PLC0415
 
-            s3 = boto3.client("s3")
+            s3 = aws.client("s3")
         if action.kind == "put":
             s3.put_object(
                 Bucket=action.bucket,

@@ -7,15 +7,16 @@ Everything a user may see as an error is one sentence in a `TrainingPlanError`.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
+from functools import partial
 from typing import Any, Literal
 
-from ...handler_core import names
+from ...handler_core import names, values
+from ...handler_core.values import as_utc, iso
 
 ChoicePolicy = Literal["cheapest", "earliest"]
 Mode = Literal["purchase", "adopt"]
@@ -52,6 +53,14 @@ class TrainingPlanError(Exception):
 
 class PropertyError(TrainingPlanError, ValueError):
     """A resource property that is missing or invalid; the message names it."""
+
+
+# CloudFormation's properties (scalars as strings), each refused with a PropertyError.
+_present = values.present
+_required_str = partial(values.required_str, error=PropertyError)
+_optional_str = partial(values.optional_str, error=PropertyError)
+_json = partial(values.json_value, error=PropertyError)
+_int = partial(values.whole_number, error=PropertyError)
 
 
 @dataclass(frozen=True)
@@ -224,21 +233,6 @@ def plan_name_from_arn(arn: str) -> str:
     return match.group("name")
 
 
-def _present(raw: Mapping[str, Any], key: str) -> bool:
-    return raw.get(key) not in (None, "")
-
-
-def _required_str(raw: Mapping[str, Any], key: str) -> str:
-    value = raw.get(key)
-    if not isinstance(value, str) or not value:
-        raise PropertyError(f"{key} is required and must be a non-empty string")
-    return value
-
-
-def _optional_str(raw: Mapping[str, Any], key: str) -> str | None:
-    return _required_str(raw, key) if _present(raw, key) else None
-
-
 def _one_of(
     raw: Mapping[str, Any], key: str, allowed: Sequence[str], *, default: str | None
 ) -> str:
@@ -253,21 +247,6 @@ def _one_of(
 def _choice_policy(raw: Mapping[str, Any]) -> ChoicePolicy:
     policy = _one_of(raw, "ChoicePolicy", CHOICE_POLICIES, default="cheapest")
     return "earliest" if policy == "earliest" else "cheapest"
-
-
-def _int(raw: Mapping[str, Any], key: str, low: int, high: int, *, required: bool) -> int | None:
-    if not _present(raw, key):
-        if required:
-            raise PropertyError(f"{key} is required")
-        return None
-    value = raw[key]
-    try:
-        number = value if isinstance(value, int) and not isinstance(value, bool) else int(value)
-    except (TypeError, ValueError):
-        raise PropertyError(f"{key} must be a whole number, not {value!r}") from None
-    if not low <= number <= high:
-        raise PropertyError(f"{key} must be between {low} and {high}, not {number}")
-    return number
 
 
 def _decimal(raw: Mapping[str, Any], key: str) -> Decimal:
@@ -291,16 +270,6 @@ def _timestamp(raw: Mapping[str, Any], key: str) -> datetime | None:
         return as_utc(datetime.fromisoformat(str(value)))
     except ValueError:
         raise PropertyError(f"{key} must be an ISO-8601 timestamp, not {value!r}") from None
-
-
-def _json(raw: Mapping[str, Any], key: str) -> Any:
-    value = raw.get(key)
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            raise PropertyError(f"{key} is a string but not valid JSON") from None
-    return value
 
 
 def _subnet_ids_by_zone_id(raw: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
@@ -358,26 +327,6 @@ def _tags(raw: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 # --- times and fees ---------------------------------------------------------------------
-
-
-def as_utc(value: Any) -> datetime | None:
-    """A timezone-aware UTC datetime from a datetime or ISO string; naive means UTC."""
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-    if not isinstance(value, datetime):
-        return None
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
-
-
-def iso(value: Any) -> str:
-    """ISO-8601 UTC with a Z, or "" when there is no time."""
-    moment = as_utc(value)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ") if moment is not None else ""
 
 
 def upfront_fee(offering: Mapping[str, Any]) -> Decimal | None:
@@ -788,10 +737,6 @@ def status_verdict(plan: Mapping[str, Any], *, mode: Mode = "purchase") -> Verdi
     raise TrainingPlanError(f"training plan {name} has an unknown status {status!r}")
 
 
-def pending_timed_out(since: datetime, now: datetime, timeout_seconds: int) -> bool:
-    return (now - since).total_seconds() >= timeout_seconds
-
-
 def pending_timeout_message(
     plan_name: str, *, last_error: str | None = None, failing_call: str = "DescribeTrainingPlan"
 ) -> str:
@@ -1035,12 +980,4 @@ def name_problem(props: PlanProperties) -> str | None:
         f"({props.instance_count} x {props.instance_type} for {props.duration_hours} h, "
         f"whose name ends in -{digest}), so nothing was bought: the name is the approval, and "
         "the template must come from `cdk synth` of the approved config, not from a hand edit"
-    )
-
-
-def ledger_missing_message(plan_name: str) -> str:
-    return (
-        f"training plan {plan_name} was not bought: the resource names no purchase ledger "
-        "(LedgerTable and Environment), and novapod buys only under a claim in it; "
-        "synthesize with this novapod version, whose storage stack holds the ledger"
     )

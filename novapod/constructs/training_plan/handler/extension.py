@@ -29,13 +29,13 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from ...handler_core.values import as_utc
 from .decisions import (
     PropertyError,
     _decimal,
     _int,
     _present,
     _required_str,
-    as_utc,
     upfront_fee,
 )
 

@@ -20,17 +20,17 @@ is where a `cdk deploy` user follows a purchase).
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeVar
 
-import boto3  # type: ignore[import-untyped]
-from botocore.config import Config  # type: ignore[import-untyped]
-from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
+from ...handler_core import aws, errors, ledger, values
 
-from ...handler_core import ledger
+# The JSON log line, the clock and the pause between confirming describes (tests
+# replace the last two).
+from ...handler_core.values import log as _log
+from ...handler_core.values import pause as _sleep
+from ...handler_core.values import utc_now as _now
 from . import claims, decisions, extension, marker, offerings
 from .decisions import PlanProperties, TrainingPlanError
 from .extension import ExtensionProperties
@@ -55,22 +55,8 @@ ENVIRONMENT_TAG = "novapod:environment"
 T = TypeVar("T")
 
 
-class DescribeError(TrainingPlanError):
+class DescribeError(aws.ReadError, TrainingPlanError):
     """DescribeTrainingPlan failed (after botocore's retries); `detail` names the error."""
-
-    def __init__(self, message: str, detail: str) -> None:
-        super().__init__(message)
-        self.detail = detail
-
-
-def _now() -> datetime:
-    """The clock (tests replace it)."""
-    return datetime.now(UTC)
-
-
-def _sleep(seconds: float) -> None:
-    """The pause between confirming describes (tests replace it)."""
-    time.sleep(seconds)
 
 
 def _client(
@@ -80,70 +66,37 @@ def _client(
     read_timeout: float | None = None,
     connect_timeout: float | None = None,
 ) -> Any:
-    # `total_max_attempts` counts the first call; botocore's `max_attempts` counts only
-    # retries, so `max_attempts: 1` would still send a purchase twice.
-    config = Config(
-        retries={"mode": "standard", "total_max_attempts": max_attempts},
-        connect_timeout=CONNECT_TIMEOUT_SECONDS if connect_timeout is None else connect_timeout,
-        read_timeout=READ_TIMEOUT_SECONDS if read_timeout is None else read_timeout,
+    return aws.client(
+        service,
+        aws.Settings(
+            max_attempts=max_attempts,
+            connect_timeout=CONNECT_TIMEOUT_SECONDS if connect_timeout is None else connect_timeout,
+            read_timeout=READ_TIMEOUT_SECONDS if read_timeout is None else read_timeout,
+        ),
     )
-    return boto3.client(service, config=config)
-
-
-def _log(step: str, message: str, **fields: Any) -> None:
-    """One JSON line per step: Lambda sends stdout to the function's log group."""
-    record = {"step": step, "message": message, **dict(sorted(fields.items()))}
-    print(json.dumps(record, default=str))
-
-
-def _error_code(exc: BaseException) -> str | None:
-    if isinstance(exc, ClientError):
-        code = exc.response.get("Error", {}).get("Code")
-        return str(code) if code else None
-    return None
-
-
-def _http_status(exc: BaseException) -> int | None:
-    if isinstance(exc, ClientError):
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        return int(status) if isinstance(status, int) else None
-    return None
-
-
-def _error_detail(exc: BaseException) -> str:
-    if isinstance(exc, ClientError):
-        message = exc.response.get("Error", {}).get("Message") or "no message"
-        return f"{_error_code(exc) or 'error'}: {message}"
-    return f"{type(exc).__name__}: {exc}"
 
 
 def create_failure(exc: BaseException) -> decisions.CreateFailure:
     """The decision's view of a failed CreateTrainingPlan: class names, code, status."""
     return decisions.classify_create_failure(
         exception_names=[cls.__name__ for cls in type(exc).__mro__],
-        error_code=_error_code(exc),
-        http_status=_http_status(exc),
+        error_code=errors.error_code(exc),
+        http_status=errors.http_status(exc),
     )
 
 
 def _aws(action: str, call: Callable[[], T]) -> T:
-    try:
-        return call()
-    except (ClientError, BotoCoreError) as exc:
-        raise TrainingPlanError(f"{action} failed ({_error_detail(exc)})") from exc
+    return aws.call(action, call, TrainingPlanError)
 
 
 def _describe(sagemaker: Any, name: str) -> dict[str, Any] | None:
     """DescribeTrainingPlan, or None when no plan has that name."""
-    try:
-        return dict(sagemaker.describe_training_plan(TrainingPlanName=name))
-    except (ClientError, BotoCoreError) as exc:
-        if _error_code(exc) == "ResourceNotFound":
-            return None
-        detail = _error_detail(exc)
-        raise DescribeError(
-            f"DescribeTrainingPlan for training plan {name} failed ({detail})", detail
-        ) from exc
+    return aws.read(
+        f"DescribeTrainingPlan for training plan {name}",
+        lambda: sagemaker.describe_training_plan(TrainingPlanName=name),
+        not_found="ResourceNotFound",
+        error=DescribeError,
+    )
 
 
 def _described(name: str, plan: Mapping[str, Any] | None) -> str:
@@ -163,7 +116,9 @@ def _claimant() -> str:
 
 def _ledger(props: PlanProperties) -> ledger.Ledger:
     if not props.ledger_table or not props.environment:
-        raise TrainingPlanError(decisions.ledger_missing_message(props.plan_name))
+        raise TrainingPlanError(
+            ledger.missing_message(f"training plan {props.plan_name}", done="bought", acts="buys")
+        )
     client = _client(
         "dynamodb",
         connect_timeout=LEDGER_CONNECT_TIMEOUT_SECONDS,
@@ -434,13 +389,13 @@ def _result(
     invocation's, or an ambiguous one) that is_complete must settle before anything."""
     data = {"PlanName": plan_name, "PlanArn": plan_arn}
     if purchased_at is not None:
-        data["PurchasedAt"] = decisions.iso(purchased_at)
+        data["PurchasedAt"] = values.iso(purchased_at)
     if extended_at is not None:
-        data["ExtendedAt"] = decisions.iso(extended_at)
+        data["ExtendedAt"] = values.iso(extended_at)
     result: dict[str, Any] = {
         "PhysicalResourceId": props.plan_name,
         "Data": data,
-        WAIT_STARTED_AT: decisions.iso(_now()),
+        WAIT_STARTED_AT: values.iso(_now()),
     }
     if awaiting is not None:
         result[claims.AWAITING] = awaiting
@@ -487,7 +442,7 @@ def _purchase(
         OfferingId=offering_id,
         UpfrontFee=str(chosen.get("UpfrontFee", "")),
         Currency=str(chosen.get("CurrencyCode", "")),
-        CallingAt=decisions.iso(_now()),
+        CallingAt=values.iso(_now()),
     )
     if calling is None:
         return _result(props, props.plan_name, "", None, awaiting=claims.PLAN)
@@ -505,7 +460,7 @@ def _purchase(
         return _after_failed_create(
             sagemaker, book, calling, props, exc=exc, purchased_at=purchased_at
         )
-    _settle(book, calling, ledger.BOUGHT, Arn=arn, BoughtAt=decisions.iso(purchased_at))
+    _settle(book, calling, ledger.BOUGHT, Arn=arn, BoughtAt=values.iso(purchased_at))
     _log(
         "bought",
         f"bought training plan {props.plan_name} ({arn}); waiting until it is Scheduled",
@@ -556,7 +511,7 @@ def _choose_offering(sagemaker: Any, props: PlanProperties) -> dict[str, Any]:
     if refusal is not None:
         _log("refuse", refusal, plan_name=props.plan_name)
         raise TrainingPlanError(refusal)
-    start = decisions.iso(decisions.offering_start(chosen))
+    start = values.iso(decisions.offering_start(chosen))
     _log(
         "choose",
         f"chose offering {chosen['TrainingPlanOfferingId']} ({request.choice_policy}): "
@@ -587,7 +542,7 @@ def _after_failed_create(
 ) -> dict[str, Any]:
     """Say nothing was bought only when the service refused; else adopt or wait."""
     name = props.plan_name
-    detail = _error_detail(exc)
+    detail = errors.error_detail(exc)
     kind = create_failure(exc)
     _log(
         "create-failed",
@@ -599,7 +554,7 @@ def _after_failed_create(
     if kind == "refused":
         _settle(book, calling, ledger.REFUSED, Error=detail)
         raise TrainingPlanError(
-            decisions.refused_create_message(name, detail, _error_code(exc))
+            decisions.refused_create_message(name, detail, errors.error_code(exc))
         ) from exc
     if kind == "not_sent":
         _settle(book, calling, ledger.RELEASED, Detail=f"never sent: {detail}")
@@ -628,7 +583,7 @@ def _after_failed_create(
         ledger.BOUGHT,
         Arn=plan["TrainingPlanArn"],
         Source="confirmed" if ours else "existed",
-        BoughtAt=decisions.iso(purchased_at),
+        BoughtAt=values.iso(purchased_at),
     )
     _check_bought_plan(plan, props, bought=ours)
     _log(
@@ -798,7 +753,7 @@ def _extend(
         Hours=missing,
         UpfrontFee=str(chosen.get("UpfrontFee", "")),
         Currency=str(chosen.get("CurrencyCode", "")),
-        CallingAt=decisions.iso(_now()),
+        CallingAt=values.iso(_now()),
     )
     if calling is None:
         return _result(props, name, arn, None, awaiting=claims.EXTENSION)
@@ -819,7 +774,7 @@ def _extend(
         return _after_failed_extend(
             book, calling, props, extend, plan=plan, exc=exc, extended_at=extended_at
         )
-    _settle(book, calling, ledger.BOUGHT, BoughtAt=decisions.iso(extended_at))
+    _settle(book, calling, ledger.BOUGHT, BoughtAt=values.iso(extended_at))
     _log(
         "extended",
         f"bought extension {extend.name} of training plan {name}; waiting until it shows",
@@ -1071,8 +1026,8 @@ def _delete_markers(sagemaker: Any, plan_arn: str, keys: list[str]) -> None:
     try:
         # One attempt (best effort, the time budget): the next deploy deletes the rest.
         _client("sagemaker", max_attempts=1).delete_tags(ResourceArn=plan_arn, TagKeys=keys)
-    except (ClientError, BotoCoreError) as exc:
-        _log("unmark-failed", f"deleting {', '.join(keys)} failed ({_error_detail(exc)})")
+    except aws.ERRORS as exc:
+        _log("unmark-failed", errors.failed(f"deleting {', '.join(keys)}", exc))
         return
     _log("unmark", f"deleted the resolved purchase markers {', '.join(keys)}", markers=keys)
 
@@ -1090,7 +1045,7 @@ def _after_failed_extend(
     """A refusal bought nothing: the item says refused. Anything else may have bought
     it: the item says ambiguous and is_complete waits until the history shows it."""
     name, arn = plan["TrainingPlanName"], plan["TrainingPlanArn"]
-    detail = _error_detail(exc)
+    detail = errors.error_detail(exc)
     kind = create_failure(exc)
     _log(
         "extend-failed",
@@ -1129,8 +1084,8 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     name = props.lookup_name
     bought_at = (event.get("Data") or {}).get("PurchasedAt")
     awaiting = event.get(claims.AWAITING)
-    since = decisions.as_utc(bought_at or event.get(WAIT_STARTED_AT)) or _now()
-    timed_out = decisions.pending_timed_out(since, _now(), props.pending_timeout_seconds)
+    since = values.as_utc(bought_at or event.get(WAIT_STARTED_AT)) or _now()
+    timed_out = values.timed_out(since, _now(), props.pending_timeout_seconds)
     try:
         plan = _describe(_client("sagemaker"), name)
     except DescribeError as failed:
@@ -1150,7 +1105,7 @@ def is_complete(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         _described(name, plan) if plan is not None else f"training plan {name} is not visible yet",
         plan_name=name,
         status=plan and plan.get("Status"),
-        since=decisions.iso(since),
+        since=values.iso(since),
     )
     if plan is not None and verdict == "ready":
         _check_bought_plan(plan, props, bought=bool(bought_at))
@@ -1299,7 +1254,7 @@ def _extension_ready(
         f"({ledger.describe(entry)}; {'ready' if ready else 'pending'})",
         plan_name=name,
         extension=extend.name,
-        since=decisions.iso(since),
+        since=values.iso(since),
     )
     if ready:
         return extension.extension_data(extend, max(seen, extend.hours))
@@ -1351,6 +1306,6 @@ def _keep_waiting(
             f"could not read training plan {name} ({last_error}); waiting and asking again",
             plan_name=name,
             error=last_error,
-            since=decisions.iso(since),
+            since=values.iso(since),
         )
     return {"IsComplete": False}
