@@ -4,7 +4,7 @@
 
 Runs what `make test` runs (ruff check, ruff format --check, mypy, pytest -n auto) one
 after another and prints each step's wall time and the total, then pytest's N slowest
-tests (default 20). --cold first empties the synthesis cache (.cache/synth), as on a
+tests (default 20). --cold first empties .cache/ (synthesized configs and cfn-lint findings), as on a
 fresh clone; without it the cache is used as a rerun finds it. The goal is at most
 180 s for the whole from a warm environment (issue 20). Not a test: nothing here fails
 because it is slow.
@@ -37,11 +37,11 @@ def step(name: str, argv: list[str]) -> tuple[float, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cold", action="store_true", help="empty .cache/synth first")
+    parser.add_argument("--cold", action="store_true", help="empty .cache/ (synthesized configs, lint findings) first")
     parser.add_argument("--slowest", type=int, default=20)
     args = parser.parse_args(argv)
-    if args.cold:
-        shutil.rmtree(ROOT / ".cache" / "synth", ignore_errors=True)
+    if args.cold:  # as on a fresh clone: no synthesized configs, no lint findings
+        shutil.rmtree(ROOT / ".cache", ignore_errors=True)
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     total = 0.0
     for name, command in (
@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nslowest {args.slowest}:")
     for line in slowest[: args.slowest]:
         print(line)
+    for failed in re.findall(r"^(?:FAILED|ERROR) .*$", output, re.MULTILINE):
+        print(failed)
     print(summary[-1] if summary else "(no pytest summary)")
     return 0
 
