@@ -4,10 +4,10 @@
 
 Runs what `make test` runs (ruff check, ruff format --check, mypy, pytest -n auto) one
 after another and prints each step's wall time and the total, then pytest's N slowest
-tests (default 20). --cold first empties .cache/ (synthesized configs and cfn-lint findings), as on a
-fresh clone; without it the cache is used as a rerun finds it. The goal is at most
-180 s for the whole from a warm environment (issue 20). Not a test: nothing here fails
-because it is slow.
+tests (default 20). --cold first empties .cache/ (synthesized configs and cfn-lint
+findings), as on a fresh clone; without it the caches are used as a rerun finds them.
+The goal is at most 180 s for the whole from a warm environment (issue 20). Not a test:
+nothing here fails because it is slow.
 """
 
 from __future__ import annotations
@@ -37,7 +37,11 @@ def step(name: str, argv: list[str]) -> tuple[float, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cold", action="store_true", help="empty .cache/ (synthesized configs, lint findings) first")
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="empty .cache/ (synthesized configs, lint findings) first",
+    )
     parser.add_argument("--slowest", type=int, default=20)
     args = parser.parse_args(argv)
     if args.cold:  # as on a fresh clone: no synthesized configs, no lint findings
