@@ -97,8 +97,8 @@ class PackagedDataError(RuntimeError):
     """
 
 
-class StrictLoader(yaml.SafeLoader):
-    """yaml.SafeLoader that refuses duplicate keys (see the module docstring)."""
+class _RefusesDuplicates(yaml.constructor.SafeConstructor):
+    """What makes a SafeLoader strict (see the module docstring); mixed into a loader."""
 
     def construct_document(self, node: Node) -> Any:
         # In the order of the repeated occurrences, where a reader meets each mistake.
@@ -194,6 +194,18 @@ class StrictLoader(yaml.SafeLoader):
         return key, str(node.value)
 
 
+class StrictLoader(_RefusesDuplicates, yaml.SafeLoader):
+    """yaml.SafeLoader that refuses duplicate keys: what a user's file is read with (its
+    syntax errors carry PyYAML's messages, with the line shown)."""
+
+
+# The files shipped in the package are read by libyaml's parser where PyYAML has it (the
+# pure-Python parser is most of what loading the Nova catalog costs at synth). The same
+# SafeConstructor builds the values, so the result and the duplicate check are the same.
+class _PackagedLoader(_RefusesDuplicates, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    pass
+
+
 def _position(node: Node) -> tuple[int, int]:
     return node.start_mark.line + 1, node.start_mark.column + 1
 
@@ -238,7 +250,7 @@ def load_packaged(package: str, name: str) -> Any:
     label = f"{package.replace('.', '/')}/{name}"
     text = resources.files(package).joinpath(name).read_text(encoding="utf-8")
     try:
-        return load(text)
+        return yaml.load(text, Loader=_PackagedLoader)  # noqa: S506 - a SafeLoader
     except DuplicateKeyError as exc:
         problem = str(exc)
     except yaml.YAMLError as exc:

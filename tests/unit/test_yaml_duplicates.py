@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from novapod import pins, yamlsafe
 from novapod.config import ConfigError, load_config, load_pipeline
@@ -301,8 +302,14 @@ def test_the_packaged_yaml_files_are_the_known_ones() -> None:
 
 @pytest.mark.parametrize("path", PACKAGED, ids=lambda p: str(p.relative_to(ROOT / "novapod")))
 def test_every_packaged_yaml_file_loads_through_the_strict_loader(path: Path) -> None:
-    """A duplicate key added to a shipped file later fails here, by name and lines."""
-    assert yamlsafe.load(path.read_text(encoding="utf-8")) is not None
+    """A duplicate key added to a shipped file later fails here, by name and lines; and
+    libyaml's parser, which load_packaged reads these files with, builds exactly what the
+    pure-Python one does."""
+    text = path.read_text(encoding="utf-8")
+    strict = yamlsafe.load(text)
+    assert strict is not None
+    assert yaml.CSafeLoader is yamlsafe._PackagedLoader.__mro__[2]  # libyaml is there
+    assert yaml.load(text, Loader=yamlsafe._PackagedLoader) == strict
 
 
 class _WithExtraLine:
