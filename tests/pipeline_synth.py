@@ -3,6 +3,7 @@ shared by the stack tests and the post-deploy check's tests."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tempfile
 from dataclasses import dataclass
@@ -12,7 +13,8 @@ from typing import Any
 
 import yaml
 
-from tests.conftest import ROOT
+from tests import synth_cache
+from tests.conftest import ROOT, SYNTH_SETTINGS
 
 PIPELINE_EXAMPLE = ROOT / "config" / "pipeline.example.yaml"
 PIPELINE_FILE = "config/pipeline.example.yaml"
@@ -69,15 +71,35 @@ class SynthesizedPipeline:
 
 @cache
 def synthesize_pipeline() -> SynthesizedPipeline:
-    return synthesize_pipeline_file(PIPELINE_EXAMPLE, PIPELINE_FILE)
+    """The example pipeline, from the disk cache of tests/synth_cache.py. The pipeline file
+    names environment files, so every file under config/ is part of the entry's key."""
+    if not synth_cache.enabled():
+        return synthesize_pipeline_file(PIPELINE_EXAMPLE, PIPELINE_FILE)
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "config").rglob("*")):
+        if path.is_file():
+            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    settings = f"pipeline={PIPELINE_FILE};config={digest.hexdigest()};{SYNTH_SETTINGS}"
+
+    def synthesize(outdir: Path) -> dict[str, Any]:
+        made = _synthesize_pipeline_into(PIPELINE_EXAMPLE, PIPELINE_FILE, outdir)
+        return {"template": made.template, "stages": made.stages}
+
+    result, assembly = synth_cache.cached(PIPELINE_EXAMPLE, settings, synthesize)
+    return SynthesizedPipeline(result["template"], result["stages"], assembly)
 
 
 def synthesize_pipeline_file(path: Path, pipeline_file: str) -> SynthesizedPipeline:
     """Another pipeline file, synthesized on each call."""
+    return _synthesize_pipeline_into(
+        path, pipeline_file, Path(tempfile.mkdtemp(prefix="novapod-pipeline-"))
+    )
+
+
+def _synthesize_pipeline_into(path: Path, pipeline_file: str, outdir: Path) -> SynthesizedPipeline:
     from novapod.config import load_pipeline
     from novapod.stacks.pipeline import create_pipeline_app
 
-    outdir = Path(tempfile.mkdtemp(prefix="novapod-pipeline-"))
     app, stack = create_pipeline_app(
         load_pipeline(path), pipeline_file=pipeline_file, outdir=outdir
     )
