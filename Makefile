@@ -14,12 +14,23 @@ CONFIG ?= config/default.yaml
 # jsii warns on every run under Node.js 20, which the CDK still supports.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
+# Which config `make synth` reads: CONFIG=FILE on the command line wins over an exported
+# NOVAPOD_CONFIG (docs/deploying.md exports it); without CONFIG=, NOVAPOD_CONFIG, else the
+# default. Both given on the command line and different: stop, naming both.
+ifeq ($(origin CONFIG),command line)
+  ifeq ($(origin NOVAPOD_CONFIG),command line)
+    ifneq ($(CONFIG),$(NOVAPOD_CONFIG))
+      $(error CONFIG=$(CONFIG) and NOVAPOD_CONFIG=$(NOVAPOD_CONFIG) name different configs; give one of them)
+    endif
+  endif
+  override NOVAPOD_CONFIG := $(CONFIG)
+endif
 export NOVAPOD_CONFIG ?= $(CONFIG)
 
 .PHONY: help setup synth test lint typecheck unit bench bench-suite mutation clean client client-tools client-wheel upstream-facts pipeline-synth pipeline-review compliance docs
 
 help:
-	@echo "make synth   synthesize $(CONFIG) with the pinned CDK CLI into cdk.out/"
+	@echo "make synth   synthesize $(NOVAPOD_CONFIG) with the pinned CDK CLI into cdk.out/"
 	@echo "make test    ruff, mypy and pytest"
 	@echo "make bench   synthesis and planner benchmarks (not part of the tests)"
 	@echo "make bench-suite  wall time of make test, step by step, and the 20 slowest tests"
