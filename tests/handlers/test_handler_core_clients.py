@@ -4,9 +4,14 @@ and handed over with a new client's retry budget."""
 
 from __future__ import annotations
 
+import json
+import socket
+import struct
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
 
 import pytest
 from botocore.exceptions import ClientError
@@ -131,9 +136,15 @@ def test_the_environment_is_every_aws_variable_and_the_proxies(
     monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER", "http://127.0.0.1:1")
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy:3128")
     monkeypatch.setenv("NOT_AWS", "x")
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ca.pem")
+    monkeypatch.setenv("BOTOCORE_EXPERIMENTAL__PLUGINS", "x=y")
+    monkeypatch.setenv("HOME", "/home/elsewhere")
     seen = dict(aws.environment())
     assert seen["AWS_ENDPOINT_URL_SAGEMAKER"] == "http://127.0.0.1:1"
     assert seen["HTTPS_PROXY"] == "http://proxy:3128"
+    assert seen["REQUESTS_CA_BUNDLE"] == "/etc/ca.pem"
+    assert seen["BOTOCORE_EXPERIMENTAL__PLUGINS"] == "x=y"
+    assert seen["HOME"] == "/home/elsewhere"  # where ~/.aws/config is
     assert "NOT_AWS" not in seen
 
 
@@ -163,3 +174,72 @@ def test_a_client_whose_retries_are_not_known_here_is_never_reused(
     # Another botocore (its retry quota elsewhere): a new client per call, as before.
     monkeypatch.setattr(aws, "_refill_retry_quota", lambda made: False)
     assert aws.client("sagemaker", SETTINGS) is not aws.client("sagemaker", SETTINGS)
+
+
+def test_a_quota_not_where_this_botocore_keeps_it_is_detected(plane: FakeControlPlane) -> None:
+    made = aws.client("sagemaker", SETTINGS)
+    assert aws._refill_retry_quota(made)
+    handler = made.meta.events._emitter._unique_id_handlers["retry-config-sagemaker"]["handler"]
+    checker = handler.__self__._retry_quota
+    checker._quota = object()  # e.g. a botocore whose quota is another kind of object
+    assert not aws._refill_retry_quota(made)
+    del checker._quota  # or one that keeps it under another name
+    assert not aws._refill_retry_quota(made)
+    assert aws.client("sagemaker", SETTINGS) is not made
+
+
+class _ForgetsIdleConnections(BaseHTTPRequestHandler):
+    """Answers the first request of each connection with a bought plan and resets any
+    later one on it: the far end forgot the idle connection, as after a Lambda was
+    frozen between two invocations."""
+
+    protocol_version = "HTTP/1.1"
+    seen: ClassVar[list[tuple[int, bool]]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        again = getattr(self, "_answered", False)
+        self.seen.append((self.client_address[1], again))
+        if again:
+            linger = struct.pack("ii", 1, 0)  # close with a reset, not a FIN
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+            self.close_connection = True
+            self.connection.close()
+            return
+        self._answered = True
+        body = json.dumps({"TrainingPlanArn": f"arn:aws:sagemaker:us-east-1:{'1' * 12}:x"})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-amz-json-1.1")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_single_attempt_client_never_sends_on_a_kept_connection(monkeypatch) -> None:
+    """Two purchases by warm invocations: the second goes out on a new connection (on the
+    kept one its one attempt would fail and the purchase would turn ambiguous)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ForgetsIdleConnections)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _ForgetsIdleConnections.seen = []
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    buyer = aws.Settings(max_attempts=1, connect_timeout=2, read_timeout=2)
+    try:
+        for _ in range(3):
+            sagemaker = aws.client("sagemaker", buyer)
+            answer = sagemaker.create_training_plan(
+                TrainingPlanName="novapod-test", TrainingPlanOfferingId="tpo-1"
+            )
+            assert answer["TrainingPlanArn"].endswith(":x")
+        assert aws.client("sagemaker", buyer) is sagemaker  # still the one client
+    finally:
+        server.shutdown()
+        server.server_close()
+    ports = [port for port, _ in _ForgetsIdleConnections.seen]
+    assert [again for _, again in _ForgetsIdleConnections.seen] == [False] * 3
+    assert len(set(ports)) == 3

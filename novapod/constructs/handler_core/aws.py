@@ -9,8 +9,11 @@ its credentials, region, endpoint URLs, profile, config files and proxies from
 (`environment()`); another environment empties the cache and starts a new boto3
 session. Each `client()` call hands the client over with the retry budget of a new
 one (botocore's standard retry mode keeps a retry quota per client, which would
-otherwise carry one invocation's failures into the next): the calls sent are those a
-client made for the call would send.
+otherwise carry one invocation's failures into the next), so as many attempts are sent
+as a client made for the call would send. A client of one attempt (a purchase) is also
+handed over without its pooled connections: a connection kept from an earlier, frozen
+invocation may have been dropped by the far end, and one attempt on it would fail a
+purchase that a new connection would have made (boto/botocore#2787).
 
 `call` and `read` wrap one AWS call into the handler's own error, whose sentence says
 what failed and why (see `errors`); `ERRORS` is what such a call raises once botocore
@@ -38,8 +41,12 @@ T = TypeVar("T")
 # unreadable answer, a request it could not build).
 ERRORS: tuple[type[Exception], ...] = (ClientError, BotoCoreError)
 
-# Read by botocore when it makes a client, beside the AWS_* variables.
-_PROXY_VARIABLES = frozenset({"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"})
+# Read by botocore when it makes a client, beside the AWS_* and BOTO* variables: the
+# proxies, the CA bundle (endpoint.py), the TLS key log (httpsession.py) and HOME, where
+# ~/.aws/config and ~/.aws/credentials are found.
+_READ_VARIABLES = frozenset(
+    {"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "REQUESTS_CA_BUNDLE", "SSLKEYLOGFILE", "HOME"}
+)
 
 
 @dataclass(frozen=True)
@@ -65,13 +72,13 @@ Environment = tuple[tuple[str, str], ...]
 
 def environment() -> Environment:
     """What boto3 reads from the environment when it makes a client: every AWS_*
-    variable (credentials, region, endpoint URLs, profile, config files, ...) and the
-    proxies."""
+    variable (credentials, region, endpoint URLs, profile, config files, ...), botocore's
+    own BOTO* switches, the proxies, the CA bundle and HOME."""
     return tuple(
         sorted(
             (name, value)
             for name, value in os.environ.items()
-            if name.startswith("AWS_") or name.upper() in _PROXY_VARIABLES
+            if name.startswith(("AWS_", "BOTO")) or name.upper() in _READ_VARIABLES
         )
     )
 
@@ -93,14 +100,16 @@ def client(service: str, settings: Settings | None = None) -> Any:
     """The boto3 client of `service` with these settings, reused while the environment
     is the one it was made in, with the retry budget of a new client."""
     key = (service, settings)
-    current = environment()
     with _CLIENTS.lock:
+        current = environment()
         if current != _CLIENTS.environment:
             _CLIENTS.made.clear()
             _CLIENTS.session = boto3.session.Session()
             _CLIENTS.environment = current
         made = _CLIENTS.made.get(key)
         if made is not None and _refill_retry_quota(made):
+            if settings is not None and settings.max_attempts == 1:
+                made.close()  # its next call opens a new connection; the client stays usable
             return made
         made = _CLIENTS.session.client(
             service, config=settings.config() if settings is not None else None
