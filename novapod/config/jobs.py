@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
 
 from novapod.config.base import _at, _FieldError, _Model, _raise_all
 from novapod.config.fields import PlanName
@@ -27,7 +27,34 @@ JobName = Annotated[str, StringConstraints(max_length=34, pattern=JOB_NAME_PATTE
 GroupName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")]
 # A key in the environment's data bucket, or an S3 URI of any bucket.
 S3_LOCATION = r"^(s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/\S*)?|[^/\s][^\s]*)$"
-S3Location = Annotated[str, StringConstraints(pattern=S3_LOCATION, max_length=1024)]
+S3_URI = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/\S*)?$"
+
+
+def _data_location(value: str) -> str:
+    """What the pattern lets through as a key but is a mistyped URI (`s3:/bucket/x`,
+    `S3://...`) or another scheme's URL (`https://...`): a job would fail on it at run
+    time, after the queue and the plan's hours."""
+    scheme = value.split(":", 1)[0].lower() if ":" in value else ""
+    if scheme == "s3" and not re.match(S3_URI, value):
+        raise ValueError(
+            f"{value} is neither a data-bucket key nor an s3:// URI; write "
+            "s3://bucket/key (s3:// in lower case, then the bucket name) or a key in the "
+            "data bucket such as sft/train.jsonl"
+        )
+    if "://" in value and scheme != "s3":
+        raise ValueError(
+            f"{value} is a URL, and Nova jobs read their data from S3 only; "
+            "copy it into the data bucket and give its key (such as sft/train.jsonl) or "
+            "an s3:// URI"
+        )
+    return value
+
+
+S3Location = Annotated[
+    str,
+    StringConstraints(pattern=S3_LOCATION, max_length=1024),
+    AfterValidator(_data_location),
+]
 LAMBDA_ARN = (
     r"^arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9$_-]+)?$"
 )

@@ -324,6 +324,38 @@ MISTAKES = [
         ("a key in the data bucket", "or an s3:// URI"),
     ),
     (
+        "data-s3-with-one-slash",
+        config({**SFT, "data": {"train": "s3:/bucket/train.jsonl"}}),
+        "jobs[0].data.train",
+        ("s3:/bucket/train.jsonl is neither a data-bucket key nor an s3:// URI",
+         "write s3://bucket/key"),
+    ),
+    (
+        "data-s3-upper-case",
+        config({**SFT, "data": {"train": "S3://bucket/train.jsonl"}}),
+        "jobs[0].data.train",
+        ("S3://bucket/train.jsonl is neither", "s3:// in lower case"),
+    ),
+    (
+        "validation-s3-without-slashes",
+        config({**SFT, "data": {"train": "sft/t.jsonl", "validation": "s3:bucket/v.jsonl"}}),
+        "jobs[0].data.validation",
+        ("s3:bucket/v.jsonl is neither",),
+    ),
+    (
+        "data-an-https-url",
+        config({**SFT, "data": {"train": "https://example.com/train.jsonl"}}),
+        "jobs[0].data.train",
+        ("https://example.com/train.jsonl is a URL", "read their data from S3 only",
+         "copy it into the data bucket"),
+    ),
+    (
+        "evaluation-dataset-a-file-url",
+        config({**EVAL, "evaluation": {"task": "gen-qa", "dataset": "file:///d.jsonl"}}),
+        "jobs[0].evaluation.dataset",
+        ("file:///d.jsonl is a URL",),
+    ),
+    (
         "rft-without-reward-lambda",
         config(without(RFT, "reward_lambda_arn")),
         "jobs[0].reward_lambda_arn",
