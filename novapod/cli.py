@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import boto3  # type: ignore[import-untyped]
-from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
+from botocore.exceptions import (  # type: ignore[import-untyped]
+    BotoCoreError,
+    ClientError,
+    CredentialRetrievalError,
+    NoCredentialsError,
+    PartialCredentialsError,
+    SSOError,
+    TokenRetrievalError,
+)
 
 from novapod import review
 from novapod.capacity import capacity_plan_json, extension, render_gantt, render_table, split_advice
@@ -213,6 +221,9 @@ def _offerings(args: argparse.Namespace) -> int:
         # ~/.aws/config surfaces here as botocore's own sentence, without a traceback.
         session = boto3.session.Session(region_name=config.region)
         sagemaker, ec2 = session.client("sagemaker"), session.client("ec2")
+        _LAST_CALL.clear()
+        for client in (sagemaker, ec2):
+            client.meta.events.register("before-call", _record_call)
     except BotoCoreError as error:
         print(
             f"novapod offerings: cannot use your AWS settings: {error}; fix AWS_PROFILE or "
@@ -223,7 +234,7 @@ def _offerings(args: argparse.Namespace) -> int:
     try:
         found = offerings.find(sagemaker, ec2, search)
     except (BotoCoreError, ClientError) as error:
-        print(f"novapod offerings: the search failed: {error}", file=sys.stderr)
+        print(_aws_failed("offerings", error, "the search failed"), file=sys.stderr)
         return EXIT_AWS
     print(f"training plan {name}: {search.describe()}, zones {', '.join(config.network.zone_ids)}")
     print(
@@ -275,12 +286,58 @@ def _aws_clients(config: NovapodConfig, command: str, *services: str) -> list[An
     """Clients in the config's region with the caller's credentials (environment, profile)."""
     try:
         session = boto3.session.Session(region_name=config.region)
-        return [session.client(service) for service in services]
+        made = [session.client(service) for service in services]
     except BotoCoreError as error:
         raise _AwsError(
             f"novapod {command}: cannot use your AWS settings: {error}; fix AWS_PROFILE or "
             "the AWS config and credentials files (aws configure list shows what is used)"
         ) from None
+    _LAST_CALL.clear()
+    for client in made:
+        # Which call a failure below belongs to: botocore's credential errors do not say.
+        client.meta.events.register("before-call", _record_call)
+    return made
+
+
+# Credentials are looked up when the first call is signed, so their failures surface as
+# a failed call whose message names neither the call nor what would fix it.
+_CREDENTIAL_ERRORS = (
+    NoCredentialsError,
+    PartialCredentialsError,
+    CredentialRetrievalError,
+    TokenRetrievalError,
+    SSOError,
+)
+# IAM actions whose names differ from the API operation's (the rest are service:Operation).
+_IAM_ACTIONS = {
+    ("s3", "ListObjectsV2"): "s3:ListBucket",
+    ("s3", "HeadObject"): "s3:GetObject",
+    ("s3", "HeadBucket"): "s3:ListBucket",
+}
+_LAST_CALL: list[tuple[str, str]] = []
+
+
+def _record_call(model: Any, **_: Any) -> None:
+    prefix = model.service_model.signing_name or model.service_model.endpoint_prefix
+    _LAST_CALL[:] = [(prefix, model.name)]
+
+
+def _aws_failed(command: str, error: Exception, what: str = "an AWS call failed") -> _AwsError:
+    """The one sentence of a failed AWS call; for missing or unusable credentials, the call,
+    the permission it needs and how to provide them."""
+    if isinstance(error, _CREDENTIAL_ERRORS):
+        call = "its first AWS call"
+        if _LAST_CALL:
+            service, operation = _LAST_CALL[0]
+            action = _IAM_ACTIONS.get((service, operation), f"{service}:{operation}")
+            call = f"{operation} (which needs {action})"
+        return _AwsError(
+            f"novapod {command}: {call} has no usable AWS credentials ({error}); provide "
+            "credentials allowed to make it: AWS_PROFILE=NAME (after aws sso login for an SSO "
+            "profile) or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, then check them with "
+            "aws sts get-caller-identity"
+        )
+    return _AwsError(f"novapod {command}: {what}: {error}")
 
 
 class _AwsError(Exception):
@@ -298,7 +355,7 @@ def _launch(args: argparse.Namespace) -> int:
     try:
         prepared = launch.prepare(config, args.job, cfn=cfn, s3=s3, force=args.force)
     except (BotoCoreError, ClientError) as error:
-        raise _AwsError(f"novapod launch: an AWS call failed: {error}") from None
+        raise _aws_failed("launch", error) from None
     for note in prepared.notes:
         print(f"# {note}", file=sys.stderr)
     if not args.execute:
@@ -344,7 +401,7 @@ def _cancel(args: argparse.Namespace) -> int:
     try:
         prepared = cancel.prepare(config, args.job, args.run_name, cfn=cfn)
     except (BotoCoreError, ClientError) as error:
-        raise _AwsError(f"novapod cancel: an AWS call failed: {error}") from None
+        raise _aws_failed("cancel", error) from None
     if args.dry_run:
         print(shlex.join(prepared.connect))
         if prepared.run is None:
@@ -390,7 +447,7 @@ def _results(args: argparse.Namespace) -> int:
         names = launch.deployed_names(cfn, config, ["ArtifactsBucket"])
         found = results.collect(config, s3=s3, artifacts_bucket=names["ArtifactsBucket"])
     except (BotoCoreError, ClientError) as error:
-        raise _AwsError(f"novapod results: an AWS call failed: {error}") from None
+        raise _aws_failed("results", error) from None
     if args.json:
         print(results.results_json(config, found))
     else:
@@ -408,7 +465,7 @@ def _purchases(args: argparse.Namespace) -> int:
     try:
         table = launch.deployed_names(cfn, config, ["PurchaseLedger"])["PurchaseLedger"]
     except (BotoCoreError, ClientError) as error:
-        raise _AwsError(f"novapod purchases: an AWS call failed: {error}") from None
+        raise _aws_failed("purchases", error) from None
     book = ledger.Ledger(dynamodb, table, config.name)
     try:
         if args.release:
