@@ -117,11 +117,11 @@ def test_cdk_binary_is_the_pinned_one() -> None:
 
 def test_a_plan_window_that_ended_stops_the_synth(tmp_path) -> None:
     example = ROOT / "config" / "examples" / "single-rig-purchase.yaml"
-    late = {"NOVAPOD_VALIDATE_AS_OF": "2027-03-01T00:00:00Z"}
+    late = {"NOVAPOD_VALIDATE_AS_OF": "2027-09-01T00:00:00Z"}
     result = cdk_synth(tmp_path, "-c", f"config={example}", env=late)
     assert result.returncode != 0  # the app exits 2; the CDK CLI reports that as 1
     assert (
-        f"{example}: capacity.training_plans[0].end_before: 2027-02-28T00:00:00+00:00 is in the "
+        f"{example}: capacity.training_plans[0].end_before: 2027-08-29T00:00:00+00:00 is in the "
         "past, and no plan can be bought for a window that has ended"
     ) in result.stderr
     assert "Traceback" not in result.stderr

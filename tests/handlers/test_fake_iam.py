@@ -38,13 +38,13 @@ ADOPT_EXAMPLE = ROOT / "config" / "examples" / "adopt-existing-plan.yaml"
 
 # The examples' account and plans (literal, as a reviewer reads them in the YAML).
 EXAMPLE_ACCOUNT = "111122223333"
-BOUGHT = "novapod-nova-lite-lite-sft-31e61478"
+BOUGHT = "novapod-nova-lite-lite-sft-50d13e0b"
 BOUGHT_ARN = f"arn:aws:sagemaker:us-east-1:{EXAMPLE_ACCOUNT}:training-plan/{BOUGHT}"
 ADOPTED = "team-p5-january"
 ADOPTED_ARN = f"arn:aws:sagemaker:us-east-1:{EXAMPLE_ACCOUNT}:training-plan/{ADOPTED}"
-# Before the purchase example's window (2027-01-04 .. 2027-02-28).
+# Before the purchase example's window (2027-07-05 .. 2027-08-29).
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
-OFFER_START = datetime(2027, 1, 10, tzinfo=UTC)
+OFFER_START = datetime(2027, 7, 11, tzinfo=UTC)
 RERUN = "re-run the deploy, which describes the plan first and never buys it twice"
 
 
@@ -235,8 +235,8 @@ def test_purchase_example_buys_and_waits_with_its_own_roles(
         "AvailabilityZoneId": "use1-az6",
         "SubnetIds": "subnet-use1-az6",
         "SubnetId": "subnet-use1-az6",
-        "StartTime": "2027-01-10T00:00:00Z",
-        "EndTime": "2027-01-16T00:00:00Z",
+        "StartTime": "2027-07-11T00:00:00Z",
+        "EndTime": "2027-07-17T00:00:00Z",
         "UpfrontFee": "55000.00",
         "CurrencyCode": "USD",
     }

@@ -20,7 +20,7 @@ from novapod.capacity.naming import extension_name
 from novapod.review import markdown, semantics
 from tests.review.test_review import ENV, cli, section
 
-PLAN = "novapod-nova-lite-lite-sft-31e61478"  # config/examples/single-rig-purchase.yaml
+PLAN = "novapod-nova-lite-lite-sft-50d13e0b"  # config/examples/single-rig-purchase.yaml
 CAPACITY = f"{ENV}-capacity"
 LOGICAL_ID = "TrainingPlanLiteSft"
 WHERE = f"(`{CAPACITY}` `{LOGICAL_ID}`)"
@@ -235,9 +235,9 @@ def test_a_new_name_is_a_purchase_not_a_cap_change() -> None:
     # A new plan is a new approval with its own cap, reported as a purchase (action buy);
     # its extension is renamed with it.
     base = _resource(ExtensionName=EXTENSION, ExtensionMaxUpfrontFee="10000")
-    head = _resource(PlanName="novapod-nova-lite-lite-sft-7cb32473", MaxUpfrontFee="600000")
+    head = _resource(PlanName="novapod-nova-lite-lite-sft-f57fdf2e", MaxUpfrontFee="600000")
     head["Properties"] |= {
-        "ExtensionName": extension_name("novapod-nova-lite-lite-sft-7cb32473", 24),
+        "ExtensionName": extension_name("novapod-nova-lite-lite-sft-f57fdf2e", 24),
         "ExtensionMaxUpfrontFee": "20000",
     }
     entry = semantics.training_plan(CAPACITY, LOGICAL_ID, base, head)

@@ -47,13 +47,13 @@ def test_purchase_properties_carry_request_and_guardrails(synth) -> None:
         "144",  # 4 x 30 h SFT + 4 x 2 h evaluation = 128 h, rounded up to 6 days
     )
     # Pinned: the name is what the config approves; a changed digest would buy again.
-    assert props["PlanName"] == "novapod-nova-lite-lite-sft-31e61478"
-    assert props["ApprovedPlanName"] == "novapod-nova-lite-lite-sft-31e61478"
+    assert props["PlanName"] == "novapod-nova-lite-lite-sft-50d13e0b"
+    assert props["ApprovedPlanName"] == "novapod-nova-lite-lite-sft-50d13e0b"
     assert (props["MaxUpfrontFee"], props["Currency"]) == ("60000", "USD")
     assert props["ChoicePolicy"] == "cheapest"
     assert props["TargetResources"] == ["hyperpod-cluster"]
-    assert props["StartTimeAfter"] == "2027-01-04T00:00:00+00:00"
-    assert props["EndTimeBefore"] == "2027-02-28T00:00:00+00:00"
+    assert props["StartTimeAfter"] == "2027-07-05T00:00:00+00:00"
+    assert props["EndTimeBefore"] == "2027-08-29T00:00:00+00:00"
     assert set(props["SubnetIdsByZoneId"]) == {"use1-az4", "use1-az6"}
     assert all(len(ids) == 1 for ids in props["SubnetIdsByZoneId"].values())
     assert "PrivateSubnetUse1Az4" in json.dumps(props["SubnetIdsByZoneId"]["use1-az4"])
@@ -83,19 +83,19 @@ def test_plan_name_ignores_guardrails_but_not_purchase_inputs() -> None:
     from dataclasses import replace
 
     # Pinned literals: a changed digest renames every plan, and each environment buys again.
-    assert training_plan_name("nova-lite", request) == "novapod-nova-lite-lite-sft-31e61478"
+    assert training_plan_name("nova-lite", request) == "novapod-nova-lite-lite-sft-50d13e0b"
     assert training_plan_name("nova-lite", replace(request, jobs=())) == (
-        "novapod-nova-lite-lite-sft-31e61478"
+        "novapod-nova-lite-lite-sft-50d13e0b"
     )
     assert training_plan_name("nova-lite", replace(request, instance_count=8)) == (
-        "novapod-nova-lite-lite-sft-7cb32473"
+        "novapod-nova-lite-lite-sft-f57fdf2e"
     )
     assert training_plan_name("nova-lite", replace(request, duration_hours=168)) == (
-        "novapod-nova-lite-lite-sft-1099f450"
+        "novapod-nova-lite-lite-sft-b165e94c"
     )
     long = replace(request, name="a" * 24)
     assert training_plan_name("x" * 20, long) == (
-        "novapod-xxxxxxxxxxxxxxxxxxxx-aaaaaaaaaaaaaaaaaaaaaaaa-31e61478"
+        "novapod-xxxxxxxxxxxxxxxxxxxx-aaaaaaaaaaaaaaaaaaaaaaaa-50d13e0b"
     )  # 62 characters, within the API's 64
 
 
@@ -276,7 +276,7 @@ def test_plan_permissions_never_reach_another_environments_plans(synth) -> None:
         if "training-plan/" in joined(r, result)
     ]
     prefix = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/"
-    own = prefix + "novapod-nova-lite-lite-sft-31e61478"
+    own = prefix + "novapod-nova-lite-lite-sft-50d13e0b"
     other_environment = prefix + "novapod-nova-lite-lite-sft-x-31e61478"
     assert any(iam.wildcard_match(r, own) for r in resources_)
     assert not any(iam.wildcard_match(r, other_environment) for r in resources_)

@@ -122,7 +122,7 @@ def test_a_standard_group_runs_on_its_plan_in_the_plans_zone(synth) -> None:
     (group,) = groups(result, "InstanceGroups").values()
     assert group["InstanceGroupName"] == "p5-train"
     assert group["TrainingPlanArn"] == (
-        "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-std-plan-p5-std-c690dadf"
+        "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-std-plan-p5-std-7dfc5b66"
     )
     # The subnet the TrainingPlan resource reports for the zone of the plan's capacity.
     (subnet,) = group["OverrideVpcConfig"]["Subnets"]

@@ -18,8 +18,8 @@ EXAMPLE = ROOT / "config" / "examples" / "nova-jobs.yaml"
 ACCOUNT_REGION = "us-east-1:111122223333"
 CLUSTER = "novapod-nova-jobs"
 PLANS = {
-    "rig-tune": f"arn:aws:sagemaker:{ACCOUNT_REGION}:training-plan/novapod-nova-jobs-tune-3c2b60dc",
-    "rig-rl": f"arn:aws:sagemaker:{ACCOUNT_REGION}:training-plan/novapod-nova-jobs-rl-dac943c0",
+    "rig-tune": f"arn:aws:sagemaker:{ACCOUNT_REGION}:training-plan/novapod-nova-jobs-tune-4d4c3289",
+    "rig-rl": f"arn:aws:sagemaker:{ACCOUNT_REGION}:training-plan/novapod-nova-jobs-rl-7e7cec5d",
 }
 
 

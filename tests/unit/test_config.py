@@ -469,26 +469,26 @@ def test_runs_4_to_5_in_the_purchase_example_is_refused_until_approved_again() -
     """The issue's scenario: one more run lengthens the plan, a second purchase."""
     data = yamlsafe.load((ROOT / "config" / "examples" / "single-rig-purchase.yaml").read_text())
     assert data["capacity"]["training_plans"][0]["purchase"]["approve"] == (
-        "novapod-nova-lite-lite-sft-31e61478"
+        "novapod-nova-lite-lite-sft-50d13e0b"
     )
     data["jobs"][0]["runs"] = 5
     issues = dict(errors_of(data))
     assert issues == {
         "capacity.training_plans[0].purchase.approve": (
-            "approves novapod-nova-lite-lite-sft-31e61478 but this config buys "
-            "novapod-nova-lite-lite-sft-1099f450 (duration_hours 144 -> 168); that is a new "
-            "non-refundable purchase of up to 60000 USD, and novapod-nova-lite-lite-sft-31e61478, "
-            "if it was bought, stays paid for: set approve: novapod-nova-lite-lite-sft-1099f450 "
+            "approves novapod-nova-lite-lite-sft-50d13e0b but this config buys "
+            "novapod-nova-lite-lite-sft-b165e94c (duration_hours 144 -> 168); that is a new "
+            "non-refundable purchase of up to 60000 USD, and novapod-nova-lite-lite-sft-50d13e0b, "
+            "if it was bought, stays paid for: set approve: novapod-nova-lite-lite-sft-b165e94c "
             "to buy the new plan, or undo the edit; or, since the edit only lengthens "
-            "novapod-nova-lite-lite-sft-31e61478 by 24 h, extend that plan instead of buying a "
+            "novapod-nova-lite-lite-sft-50d13e0b by 24 h, extend that plan instead of buying a "
             "second one: keep duration_hours: 144 and add extend: {duration_hours: 24, approve: "
-            "novapod-nova-lite-lite-sft-31e61478-ext24h-6a980e4b, max_upfront_fee: 10000} (the "
+            "novapod-nova-lite-lite-sft-50d13e0b-ext24h-c2dfa27d, max_upfront_fee: 10000} (the "
             "cap is the plan's pro rata; `aws sagemaker search-training-plan-offerings "
             "--training-plan-arn ARN --duration-hours 24` shows real prices once it is bought)"
         )
     }
     data["capacity"]["training_plans"][0]["purchase"]["approve"] = (
-        "novapod-nova-lite-lite-sft-1099f450"
+        "novapod-nova-lite-lite-sft-b165e94c"
     )
     assert parse_config(data).name == "nova-lite"
 
@@ -1473,7 +1473,7 @@ def test_an_entry_adopting_a_plan_another_entry_buys_is_refused(tmp_path) -> Non
 
     root = Path(__file__).resolve().parents[2]
     data = yaml.safe_load((root / "config" / "examples" / "single-rig-purchase.yaml").read_text())
-    bought = "novapod-nova-lite-lite-sft-31e61478"  # the first entry's name, pinned
+    bought = "novapod-nova-lite-lite-sft-50d13e0b"  # the first entry's name, pinned
     data["capacity"]["training_plans"].append(
         {
             "name": "again",

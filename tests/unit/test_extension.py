@@ -26,8 +26,8 @@ from tests.unit.golden import NAME, REQUEST
 
 TYPES = sorted(plan_instance_types())
 PURCHASE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"
-BOUGHT = "novapod-nova-lite-lite-sft-31e61478"  # the example's plan: 4 x p5, 144 h
-EXT24 = "novapod-nova-lite-lite-sft-31e61478-ext24h-6a980e4b"
+BOUGHT = "novapod-nova-lite-lite-sft-50d13e0b"  # the example's plan: 4 x p5, 144 h
+EXT24 = "novapod-nova-lite-lite-sft-50d13e0b-ext24h-c2dfa27d"
 
 # --- the name ----------------------------------------------------------------------------
 
@@ -120,9 +120,9 @@ def test_an_extension_lets_grown_jobs_fit_the_bought_plan() -> None:
             {"duration_hours": 48, "approve": EXT24, "max_upfront_fee": 20000},
             f"{WHERE}.approve",
             f"approves {EXT24} but this config extends training plan {BOUGHT} by 48 h in total "
-            f"as {BOUGHT}-ext48h-4faea698 (duration_hours 24 -> 48); that is another "
+            f"as {BOUGHT}-ext48h-9eddf321 (duration_hours 24 -> 48); that is another "
             "non-refundable purchase of up to 20000 USD, and an extension, once bought, is never "
-            f"undone: set approve: {BOUGHT}-ext48h-4faea698 to buy it, or undo the edit",
+            f"undone: set approve: {BOUGHT}-ext48h-9eddf321 to buy it, or undo the edit",
         ),
         (
             {"duration_hours": 24, "approve": EXT24},
@@ -192,7 +192,7 @@ def test_a_renamed_plan_needs_a_new_extension_approval() -> None:
     data["capacity"]["training_plans"][0]["retry"] = 1  # a new plan name
     found = dict(errors(data))
     assert (
-        "(the plan changed from novapod-nova-lite-lite-sft-31e61478 to "
+        "(the plan changed from novapod-nova-lite-lite-sft-50d13e0b to "
         in found[f"{WHERE}.approve"]
     )
 
@@ -271,7 +271,7 @@ def test_novapod_plan_says_how_to_extend_instead_of_rebuying(tmp_path: Path, cap
     path.write_text(yaml.safe_dump(data))
     assert main(["plan", str(path)]) == 2
     err = capsys.readouterr().err
-    assert "since the edit only lengthens novapod-nova-lite-lite-sft-31e61478 by 48 h" in err
+    assert "since the edit only lengthens novapod-nova-lite-lite-sft-50d13e0b by 48 h" in err
     assert "keep duration_hours: 144 and add extend: {duration_hours: 48, approve: " in err
 
 
