@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Synthesize every listed config at a pull request's merge base and at its head, review
-each pair with `novapod review`, and write the report that becomes the PR comment.
+"""Synthesize every environment file (ENVIRONMENT_GLOBS) at a pull request's merge base
+and at its head, review each pair with `novapod review`, and write the report that
+becomes the PR comment.
 
 Run by .github/workflows/synth-review.yml in its unprivileged job, and by hand:
 
@@ -35,7 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_CONFIG = "config/default.yaml"
-EXAMPLES_GLOB = "config/examples/*.yaml"
+# Every environment file the review synthesizes: the one place that says which. Your own
+# environments (config/my-env.yaml, as docs/deploying.md writes them) sit beside the
+# default and are reviewed with it, so a production purchase shows in its pull request;
+# add a glob here for environments kept elsewhere. Pipeline files (a `pipeline:` key at
+# the top) are not environments: the environments they list are reviewed on their own.
+ENVIRONMENT_GLOBS = ("config/*.yaml", "config/*.yml", "config/examples/*.yaml")
+_PIPELINE_KEY = re.compile(r"^pipeline\s*:", re.MULTILINE)
 # GitHub refuses a comment body over 65,536 characters; bytes over-count characters, and
 # the posting workflow adds its marker, so the body aims well below.
 COMMENT_BUDGET_BYTES = 60_000
@@ -61,9 +68,16 @@ class Section:
 
 
 def listed_configs(tree: Path) -> list[str]:
-    """The configs a tree lists: config/default.yaml, then config/examples/*.yaml."""
-    examples = sorted(p.relative_to(tree).as_posix() for p in tree.glob(EXAMPLES_GLOB))
-    return ([DEFAULT_CONFIG] if (tree / DEFAULT_CONFIG).is_file() else []) + examples
+    """The environment files a tree holds (ENVIRONMENT_GLOBS): config/default.yaml
+    first, then the others in path order; pipeline files left out."""
+    found = {
+        path.relative_to(tree).as_posix()
+        for pattern in ENVIRONMENT_GLOBS
+        for path in tree.glob(pattern)
+        if path.is_file() and not _PIPELINE_KEY.search(path.read_text(errors="replace"))
+    }
+    first = [DEFAULT_CONFIG] if DEFAULT_CONFIG in found else []
+    return first + sorted(found - {DEFAULT_CONFIG})
 
 
 def configs_to_review(base: Sequence[str], head: Sequence[str]) -> list[str]:

@@ -55,6 +55,28 @@ def test_listed_configs_of_the_repository() -> None:
     assert len(listed) == 1 + len(list((ROOT / "config" / "examples").glob("*.yaml")))
 
 
+def test_a_users_environment_file_is_reviewed_and_a_pipeline_file_is_not(tmp_path) -> None:
+    (tmp_path / "config" / "examples").mkdir(parents=True)
+    (tmp_path / "config" / "default.yaml").write_text("name: default\n")
+    (tmp_path / "config" / "my-env.yaml").write_text("name: prod\nregion: us-east-1\n")
+    (tmp_path / "config" / "staging.yml").write_text("name: staging\n")
+    (tmp_path / "config" / "examples" / "a.yaml").write_text("name: a\n")
+    (tmp_path / "config" / "pipeline.example.yaml").write_text(
+        "# environments below\npipeline:\n  name: p\n"
+    )
+    (tmp_path / "config" / "notes.txt").write_text("not yaml")
+    assert sr.listed_configs(tmp_path) == [
+        "config/default.yaml",
+        "config/examples/a.yaml",
+        "config/my-env.yaml",
+        "config/staging.yml",
+    ]
+
+
+def test_the_repository_s_pipeline_example_is_not_reviewed_as_an_environment() -> None:
+    assert "config/pipeline.example.yaml" not in sr.listed_configs(ROOT)
+
+
 def test_synth_command_disables_lookups(tmp_path: Path) -> None:
     command = sr.synth_command(tmp_path, "config/default.yaml", tmp_path / "out")
     assert command[0] == str(tmp_path.resolve() / "node_modules" / ".bin" / "cdk")
