@@ -72,9 +72,15 @@ def _config_path(args: argparse.Namespace) -> tuple[str, str]:
     )
 
 
-def _load(args: argparse.Namespace) -> NovapodConfig:
+def _load(args: argparse.Namespace, *, approvals: bool = True) -> NovapodConfig:
     path, _ = _config_path(args)
-    return load_config(path)
+    return load_config(path, approvals=approvals)
+
+
+# `approvals=LOOK`: `plan`, `offerings` and `recipes` look before anyone approves. They
+# print the names to approve and the prices, so a missing, `true` or stale `approve`
+# does not stop them (validate, synthesis and deploy still refuse it).
+LOOK = False
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -118,7 +124,10 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    config = _load(args)
+    config = _load(args, approvals=LOOK)
+    path, _ = _config_path(args)
+    for field, sentence in config.unapproved():  # what validate and synthesis will refuse
+        print(f"{path}: not approved yet: {field}: {sentence}", file=sys.stderr)
     plan = config.capacity_plan()
     if args.gantt:
         print(render_gantt(plan), end="")
@@ -145,7 +154,7 @@ def _plan(args: argparse.Namespace) -> int:
 def _recipes(args: argparse.Namespace) -> int:
     """Write every job's recipe and launch spec, and the index, under --out (offline)."""
     path, _ = _config_path(args)
-    config = load_config(path)
+    config = load_config(path, approvals=LOOK)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         print(
@@ -187,7 +196,7 @@ def _recipes(args: argparse.Namespace) -> int:
 def _offerings(args: argparse.Namespace) -> int:
     """Read-only: the search, filter and choice the TrainingPlan handler would make."""
     path, _ = _config_path(args)
-    config = load_config(path)
+    config = load_config(path, approvals=LOOK)
     requests = {r.name: r for r in config.capacity_plan().training_plans}
     explicit = {spec.name: spec for spec in config.capacity.training_plans}
     for listed, request in config.training_plan_requests():
@@ -265,21 +274,37 @@ def _offerings(args: argparse.Namespace) -> int:
     if found.chosen is None:
         print("nothing would be bought: no offering fits our zones")
         return EXIT_OK
-    chosen = chosen_id
+    print(_offerings_verdict(config, request, spec, found, chosen_id, search.choice_policy))
+    return EXIT_OK
+
+
+def _offerings_verdict(  # noqa: PLR0917 - what the verdict reads
+    config: NovapodConfig,
+    request: Any,
+    spec: Any,
+    found: Any,
+    chosen: str | None,
+    policy: str,
+) -> str:
+    """The last line of `novapod offerings`: what a deploy would do with the choice."""
     purchase = spec.purchase if spec else None
+    plan_name = training_plan_name(config.name, request)
     if purchase is None or not purchase.approve:
-        plan_name = training_plan_name(config.name, request)
-        print(
-            f"would choose {chosen} ({search.choice_policy}); nothing is bought until the plan "
+        return (
+            f"would choose {chosen} ({policy}); nothing is bought until the plan "
             f"is in capacity.training_plans with purchase.approve: {plan_name} and "
             "max_upfront_fee"
         )
-        return EXIT_OK
     refusal = decisions.check_fee_cap(
         found.chosen, purchase.max_upfront_fee, purchase.currency, candidates=found.candidates
     )
-    print(refusal or f"a deploy would buy {chosen} ({search.choice_policy}, within the cap)")
-    return EXIT_OK
+    if purchase.approve != plan_name:  # `true`, or a name from before an edit
+        return (
+            f"would choose {chosen} ({policy}; {refusal or 'within the cap'}); nothing is "
+            f"bought until purchase.approve is {plan_name} (it is "
+            f"{str(purchase.approve).lower()})"
+        )
+    return refusal or f"a deploy would buy {chosen} ({policy}, within the cap)"
 
 
 def _aws_clients(config: NovapodConfig, command: str, *services: str) -> list[Any]:

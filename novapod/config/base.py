@@ -40,6 +40,15 @@ def _at(path: str, message: str, *, root: bool = False) -> _FieldError:
     return _FieldError(path, message, root)
 
 
+class _ApprovalError(_FieldError):
+    """A purchase or extension that is not approved (as it stands) by its exact name, or
+    approved without a fee cap. `names` when the message offers a name to paste."""
+
+    def __init__(self, path: str, message: str, *, names: bool) -> None:
+        super().__init__(path, message, True)
+        self.names = names
+
+
 class _CombinedFieldError(ValueError):
     """Several model-level errors, reported together (one validator, many findings)."""
 

@@ -19,7 +19,7 @@ from typing import Protocol
 from novapod import addressing
 from novapod.capacity import PlanningError, PlanRequest, Workload, approval, extension
 from novapod.capacity.naming import training_plan_name
-from novapod.config.base import _at, _FieldError
+from novapod.config.base import _ApprovalError, _at, _FieldError
 from novapod.config.capacity import Capacity, TrainingPlanSpec
 from novapod.config.eks import Eks
 from novapod.config.hyperpod import HyperPod, RestrictedGroup, StandardGroup
@@ -68,9 +68,14 @@ class CheckedConfig(Protocol):
     def job_plan(self, job: Job) -> str | None: ...
 
 
-def problems(config: CheckedConfig, now: datetime) -> list[_FieldError]:
+def problems(config: CheckedConfig, now: datetime, *, approvals: bool = True) -> list[_FieldError]:
     """Every cross-section finding, collected and reported at once, so one run of
-    `novapod validate` shows all there is to fix. `now`: the time purchases are judged at."""
+    `novapod validate` shows all there is to fix. `now`: the time purchases are judged at.
+
+    `approvals=False` leaves out whether each purchase is approved (`novapod plan`,
+    `offerings` and `recipes` look before anyone approves; synthesis never does). With
+    other mistakes in the config, a missing or stale approval is reported without a name
+    to paste: that name is derived from the whole config, and would be the wrong one."""
     found = list(network_problems(config))
     inverted = list(window_problems(config))
     found += inverted
@@ -88,7 +93,30 @@ def problems(config: CheckedConfig, now: datetime) -> list[_FieldError]:
     found += nova_problems(config)
     found += bedrock_deployment_problems(config)
     found += job_endpoint_problems(config)
+    if not approvals:
+        return [f for f in found if not isinstance(f, _ApprovalError)]
+    if any(not isinstance(f, _ApprovalError) for f in found):
+        return [_without_name(f) if isinstance(f, _ApprovalError) else f for f in found]
     return found
+
+
+def approval_problems(config: CheckedConfig, now: datetime) -> list[_ApprovalError]:
+    """Only the approvals of `problems` (of a config that is otherwise valid)."""
+    requests = config.training_plan_requests()
+    found = [*purchase_problems(config, requests, now), *extension_problems(config, requests)]
+    return [f for f in found if isinstance(f, _ApprovalError)]
+
+
+def _without_name(error: _ApprovalError) -> _FieldError:
+    if not error.names:
+        return error
+    return _at(
+        error.path,
+        "not approved as the config stands, and the name to approve is derived from all of "
+        "it (jobs, windows, counts): fix the other mistakes first, then `novapod validate` "
+        "prints the name",
+        root=True,
+    )
 
 
 def network_problems(config: CheckedConfig) -> Iterator[_FieldError]:
@@ -524,14 +552,14 @@ def purchase_problems(
             problem += f"; or, {advice}" if advice else ""
         if problem is not None:
             path = f"{where}.purchase.approve" if purchase else f"{where}.purchase"
-            yield _at(path, problem, root=True)
+            yield _ApprovalError(path, problem, names=True)
         elif purchase is not None and purchase.max_upfront_fee is None:
-            yield _at(
+            yield _ApprovalError(
                 f"{where}.purchase.max_upfront_fee",
                 "required with approve: the highest up-front fee to pay for "
                 f"{spec.name}, a plain number in {purchase.currency} (see `novapod "
                 f"offerings CONFIG --plan {spec.name}` for prices)",
-                root=True,
+                names=False,
             )
 
 
@@ -552,14 +580,14 @@ def extension_problems(
             currency=extend.currency,
         )
         if problem is not None:
-            yield _at(f"{where}.approve", problem, root=True)
+            yield _ApprovalError(f"{where}.approve", problem, names=True)
         elif extend.max_upfront_fee is None:
-            yield _at(
+            yield _ApprovalError(
                 f"{where}.max_upfront_fee",
                 "required with approve: the highest up-front fee to pay for this extension, "
                 f"a plain number in {extend.currency} (`"
                 f"{extension.SEARCH_COMMAND.format(hours=extend.duration_hours)}` lists prices)",
-                root=True,
+                names=False,
             )
 
 

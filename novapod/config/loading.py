@@ -24,9 +24,13 @@ DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "default.yaml"
 
 
 def parse_config(
-    data: Any, source: str | None = None, *, now: datetime | None = None
+    data: Any, source: str | None = None, *, now: datetime | None = None, approvals: bool = True
 ) -> NovapodConfig:
-    """Validate already-parsed YAML data, as of `now` (default: the current time)."""
+    """Validate already-parsed YAML data, as of `now` (default: the current time).
+
+    `approvals=False`: everything but whether each purchase is approved by its exact name
+    (for the commands that show the names and prices before anyone approves; what
+    synthesizes or deploys always checks them)."""
     if not isinstance(data, Mapping):
         raise ConfigError(
             [("", "the configuration must be a YAML mapping with name, region and network")],
@@ -34,15 +38,19 @@ def parse_config(
         )
     try:
         moment = now or _validate_as_of(source) or datetime.now(UTC)
-        return NovapodConfig.model_validate(dict(data), context={"now": moment})
+        context = {"now": moment, "approvals": approvals}
+        return NovapodConfig.model_validate(dict(data), context=context)
     except ValidationError as exc:
         raise ConfigError(_issues(exc), source) from None
 
 
-def load_config(path: str | os.PathLike[str], *, now: datetime | None = None) -> NovapodConfig:
-    """Read, decode, parse and validate one config file; every failure is a ConfigError."""
+def load_config(
+    path: str | os.PathLike[str], *, now: datetime | None = None, approvals: bool = True
+) -> NovapodConfig:
+    """Read, decode, parse and validate one config file; every failure is a ConfigError.
+    `approvals=False`: see parse_config."""
     path = Path(path)
-    return parse_config(_read_yaml(path), str(path), now=now)
+    return parse_config(_read_yaml(path), str(path), now=now, approvals=approvals)
 
 
 def is_pipeline_file(path: str | os.PathLike[str]) -> bool:

@@ -113,9 +113,18 @@ class NovapodConfig(_Model):
         # Rules that read more than one section live in checks.py, all in one place.
         _raise_all(jobs_problems(self.jobs))
         moment = _validation_time(info)
-        _raise_all(checks.problems(self, moment))
+        context = info.context if isinstance(info.context, Mapping) else {}
+        approvals = context.get("approvals", True) is not False
+        _raise_all(checks.problems(self, moment, approvals=approvals))
         self._validated_at = moment
         return self
+
+    def unapproved(self) -> list[tuple[str, str]]:
+        """(field path, sentence) of each purchase or extension not approved by its exact
+        name, as `novapod validate` reports them; for the commands that load a config
+        without approvals (`novapod plan`) to print beside what they show."""
+        moment = self._validated_at or datetime.now(UTC)
+        return [(e.path, str(e)) for e in checks.approval_problems(self, moment)]
 
     def warnings(self, today: date | None = None) -> list[str]:
         """Things that are valid but probably wrong; the CLI prints them. Judged on

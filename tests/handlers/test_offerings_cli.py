@@ -130,3 +130,23 @@ def test_a_larger_cheaper_offering_is_skipped_with_its_count(fake, tmp_path, cap
     assert not [line for line in out.splitlines() if line.startswith("*") and "tpo-eight" in line]
     assert "a deploy would buy tpo-cheap" in out
     assert fake.calls_to("CreateTrainingPlan") == []
+
+
+@pytest.mark.parametrize(
+    "approve", ["true", "novapod-dev-main-00000000"], ids=["approve-true", "approve-stale"]
+)
+def test_an_unapproved_purchase_still_shows_offerings_and_its_name(
+    fake, tmp_path, capsys, approve
+) -> None:
+    text = CONFIG + APPROVED.replace("novapod-dev-main-951cd24c", approve).replace(
+        "LIMIT", "100000"
+    )
+    assert main(["offerings", str(write(tmp_path, text)), "--plan", "main"]) == 0
+    out = capsys.readouterr().out
+    assert "3 offered, 2 fit the request in one of our zones" in out
+    assert out.splitlines()[-1] == (
+        "would choose tpo-cheap (cheapest; within the cap); nothing is bought until "
+        f"purchase.approve is novapod-dev-main-951cd24c (it is {approve})"
+    )
+    assert "a deploy would buy" not in out
+    assert main(["validate", str(tmp_path / "env.yaml")]) == 2  # buying still needs it

@@ -269,8 +269,12 @@ def test_novapod_plan_says_how_to_extend_instead_of_rebuying(tmp_path: Path, cap
     data["capacity"]["training_plans"][0]["duration_hours"] = 192
     path = tmp_path / "longer.yaml"
     path.write_text(yaml.safe_dump(data))
-    assert main(["plan", str(path)]) == 2
+    # plan shows the plan (it looks before anyone approves) and says what validate refuses.
+    assert main(["plan", str(path)]) == 0
     err = capsys.readouterr().err
+    assert err.startswith(
+        f"{path}: not approved yet: capacity.training_plans[0].purchase.approve: approves "
+    )
     assert "since the edit only lengthens novapod-nova-lite-lite-sft-50d13e0b by 48 h" in err
     assert "keep duration_hours: 144 and add extend: {duration_hours: 48, approve: " in err
 
