@@ -72,15 +72,16 @@ def _config_path(args: argparse.Namespace) -> tuple[str, str]:
     )
 
 
-def _load(args: argparse.Namespace, *, approvals: bool = True) -> NovapodConfig:
+def _load(args: argparse.Namespace) -> NovapodConfig:
     path, _ = _config_path(args)
-    return load_config(path, approvals=approvals)
+    return load_config(path)
 
 
-# `approvals=LOOK`: `plan`, `offerings` and `recipes` look before anyone approves. They
-# print the names to approve and the prices, so a missing, `true` or stale `approve`
-# does not stop them (validate, synthesis and deploy still refuse it).
-LOOK = False
+def _look(path: str) -> NovapodConfig:
+    """The config for `plan`, `offerings` and `recipes`, which look before anyone
+    approves: they print the names to approve and the prices, so a missing, `true` or
+    stale `approve` does not stop them (validate, synthesis and deploy still refuse it)."""
+    return load_config(path, approvals=False)
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -124,8 +125,8 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    config = _load(args, approvals=LOOK)
     path, _ = _config_path(args)
+    config = _look(path)
     for field, sentence in config.unapproved():  # what validate and synthesis will refuse
         print(f"{path}: not approved yet: {field}: {sentence}", file=sys.stderr)
     plan = config.capacity_plan()
@@ -154,7 +155,7 @@ def _plan(args: argparse.Namespace) -> int:
 def _recipes(args: argparse.Namespace) -> int:
     """Write every job's recipe and launch spec, and the index, under --out (offline)."""
     path, _ = _config_path(args)
-    config = load_config(path, approvals=LOOK)
+    config = _look(path)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         print(
@@ -196,7 +197,7 @@ def _recipes(args: argparse.Namespace) -> int:
 def _offerings(args: argparse.Namespace) -> int:
     """Read-only: the search, filter and choice the TrainingPlan handler would make."""
     path, _ = _config_path(args)
-    config = load_config(path, approvals=LOOK)
+    config = _look(path)
     requests = {r.name: r for r in config.capacity_plan().training_plans}
     explicit = {spec.name: spec for spec in config.capacity.training_plans}
     for listed, request in config.training_plan_requests():
@@ -225,26 +226,11 @@ def _offerings(args: argparse.Namespace) -> int:
         # As the deploy does: only offerings priced in the fee cap's currency compete.
         currency=spec.purchase.currency if spec and spec.purchase else None,
     )
-    try:
-        # The only place novapod reads AWS settings: a missing profile or a broken
-        # ~/.aws/config surfaces here as botocore's own sentence, without a traceback.
-        session = boto3.session.Session(region_name=config.region)
-        sagemaker, ec2 = session.client("sagemaker"), session.client("ec2")
-        _LAST_CALL.clear()
-        for client in (sagemaker, ec2):
-            client.meta.events.register("before-call", _record_call)
-    except BotoCoreError as error:
-        print(
-            f"novapod offerings: cannot use your AWS settings: {error}; fix AWS_PROFILE or "
-            "the AWS config and credentials files (aws configure list shows what is used)",
-            file=sys.stderr,
-        )
-        return EXIT_AWS
+    sagemaker, ec2 = _aws_clients(config, "offerings", "sagemaker", "ec2")
     try:
         found = offerings.find(sagemaker, ec2, search)
     except (BotoCoreError, ClientError) as error:
-        print(_aws_failed("offerings", error, "the search failed"), file=sys.stderr)
-        return EXIT_AWS
+        raise _aws_failed("offerings", error, "the search failed") from None
     print(f"training plan {name}: {search.describe()}, zones {', '.join(config.network.zone_ids)}")
     print(
         f"{len(found.offerings)} offered, {len(found.candidates)} fit the request in one of "
@@ -308,7 +294,9 @@ def _offerings_verdict(  # noqa: PLR0917 - what the verdict reads
 
 
 def _aws_clients(config: NovapodConfig, command: str, *services: str) -> list[Any]:
-    """Clients in the config's region with the caller's credentials (environment, profile)."""
+    """Clients in the config's region with the caller's credentials (environment, profile).
+    A missing profile or a broken ~/.aws/config surfaces here as botocore's own sentence,
+    without a traceback."""
     try:
         session = boto3.session.Session(region_name=config.region)
         made = [session.client(service) for service in services]

@@ -41,6 +41,8 @@ DEFAULT_CONFIG = "config/default.yaml"
 # default and are reviewed with it, so a production purchase shows in its pull request;
 # add a glob here for environments kept elsewhere. Pipeline files (a `pipeline:` key at
 # the top) are not environments: the environments they list are reviewed on their own.
+# This script runs on the standard library alone, so it tells them apart by that line,
+# as novapod.config.is_pipeline_file does by parsing (tests check the two agree).
 ENVIRONMENT_GLOBS = ("config/*.yaml", "config/*.yml", "config/examples/*.yaml")
 _PIPELINE_KEY = re.compile(r"^pipeline\s*:", re.MULTILINE)
 # GitHub refuses a comment body over 65,536 characters; bytes over-count characters, and

@@ -26,16 +26,17 @@ JOB_NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,32}[a-z0-9])?$"
 JobName = Annotated[str, StringConstraints(max_length=34, pattern=JOB_NAME_PATTERN)]
 GroupName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")]
 # A key in the environment's data bucket, or an S3 URI of any bucket.
-S3_LOCATION = r"^(s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/\S*)?|[^/\s][^\s]*)$"
-S3_URI = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/\S*)?$"
+_S3_URI = r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/\S*)?"
+S3_LOCATION = rf"^({_S3_URI}|[^/\s][^\s]*)$"
 
 
 def _data_location(value: str) -> str:
     """What the pattern lets through as a key but is a mistyped URI (`s3:/bucket/x`,
     `S3://...`) or another scheme's URL (`https://...`): a job would fail on it at run
     time, after the queue and the plan's hours."""
-    scheme = value.split(":", 1)[0].lower() if ":" in value else ""
-    if scheme == "s3" and not re.match(S3_URI, value):
+    prefix, colon, _ = value.partition(":")
+    scheme = prefix.lower() if colon else ""
+    if scheme == "s3" and not re.fullmatch(_S3_URI, value):
         raise ValueError(
             f"{value} is neither a data-bucket key nor an s3:// URI; write "
             "s3://bucket/key (s3:// in lower case, then the bucket name) or a key in the "

@@ -77,6 +77,16 @@ def test_the_repository_s_pipeline_example_is_not_reviewed_as_an_environment() -
     assert "config/pipeline.example.yaml" not in sr.listed_configs(ROOT)
 
 
+def test_the_line_test_agrees_with_novapods_pipeline_test() -> None:
+    from novapod.config import is_pipeline_file
+
+    shipped = sorted((ROOT / "config").rglob("*.yaml"))
+    assert any(is_pipeline_file(p) for p in shipped)
+    listed = set(sr.listed_configs(ROOT))
+    for path in shipped:
+        assert (path.relative_to(ROOT).as_posix() in listed) is not is_pipeline_file(path), path
+
+
 def test_synth_command_disables_lookups(tmp_path: Path) -> None:
     command = sr.synth_command(tmp_path, "config/default.yaml", tmp_path / "out")
     assert command[0] == str(tmp_path.resolve() / "node_modules" / ".bin" / "cdk")
