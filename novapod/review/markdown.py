@@ -1,7 +1,8 @@
 """The review's JSON rendered as Markdown for a pull-request comment.
 
 Rendered only from the JSON document (report.build), in the issue's order: purchases,
-stateful resources, security, then everything else per stack, collapsed. It stays under
+stateful resources (then the HyperPod instance groups), security, then everything else
+per stack, collapsed. It stays under
 GitHub's comment limit (65,536 characters): items are added in that order until the
 budget is spent, and the comment says how many of what it left out.
 """
@@ -9,7 +10,7 @@ budget is spent, and the comment says how many of what it left out.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from novapod.review.report import GATES
@@ -108,6 +109,7 @@ def render(report: Mapping[str, Any], limit: int = COMMENT_LIMIT) -> str:
     _overview(page, report)
     _purchases(page, report["purchases"])
     _stateful(page, report["stateful"])
+    _instance_groups(page, report.get("instance_groups", ()))
     _security(page, report["security"])
     shown = {(e["stack"], e["logical_id"]) for e in report["purchases"]}
     shown |= {(e["stack"], e["logical_id"]) for e in report["stateful"]}
@@ -238,6 +240,42 @@ def _stateful_line(entry: Mapping[str, Any]) -> str:
     if entry["note"]:
         text += f" {entry['note'][0].upper()}{entry['note'][1:]}."
     return text
+
+
+_GROUP_VERB = {"add": "Adds", "remove": "Removes", "update": "Changes"}
+
+
+def _instance_groups(page: _Page, entries: Sequence[Mapping[str, Any]]) -> None:
+    """Under the stateful resources: each instance group an in-place update changes."""
+    if not entries:
+        return
+    page.line("**HyperPod instance groups** (the cluster is updated in place)")
+    page.line()
+    for entry in entries:
+        page.item(_group_line(entry), "instance-group changes")
+    page.line()
+
+
+def _group_line(entry: Mapping[str, Any]) -> str:
+    """ "- **Changes** restricted group `g` (...): 4 → 2 x ml.p5.48xlarge, plan `p`: ..."."""
+    change = str(entry["change"])
+
+    def pair(key: str, show: Callable[[Any], str]) -> str:
+        old, new = entry[f"previous_{key}"], entry[key]
+        if change == "remove":
+            return show(old)
+        if change == "add" or old == new:
+            return show(new)
+        return f"{show(old)} → {show(new)}"
+
+    size = f"{pair('instance_count', str)} x {pair('instance_type', str)}"
+    plan = pair("training_plan", lambda name: code(name) if name else "none")
+    where = f"({code(entry['stack'])} {code(entry['logical_id'])})"
+    effect = str(entry["effect"])
+    return (
+        f"- **{_GROUP_VERB.get(change, change)}** {entry['kind']} group {code(entry['group'])} "
+        f"{where}: {size}, plan {plan}. {effect[0].upper()}{effect[1:]}."
+    )
 
 
 def _security(page: _Page, security: Mapping[str, Any]) -> None:

@@ -9,6 +9,9 @@ Top-level keys, each list sorted so that the same inputs give the same bytes:
              plan's cap_changes: fee caps raised, lowered or in another currency under
              an unchanged plan or extension name (the approval)
   stateful   replacement or removal of stateful resources, by category
+  instance_groups  each HyperPod instance group an in-place cluster update adds,
+             removes or changes: count, type and training plan, old -> new, and the
+             effect on the jobs running on it (groups.py)
   security   iam (broadenings), security_groups (openings), endpoints
   stacks     every stack: status and every resource change the engine found
 """
@@ -20,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from novapod.review import semantics
+from novapod.review import groups, semantics
 from novapod.review.assembly import StackArtifact, read_stacks
 from novapod.review.engine import PACKAGE, diff_templates
 
@@ -63,6 +66,7 @@ def build(base_dir: Path, head_dir: Path) -> dict[str, Any]:
         "engine": f"{PACKAGE} {result.version}",
         "purchases": [],
         "stateful": [],
+        "instance_groups": [],
         "security": {"iam": [], "security_groups": [], "endpoints": []},
         "stacks": [],
     }
@@ -107,6 +111,7 @@ def _add_stack(
         if purchase is not None:
             report["purchases"].append(purchase)
         report["stateful"] += semantics.stateful(name, entry, before, after, stack_removed=removed)
+        report["instance_groups"] += groups.changes(name, entry, before, after)
         endpoint = semantics.endpoint_change(name, entry, before, after)
         if endpoint is not None:
             report["security"]["endpoints"].append(endpoint)
@@ -136,6 +141,9 @@ def _sort(report: dict[str, Any]) -> None:
     report["stateful"].sort(
         key=lambda e: (order[e["category"]], e["stack"], e["logical_id"], e["what"])
     )
+    report["instance_groups"].sort(
+        key=lambda e: (e["stack"], e["logical_id"], e["kind"], e["group"])
+    )
     for section in report["security"].values():
         section.sort(key=lambda e: (e["stack"], _key(e)))
     report["stacks"].sort(key=lambda s: s["stack"])
@@ -157,6 +165,7 @@ def _summary(report: Mapping[str, Any]) -> dict[str, Any]:
         "iam_broadenings": len(security["iam"]),
         "security_group_openings": len(security["security_groups"]),
         "endpoint_changes": len(security["endpoints"]),
+        "instance_group_changes": len(report["instance_groups"]),
         "resource_changes": sum(len(s["resources"]) for s in report["stacks"]),
     }
 
