@@ -154,6 +154,8 @@ def _purchases(page: _Page, purchases: Sequence[Mapping[str, Any]]) -> None:
         page.item(_purchase_line(entry), "purchases")
         for change in entry.get("cap_changes", ()):
             page.item(_cap_line(entry, change), "purchases")
+        for warning in entry.get("cap_warnings", ()):
+            page.item(_cap_warning_line(entry, warning), "purchases")
     page.line()
 
 
@@ -206,6 +208,22 @@ def _cap_line(entry: Mapping[str, Any], change: Mapping[str, Any]) -> str:
     note = str(change["note"])
     return (
         f"- **{title}** {what} on {thing} {code(change['name'])} {where}: "
+        f"{note[0].upper()}{note[1:]}."
+    )
+
+
+def _cap_warning_line(entry: Mapping[str, Any], warning: Mapping[str, Any]) -> str:
+    """A grown plan under an unchanged cap: "Cap unchanged 60,000 USD on ... 4 x 144 h →
+    8 x 144 h"."""
+    where = f"({code(entry['stack'])} {code(entry['logical_id'])})"
+    sizes = [
+        f"{warning[f'{p}instance_count']} x {warning[f'{p}duration_hours']} h"
+        for p in ("previous_", "")
+    ]
+    note = str(warning["note"])
+    return (
+        f"- **Cap unchanged** {amount(warning['max_upfront_fee'])} {warning['currency']} on "
+        f"training plan {code(warning['name'])} {where}, grown from {sizes[0]} to {sizes[1]}: "
         f"{note[0].upper()}{note[1:]}."
     )
 

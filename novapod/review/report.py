@@ -7,7 +7,8 @@ Top-level keys, each list sorted so that the same inputs give the same bytes:
   gates      gate name -> whether the change trips it (see GATES)
   purchases  training plans bought / adopted / updated / removed, Bedrock imports; a
              plan's cap_changes: fee caps raised, lowered or in another currency under
-             an unchanged plan or extension name (the approval)
+             an unchanged plan or extension name (the approval); its cap_warnings: a
+             plan bought again because it grew, under the cap of the smaller one
   stateful   replacement or removal of stateful resources, by category
   instance_groups  each HyperPod instance group an in-place cluster update adds,
              removes or changes: count, type and training plan, old -> new, and the

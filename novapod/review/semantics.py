@@ -218,6 +218,52 @@ def cap_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[dict[str
     return out
 
 
+def _instance_hours(properties: Mapping[str, Any]) -> tuple[int, int, int] | None:
+    count = integer(properties.get("InstanceCount"))
+    hours = integer(properties.get("DurationHours"))
+    if not isinstance(count, int) or not isinstance(hours, int):
+        return None
+    return count, hours, count * hours
+
+
+def cap_unscaled(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A plan bought again under a new name because it grew (more instance-hours: the
+    count or the duration went up), while its fee cap and currency stayed the same.
+
+    The name covers what is bought, never the cap (capacity/naming.py), so the new name
+    is approved with the cap written for the smaller plan: an offering for the larger
+    one above it is refused at deploy (handler decisions.check_fee_cap) and nothing is
+    bought. Not a gate of its own: the new name is a purchase, which trips `purchase`.
+    """
+    name, previous = render(new.get("PlanName", "")), render(old.get("PlanName", ""))
+    was, now = _instance_hours(old), _instance_hours(new)
+    if not previous or name == previous or was is None or now is None or now[2] <= was[2]:
+        return []
+    cap, old_cap = decimal(new.get("MaxUpfrontFee")), decimal(old.get("MaxUpfrontFee"))
+    currency = render(new["Currency"]) if "Currency" in new else None
+    if cap is None or cap != old_cap or currency != (render(old.get("Currency", "")) or None):
+        return []  # no cap (adopt), a new cap, or another currency: chosen for this plan
+    return [
+        {
+            "of": "plan",
+            "warning": "cap-unchanged",
+            "name": name,
+            "previous_name": previous,
+            "max_upfront_fee": render(new["MaxUpfrontFee"]),
+            "currency": currency,
+            "previous_instance_count": was[0],
+            "instance_count": now[0],
+            "previous_duration_hours": was[1],
+            "duration_hours": now[1],
+            "previous_instance_hours": was[2],
+            "instance_hours": now[2],
+            "note": f"the cap was written for the smaller plan ({was[2]:,} instance-hours, now "
+            f"{now[2]:,}): an offering above it is refused at deploy and nothing is bought; "
+            "check the price with novapod offerings and raise max_upfront_fee if needed",
+        }
+    ]
+
+
 def _changed_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
 
@@ -244,6 +290,7 @@ def training_plan(
         "changed": [],
         "purchase": False,
         "cap_changes": cap_changes(old, new) if base is not None and head is not None else [],
+        "cap_warnings": [],
     }
     name, previous = fields["plan_name"], render(old.get("PlanName", "")) or None
     if head is None:
@@ -263,6 +310,8 @@ def training_plan(
         entry["changed"] = _changed_keys(old, new) if base is not None else []
         entry["action"] = "buy" if buying else "adopt"
         entry["purchase"] = buying
+        if buying and base is not None:
+            entry["cap_warnings"] = cap_unscaled(old, new)
         cap = f"up to {fields['max_upfront_fee']} {fields['currency']}"
         if buying:
             entry["note"] = f"a new non-refundable purchase of {cap}" + (

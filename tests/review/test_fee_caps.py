@@ -289,3 +289,79 @@ def test_a_report_from_before_cap_changes_still_gates() -> None:
     old.pop("cap_changes")  # as report.build wrote it before the key existed
     report = {"purchases": [old], "stateful": [], "security": {"iam": [], "security_groups": []}}
     assert review.tripped(report)["purchase"] is True
+
+
+# --- a grown plan under the same cap (issue 21, §3) ---------------------------------
+
+
+def test_a_grown_plan_under_the_same_cap_is_warned(review_of, variant_path) -> None:
+    # plan-count doubles the instances (4 -> 8 for 144 h) and keeps the 60,000 USD cap: the
+    # new name is a new purchase, approved with the cap written for the smaller plan.
+    report = review_of("base", "plan-count")
+    (entry,) = report["purchases"]
+    new = entry["plan_name"]
+    assert (entry["action"], entry["previous_plan_name"]) == ("buy", PLAN)
+    assert entry["cap_warnings"] == [
+        {
+            "of": "plan",
+            "warning": "cap-unchanged",
+            "name": new,
+            "previous_name": PLAN,
+            "max_upfront_fee": "60000",
+            "currency": "USD",
+            "previous_instance_count": 4,
+            "instance_count": 8,
+            "previous_duration_hours": 144,
+            "duration_hours": 144,
+            "previous_instance_hours": 576,
+            "instance_hours": 1152,
+            "note": "the cap was written for the smaller plan (576 instance-hours, now 1,152): "
+            "an offering above it is refused at deploy and nothing is bought; check the "
+            "price with novapod offerings and raise max_upfront_fee if needed",
+        }
+    ]
+    assert _purchase_lines(report)[1] == (
+        f"- **Cap unchanged** 60,000 USD on training plan `{new}` {WHERE}, grown from "
+        "4 x 144 h to 8 x 144 h: The cap was written for the smaller plan (576 "
+        "instance-hours, now 1,152): an offering above it is refused at deploy and nothing "
+        "is bought; check the price with novapod offerings and raise max_upfront_fee if "
+        "needed."
+    )
+    # Not a gate of its own: the new name already trips purchase.
+    assert report["gates"]["purchase"] is True
+    # Shrinking it back: the old cap covers the smaller plan.
+    assert review_of("plan-count", "base")["purchases"][0]["cap_warnings"] == []
+
+
+def _grown(**properties: str) -> dict[str, Any]:
+    return _resource(PlanName="novapod-nova-lite-lite-sft-f57fdf2e", **properties)
+
+
+def _warnings(base: dict[str, Any], head: dict[str, Any]) -> list[dict[str, Any]]:
+    entry = semantics.training_plan(CAPACITY, LOGICAL_ID, base, head)
+    assert entry is not None
+    return list(entry["cap_warnings"])
+
+
+@pytest.mark.parametrize(
+    ("head", "warned"),
+    [
+        (_grown(InstanceCount="8", DurationHours="144"), True),  # more instances
+        (_grown(InstanceCount="4", DurationHours="168"), True),  # a longer plan
+        (_grown(InstanceCount="8", DurationHours="72"), False),  # the same instance-hours
+        (_grown(InstanceCount="2", DurationHours="144"), False),  # a smaller plan
+        (_grown(InstanceCount="8", DurationHours="144", MaxUpfrontFee="120000"), False),
+        (_grown(InstanceCount="8", DurationHours="144", Currency="EUR"), False),
+        (_resource(InstanceCount="8", DurationHours="144"), False),  # the same name
+    ],
+)
+def test_which_grown_plans_are_warned(head: dict[str, Any], warned: bool) -> None:
+    base = _resource(InstanceCount="4", DurationHours="144")
+    assert bool(_warnings(base, head)) is warned
+
+
+def test_an_adopted_plan_has_no_cap_to_warn_about() -> None:
+    base = _resource(InstanceCount="4", DurationHours="144")
+    head = _grown(Mode="adopt", InstanceCount="8", DurationHours="144")
+    del head["Properties"]["MaxUpfrontFee"]
+    assert _warnings(base, head) == []
