@@ -33,6 +33,11 @@ STATEFUL = {
     HYPERPOD_CLUSTER: "HyperPod cluster",
     # The experiments' runs, metrics and parameters live in the server (nova-base stack).
     MLFLOW_SERVER: "MLflow tracking server",
+    # The purchase ledger (storage stack), and the databases of an app that composes
+    # novapod's stacks with its own (docs/cdk-app.md), reviewed in the same assembly.
+    "AWS::DynamoDB::Table": "DynamoDB table",
+    "AWS::RDS::DBInstance": "RDS database instance",
+    "AWS::RDS::DBCluster": "RDS database cluster",
 }
 # The property through which novapod gives these resources a custom name. CloudFormation
 # cannot replace a custom-named resource whose name stays the same: the update fails
@@ -42,6 +47,9 @@ CUSTOM_NAME = {
     EKS_CLUSTER: "Name",
     "AWS::S3::Bucket": "BucketName",
     MLFLOW_SERVER: "TrackingServerName",
+    "AWS::DynamoDB::Table": "TableName",
+    "AWS::RDS::DBInstance": "DBInstanceIdentifier",
+    "AWS::RDS::DBCluster": "DBClusterIdentifier",
 }
 
 # The engine's ResourceImpact -> what the report calls the change, and replacement.
@@ -425,6 +433,27 @@ def stateful(
         deletes = ["its nodes"] + [
             f"the FSx for Lustre of restricted group {g}" for g in _restricted_groups(base)
         ]
+    # A property whose template value stays the same and still replaces: the engine
+    # followed a Ref or GetAtt to a resource that is replaced, whose new value is known
+    # only at deploy.
+    referring = [
+        p
+        for p in cause
+        if p in entry["properties"] and _properties(base).get(p) == _properties(head).get(p)
+    ]
+    if referring and category in ("will-replace", "may-replace"):
+        notes.append(
+            f"{', '.join(referring)} {'refers' if len(referring) == 1 else 'refer'} to a "
+            "resource that is replaced, so the new value is known only at deploy"
+        )
+    if category == "may-replace":
+        # The engine's "maybe": the service spec's conditional replacement (CloudFormation
+        # docs: "Update requires: Conditional").
+        notes.append(
+            "CloudFormation decides at deploy whether this replaces it (the AWS service "
+            "spec makes the replacement conditional): treat it as a replacement and keep a "
+            "copy of its data"
+        )
     blocked_by_name = None
     name_property = CUSTOM_NAME.get(type_)
     if category in ("will-replace", "may-replace") and name_property:
