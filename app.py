@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from aws_cdk import App
 
 from novapod.config import DEFAULT_CONFIG, ConfigError, load_config
-from novapod.environment import add_policy_checks, build_environment
+from novapod.environment import add_policy_checks, build_environment, feature_flags
 
 
 def config_path(context: object, environ: Mapping[str, str]) -> str:
@@ -19,7 +19,8 @@ def config_path(context: object, environ: Mapping[str, str]) -> str:
 
 
 def main() -> None:
-    app = App()
+    # novapod's feature flags (cdk.json holds none); -c on the command line still wins.
+    app = App(context=feature_flags())
     path = config_path(app.node.try_get_context("config"), os.environ)
     try:
         config = load_config(path)

@@ -56,7 +56,7 @@ def build_environment(
     VPC handle, the KMS key, the buckets, the clusters) to your own stacks; those
     references become `Fn::GetStackOutput` (see `feature_flags`).
 
-    novapod's stacks are built and tested with the feature flags in its cdk.json,
+    novapod's stacks are built and tested with its feature flags (`feature_flags()`),
     among them weak cross-stack references. They are set on `scope` when it has no
     children yet (a fresh Stage, or an App before its first stack). A scope that
     already has children must carry them already, for instance
@@ -82,16 +82,11 @@ def add_policy_checks(scope: Construct, compliance: Sequence[CompliancePack] = (
 
 
 def feature_flags() -> dict[str, Any]:
-    """The CDK context (feature flags) novapod's stacks are built and tested with."""
-    from novapod.environment import cdk_json_context  # noqa: PLC0415 - loads the CDK
+    """The CDK context (feature flags) novapod's stacks are built and tested with,
+    shipped in the package (novapod/data/feature_flags.json)."""
+    from novapod.environment import feature_flags as flags  # noqa: PLC0415 - loads the CDK
 
-    flags = cdk_json_context()
-    if not flags:
-        raise RuntimeError(
-            "novapod's feature flags live in its cdk.json, which this installation lacks; "
-            "install novapod from a checkout (pip install -e path/to/novapod)"
-        )
-    return flags
+    return flags()
 
 
 def _apply_feature_flags(scope: Construct) -> None:

@@ -30,7 +30,10 @@ from novapod.stacks.nova import NovaStack
 from novapod.stacks.nova_base import NovaBaseStack
 from novapod.stacks.storage import StorageStack
 
-CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
+# The CDK context (feature flags) the stacks are built and tested with: shipped in the
+# package, so an installed wheel synthesizes what a checkout does. app.py and
+# pipeline_app.py pass it to their App (cdk.json holds only the app command).
+FEATURE_FLAGS = Path(__file__).resolve().parent / "data" / "feature_flags.json"
 
 # The config's `compliance` names -> cdk-nag's rule packs (AWS Solutions always runs).
 COMPLIANCE_PACKS: dict[str, Callable[[Construct], NagPack]] = {
@@ -229,20 +232,26 @@ def create_app(config: NovapodConfig, *, outdir: str | Path | None = None) -> Ap
     """An App with the environment's stacks, the cdk-nag AWS Solutions checks and the
     packs the config's `compliance` lists.
 
-    Outside the CDK CLI (tests, benchmarks) the feature flags come from cdk.json, so
-    the templates are the ones `cdk synth` writes.
+    The App carries novapod's feature flags, as app.py's does, so the templates are the
+    ones `cdk synth` writes.
     """
-    app = App(outdir=str(outdir) if outdir else None, context=cdk_json_context())
+    app = App(outdir=str(outdir) if outdir else None, context=feature_flags())
     build_environment(app, config)
     add_policy_checks(app, config.compliance)
     return app
 
 
-def cdk_json_context() -> dict[str, Any]:
-    if not CDK_JSON.is_file():
-        return {}
-    context: dict[str, Any] = json.loads(CDK_JSON.read_text(encoding="utf-8")).get("context", {})
-    return context
+def feature_flags() -> dict[str, Any]:
+    """The CDK context (feature flags) novapod's stacks are built and tested with."""
+    try:
+        text = FEATURE_FLAGS.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RuntimeError(
+            f"novapod's feature flags are missing: {FEATURE_FLAGS} is not there; "
+            "reinstall novapod (its package ships data/feature_flags.json)"
+        ) from None
+    flags: dict[str, Any] = json.loads(text)
+    return flags
 
 
 def add_policy_checks(scope: Construct, compliance: Sequence[CompliancePack] = ()) -> None:
