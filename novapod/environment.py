@@ -9,6 +9,7 @@ sets novapod's feature flags on the scope; this one assumes they are set.
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 from aws_cdk import App, CfnResource, Environment, Fn, Tags, Validations
 from cdk_nag import AwsSolutionsChecks, HIPAASecurityChecks, NagPack, NIST80053R5Checks
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from novapod.compliance.rules import acknowledge_inline_policies
 from novapod.config import CompliancePack, NovapodConfig
@@ -40,6 +41,13 @@ COMPLIANCE_PACKS: dict[str, Callable[[Construct], NagPack]] = {
     "nist-800-53-r5": NIST80053R5Checks,
     "hipaa": HIPAASecurityChecks,
 }
+AWS_SOLUTIONS = "aws-solutions"
+_PACKS: dict[str, Callable[[Construct], NagPack]] = {
+    AWS_SOLUTIONS: AwsSolutionsChecks,
+    **COMPLIANCE_PACKS,
+}
+# The packs add_policy_checks has added to each App (its root construct).
+_PACKS_ADDED: weakref.WeakKeyDictionary[IConstruct, set[str]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -257,6 +265,10 @@ def feature_flags() -> dict[str, Any]:
 def add_policy_checks(scope: Construct, compliance: Sequence[CompliancePack] = ()) -> None:
     """cdk-nag runs at synth (AWS Solutions, and the `compliance` packs); an
     unacknowledged finding fails synthesis. The plugins check the whole App, whichever
-    scope (App or Stage) they are added to."""
-    packs = [COMPLIANCE_PACKS[name](scope) for name in compliance]
-    Validations.of(scope).add_plugins(AwsSolutionsChecks(scope), *packs)
+    scope (App or Stage) they are added to, so each pack is added once per App: a
+    second call adds only the packs not there yet."""
+    added = _PACKS_ADDED.setdefault(scope.node.root, set())
+    wanted = [name for name in (AWS_SOLUTIONS, *compliance) if name not in added]
+    if wanted:
+        added.update(wanted)
+        Validations.of(scope).add_plugins(*(_PACKS[name](scope) for name in wanted))
