@@ -3,7 +3,8 @@
 `build_environment` takes any scope (the App of app.py, a Stage of your own app or
 of a pipeline) so the same composition serves `cdk deploy` and CDK Pipelines. The
 public entry point for your own CDK app is `novapod.build_environment`, which also
-sets novapod's feature flags on the scope; this one assumes they are set.
+sets novapod's feature flags on the scope and adds the policy checks; this one assumes
+the flags are set and leaves the checks to its caller (app.py, create_app).
 """
 
 from __future__ import annotations

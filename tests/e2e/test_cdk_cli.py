@@ -145,17 +145,16 @@ def test_a_plan_window_that_ended_stops_the_synth(tmp_path) -> None:
     assert not list((tmp_path / "cdk.out").glob("*.template.json"))
 
 
-# `make destroy` (tools/cdk_destroy.py) over the real CLI. No call reaches AWS: the
-# selection happens on the synthesized assembly, and without a terminal `cdk destroy`
-# asks for no confirmation and deletes nothing.
+# `make destroy` (tools/cdk_destroy.py) over the real CLI, synthesized once. No call
+# reaches AWS: the selection happens on the synthesized assembly, and without a terminal
+# `cdk destroy` asks for no confirmation and deletes nothing.
 OFFLINE = {"AWS_EC2_METADATA_DISABLED": "true", "AWS_DEFAULT_REGION": "us-east-1"}
 DEFAULT_STACKS = "novapod-default-network, novapod-default-storage, novapod-default-eks"
 
 
-def make_destroy(tmp_path: Path, *stacks: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, str(ROOT / "tools" / "cdk_destroy.py")]
+def offline(command: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*command, "--config", "config/default.yaml", "--output", str(tmp_path / "out"), *stacks],
+        command,
         cwd=ROOT,
         env=cli_environment(OFFLINE),
         stdin=subprocess.DEVNULL,
@@ -166,8 +165,11 @@ def make_destroy(tmp_path: Path, *stacks: str) -> subprocess.CompletedProcess[st
     )
 
 
-def test_make_destroy_of_a_stack_the_config_does_not_define_exits_2(tmp_path) -> None:
-    done = make_destroy(tmp_path, "novapod-default-eks", "novapod-prod-network")
+def test_make_destroy_stops_on_a_stack_the_config_does_not_define(tmp_path) -> None:
+    out = tmp_path / "out"
+    wrapper = [sys.executable, str(ROOT / "tools" / "cdk_destroy.py")]
+    names = ("novapod-default-eks", "novapod-prod-network")
+    done = offline([*wrapper, "--config", "config/default.yaml", "--output", str(out), *names])
     assert done.returncode == 2, done.stderr[-2000:]
     assert f"novapod: config config/default.yaml (-c config): stacks {DEFAULT_STACKS}\n" in (
         done.stderr
@@ -178,24 +180,14 @@ def test_make_destroy_of_a_stack_the_config_does_not_define_exits_2(tmp_path) ->
         "file that defines it\n"
     ) in done.stderr
     assert "novapod-default-eks matches none" not in done.stderr
-    # What the pinned CLI alone does with the same name: a line, and success.
-    bare = subprocess.run(
-        [str(CDK), "destroy", "--app", str(tmp_path / "out"), "novapod-prod-network"],
-        cwd=ROOT,
-        env=cli_environment(OFFLINE),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    # What the pinned CLI alone does with that name: one line, and success.
+    bare = offline([str(CDK), "destroy", "--app", str(out), "novapod-prod-network"])
     assert bare.returncode == 0
     assert "No stacks match the name(s): novapod-prod-network" in bare.stderr
-
-
-def test_make_destroy_of_the_configs_stacks_reaches_cdk_destroy(tmp_path) -> None:
-    done = make_destroy(tmp_path, "novapod-default-n*")
-    # cdk destroy's own refusal to go on without a terminal to confirm on.
-    assert done.returncode == 1, done.stderr[-2000:]
-    assert "terminal (TTY) is not attached" in done.stderr
-    assert "matches none" not in done.stderr
+    # What make destroy hands a name of the config to (tests/unit/test_cdk_destroy.py):
+    # it selects the stack, and cdk destroy itself refuses to go on without a terminal.
+    handed = offline(
+        [str(CDK), "destroy", "--exclusively", "--app", str(out), "novapod-default-n*"]
+    )
+    assert handed.returncode == 1, handed.stderr[-2000:]
+    assert "terminal (TTY) is not attached" in handed.stderr
