@@ -37,15 +37,13 @@ from novapod.stacks.storage import StorageStack
 # pipeline_app.py pass it to their App (cdk.json holds only the app command).
 FEATURE_FLAGS = Path(__file__).resolve().parent / "data" / "feature_flags.json"
 
-# The config's `compliance` names -> cdk-nag's rule packs (AWS Solutions always runs).
-COMPLIANCE_PACKS: dict[str, Callable[[Construct], NagPack]] = {
-    "nist-800-53-r5": NIST80053R5Checks,
-    "hipaa": HIPAASecurityChecks,
-}
+# cdk-nag's rule packs: AWS Solutions always runs, the others by the config's
+# `compliance` names.
 AWS_SOLUTIONS = "aws-solutions"
 _PACKS: dict[str, Callable[[Construct], NagPack]] = {
     AWS_SOLUTIONS: AwsSolutionsChecks,
-    **COMPLIANCE_PACKS,
+    "nist-800-53-r5": NIST80053R5Checks,
+    "hipaa": HIPAASecurityChecks,
 }
 # The packs add_policy_checks has added to each App (its root construct).
 _PACKS_ADDED: weakref.WeakKeyDictionary[IConstruct, set[str]] = weakref.WeakKeyDictionary()
