@@ -27,10 +27,11 @@ ifeq ($(origin CONFIG),command line)
 endif
 export NOVAPOD_CONFIG ?= $(CONFIG)
 
-.PHONY: help setup synth test lint typecheck unit bench bench-suite mutation clean client client-tools client-wheel upstream-facts pipeline-synth pipeline-review compliance docs
+.PHONY: help setup synth destroy test lint typecheck unit bench bench-suite mutation clean client client-tools client-wheel upstream-facts pipeline-synth pipeline-review compliance docs
 
 help:
 	@echo "make synth   synthesize $(NOVAPOD_CONFIG) with the pinned CDK CLI into cdk.out/"
+	@echo "make destroy STACK=\"NAME ...\"  cdk destroy --exclusively of those stacks of $(NOVAPOD_CONFIG) (exit 2 if one is not)"
 	@echo "make test    ruff, mypy and pytest"
 	@echo "make bench   synthesis and planner benchmarks (not part of the tests)"
 	@echo "make bench-suite  wall time of make test, step by step, and the 20 slowest tests"
@@ -60,6 +61,14 @@ synth: setup
 	rm -rf cdk.out  # only this config's templates, none left from an earlier synth
 	PATH="$(CURDIR)/$(BIN):$$PATH" npx --no-install cdk synth --quiet -c config=$(NOVAPOD_CONFIG)
 	@echo "templates written to cdk.out/"
+
+# `cdk destroy --exclusively` of the stacks STACK names (names or wildcards) of the config
+# synth reads, through tools/cdk_destroy.py: it stops with exit 2 and a sentence when a
+# name selects none of that config's stacks, where `cdk destroy` alone says "No stacks
+# match" and exits 0. The CLI asks before it deletes anything.
+STACK ?=
+destroy: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python tools/cdk_destroy.py --config $(NOVAPOD_CONFIG) $(foreach stack,$(STACK),'$(stack)')
 
 # The CDK Pipelines app (pipeline_app.py): the pipeline stack and a stage per environment
 # file of PIPELINE, as the pipeline's own synth step builds it (novapod/stacks/pipeline.py).

@@ -12,12 +12,12 @@ import sys
 from aws_cdk import App
 
 from novapod.config import ConfigError, load_pipeline
-from novapod.environment import add_policy_checks
+from novapod.environment import add_policy_checks, feature_flags
 from novapod.stacks.pipeline import PipelineStack, repository_path
 
 
 def main() -> None:
-    app = App()
+    app = App(context=feature_flags())  # novapod's feature flags (cdk.json has none)
     path = app.node.try_get_context("pipeline") or os.environ.get("NOVAPOD_PIPELINE")
     if not path:
         print(

@@ -9,8 +9,10 @@ The public entry point, for using novapod's stacks inside your own CDK app::
     app = cdk.App()
     prod = cdk.Stage(app, "Prod")
     stacks = novapod.build_environment(prod, novapod.load_config("config/prod.yaml"))
-    novapod.add_policy_checks(prod)  # optional: cdk-nag AWS Solutions checks at synth
     app.synth()
+
+`build_environment` adds the checks `make synth` runs (cdk-nag's AWS Solutions and the
+config's `compliance` packs); `policy_checks=False` leaves them to you.
 
 `import novapod` stays light (the `novapod` command imports it too): the CDK is
 loaded only when `build_environment` or `add_policy_checks` is called.
@@ -43,7 +45,10 @@ __all__ = [
 
 
 def build_environment(
-    scope: Construct, config: NovapodConfig | str | os.PathLike[str]
+    scope: Construct,
+    config: NovapodConfig | str | os.PathLike[str],
+    *,
+    policy_checks: bool = True,
 ) -> EnvironmentStacks:
     """Add one environment's stacks to `scope` (an App or a Stage) and return them.
 
@@ -56,7 +61,13 @@ def build_environment(
     VPC handle, the KMS key, the buckets, the clusters) to your own stacks; those
     references become `Fn::GetStackOutput` (see `feature_flags`).
 
-    novapod's stacks are built and tested with the feature flags in its cdk.json,
+    With `policy_checks` (the default) the checks of novapod's own app run at synth, as
+    `add_policy_checks(scope, config.compliance)` adds them: cdk-nag's AWS Solutions and
+    the config's `compliance` packs, over the whole App (your stacks too); an
+    unacknowledged finding fails synthesis. Each pack is added once per App, so a
+    further `add_policy_checks` call adds only packs not there yet.
+
+    novapod's stacks are built and tested with its feature flags (`feature_flags()`),
     among them weak cross-stack references. They are set on `scope` when it has no
     children yet (a fresh Stage, or an App before its first stack). A scope that
     already has children must carry them already, for instance
@@ -64,34 +75,34 @@ def build_environment(
     the flags that differ. Stack names are `novapod-<name>-<kind>` inside a Stage too
     (set, not derived from the stage), as `novapod launch` and `results` look them up.
     """
-    from novapod.environment import build_environment as compose  # noqa: PLC0415 - loads the CDK
+    from novapod.environment import add_policy_checks as add  # noqa: PLC0415 - loads the CDK
+    from novapod.environment import build_environment as compose  # noqa: PLC0415
 
     if not isinstance(config, NovapodConfig):
         config = load_config(config)
     _apply_feature_flags(scope)
-    return compose(scope, config)
+    stacks = compose(scope, config)
+    if policy_checks:
+        add(scope, config.compliance)
+    return stacks
 
 
 def add_policy_checks(scope: Construct, compliance: Sequence[CompliancePack] = ()) -> None:
     """Run cdk-nag's AWS Solutions checks, and the `compliance` packs (a config's
     `compliance` list: "nist-800-53-r5", "hipaa"), at synth; an unacknowledged finding
-    fails it. The checks cover the whole App that `scope` belongs to."""
+    fails it. The checks cover the whole App that `scope` belongs to, and each pack is
+    added once per App (`build_environment` has already added its config's)."""
     from novapod.environment import add_policy_checks as add  # noqa: PLC0415 - loads the CDK
 
     add(scope, compliance)
 
 
 def feature_flags() -> dict[str, Any]:
-    """The CDK context (feature flags) novapod's stacks are built and tested with."""
-    from novapod.environment import cdk_json_context  # noqa: PLC0415 - loads the CDK
+    """The CDK context (feature flags) novapod's stacks are built and tested with,
+    shipped in the package (novapod/data/feature_flags.json)."""
+    from novapod.environment import feature_flags as flags  # noqa: PLC0415 - loads the CDK
 
-    flags = cdk_json_context()
-    if not flags:
-        raise RuntimeError(
-            "novapod's feature flags live in its cdk.json, which this installation lacks; "
-            "install novapod from a checkout (pip install -e path/to/novapod)"
-        )
-    return flags
+    return flags()
 
 
 def _apply_feature_flags(scope: Construct) -> None:

@@ -3,12 +3,14 @@
 `build_environment` takes any scope (the App of app.py, a Stage of your own app or
 of a pipeline) so the same composition serves `cdk deploy` and CDK Pipelines. The
 public entry point for your own CDK app is `novapod.build_environment`, which also
-sets novapod's feature flags on the scope; this one assumes they are set.
+sets novapod's feature flags on the scope and adds the policy checks; this one assumes
+the flags are set and leaves the checks to its caller (app.py, create_app).
 """
 
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +18,7 @@ from typing import Any
 
 from aws_cdk import App, CfnResource, Environment, Fn, Tags, Validations
 from cdk_nag import AwsSolutionsChecks, HIPAASecurityChecks, NagPack, NIST80053R5Checks
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from novapod.compliance.rules import acknowledge_inline_policies
 from novapod.config import CompliancePack, NovapodConfig
@@ -30,13 +32,21 @@ from novapod.stacks.nova import NovaStack
 from novapod.stacks.nova_base import NovaBaseStack
 from novapod.stacks.storage import StorageStack
 
-CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
+# The CDK context (feature flags) the stacks are built and tested with: shipped in the
+# package, so an installed wheel synthesizes what a checkout does. app.py and
+# pipeline_app.py pass it to their App (cdk.json holds only the app command).
+FEATURE_FLAGS = Path(__file__).resolve().parent / "data" / "feature_flags.json"
 
-# The config's `compliance` names -> cdk-nag's rule packs (AWS Solutions always runs).
-COMPLIANCE_PACKS: dict[str, Callable[[Construct], NagPack]] = {
+# cdk-nag's rule packs: AWS Solutions always runs, the others by the config's
+# `compliance` names.
+AWS_SOLUTIONS = "aws-solutions"
+_PACKS: dict[str, Callable[[Construct], NagPack]] = {
+    AWS_SOLUTIONS: AwsSolutionsChecks,
     "nist-800-53-r5": NIST80053R5Checks,
     "hipaa": HIPAASecurityChecks,
 }
+# The packs add_policy_checks has added to each App (its root construct).
+_PACKS_ADDED: weakref.WeakKeyDictionary[IConstruct, set[str]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -229,25 +239,35 @@ def create_app(config: NovapodConfig, *, outdir: str | Path | None = None) -> Ap
     """An App with the environment's stacks, the cdk-nag AWS Solutions checks and the
     packs the config's `compliance` lists.
 
-    Outside the CDK CLI (tests, benchmarks) the feature flags come from cdk.json, so
-    the templates are the ones `cdk synth` writes.
+    The App carries novapod's feature flags, as app.py's does, so the templates are the
+    ones `cdk synth` writes.
     """
-    app = App(outdir=str(outdir) if outdir else None, context=cdk_json_context())
+    app = App(outdir=str(outdir) if outdir else None, context=feature_flags())
     build_environment(app, config)
     add_policy_checks(app, config.compliance)
     return app
 
 
-def cdk_json_context() -> dict[str, Any]:
-    if not CDK_JSON.is_file():
-        return {}
-    context: dict[str, Any] = json.loads(CDK_JSON.read_text(encoding="utf-8")).get("context", {})
-    return context
+def feature_flags() -> dict[str, Any]:
+    """The CDK context (feature flags) novapod's stacks are built and tested with."""
+    try:
+        text = FEATURE_FLAGS.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RuntimeError(
+            f"novapod's feature flags are missing: {FEATURE_FLAGS} is not there; "
+            "reinstall novapod (its package ships data/feature_flags.json)"
+        ) from None
+    flags: dict[str, Any] = json.loads(text)
+    return flags
 
 
 def add_policy_checks(scope: Construct, compliance: Sequence[CompliancePack] = ()) -> None:
     """cdk-nag runs at synth (AWS Solutions, and the `compliance` packs); an
     unacknowledged finding fails synthesis. The plugins check the whole App, whichever
-    scope (App or Stage) they are added to."""
-    packs = [COMPLIANCE_PACKS[name](scope) for name in compliance]
-    Validations.of(scope).add_plugins(AwsSolutionsChecks(scope), *packs)
+    scope (App or Stage) they are added to, so each pack is added once per App: a
+    second call adds only the packs not there yet."""
+    added = _PACKS_ADDED.setdefault(scope.node.root, set())
+    wanted = [name for name in (AWS_SOLUTIONS, *compliance) if name not in added]
+    if wanted:
+        added.update(wanted)
+        Validations.of(scope).add_plugins(*(_PACKS[name](scope) for name in wanted))

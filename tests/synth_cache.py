@@ -3,8 +3,8 @@
 Synthesis (CDK plus cdk-nag's packs) is most of what the stack tests cost, and every
 worker needs the same configs. An entry is keyed by everything the synthesis reads:
 
-- the bytes of every file of the `novapod` package (code, data, handler assets), of
-  cdk.json (create_app passes its context, the feature flags, to the App), and of this
+- the bytes of every file of the `novapod` package (code, data, handler assets, the
+  lifecycle scripts, the feature flags create_app passes to the App), and of this
   module and tests/conftest.py (what synthesizes, and the entry's layout),
 - the installed versions of the libraries that synthesize (aws-cdk-lib, constructs,
   cdk-nag, jsii) and of Python,
@@ -42,7 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "novapod"
 LIBRARIES = ("aws-cdk-lib", "constructs", "cdk-nag", "jsii")
-HARNESS = (ROOT / "cdk.json", Path(__file__).resolve(), ROOT / "tests" / "conftest.py")
+HARNESS = (Path(__file__).resolve(), ROOT / "tests" / "conftest.py")
 RESULT = "synthesized.json"
 
 

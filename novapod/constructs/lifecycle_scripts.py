@@ -23,7 +23,8 @@ from constructs import Construct, IConstruct
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.log_retention import retention
 
-SCRIPTS = Path(__file__).resolve().parent.parent.parent / "lifecycle_scripts"
+# Package data (pyproject.toml), so an installed novapod has them too.
+SCRIPTS = Path(__file__).resolve().parent.parent / "lifecycle_scripts"
 ON_CREATE = "on_create.sh"
 
 

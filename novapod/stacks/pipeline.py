@@ -56,7 +56,7 @@ from novapod.environment import (
     EnvironmentStacks,
     add_policy_checks,
     build_environment,
-    cdk_json_context,
+    feature_flags,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -161,8 +161,9 @@ def synth_commands(pipeline_file: str) -> list[str]:
     return [
         "make setup",
         without_aws_credentials("make test"),
-        # --no-lookups: context comes from what is committed (cdk.json, and cdk.context.json
-        # if there is one); a lookup fails the synth rather than call AWS from the build.
+        # --no-lookups: context comes from what is committed (the package's feature flags,
+        # and cdk.context.json if there is one); a lookup fails the synth rather than call
+        # AWS from the build.
         'PATH="$PWD/.venv/bin:$PATH" npx --no-install cdk synth --quiet --no-lookups '
         f'-a "python3 pipeline_app.py" -c pipeline={pipeline_file}',
         f"make pipeline-review PIPELINE={pipeline_file}",
@@ -473,9 +474,9 @@ def create_pipeline_app(
 ) -> tuple[App, PipelineStack]:
     """An App with the PipelineStack (and its stages) and cdk-nag's AWS Solutions checks.
 
-    Outside the CDK CLI (tests) the feature flags come from cdk.json, as in `create_app`.
+    The App carries novapod's feature flags, as pipeline_app.py's and `create_app`'s do.
     """
-    app = App(outdir=str(outdir) if outdir else None, context=cdk_json_context())
+    app = App(outdir=str(outdir) if outdir else None, context=feature_flags())
     stack = PipelineStack(
         app, f"{pipeline.spec.name}-pipeline", pipeline=pipeline, pipeline_file=pipeline_file
     )

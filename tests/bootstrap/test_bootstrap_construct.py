@@ -68,10 +68,10 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     from cdk_nag import AwsSolutionsChecks
 
     from novapod.constructs.cluster_bootstrap.construct import ClusterBootstrap
-    from novapod.environment import cdk_json_context
+    from novapod.environment import feature_flags
 
     outdir = tmp_path_factory.mktemp("bootstrap-cdk")
-    app = App(outdir=str(outdir), context=cdk_json_context())
+    app = App(outdir=str(outdir), context=feature_flags())
     stack, vpc, group, cluster = _fixture_stack(app, "BootstrapRig")
     ClusterBootstrap(
         stack,

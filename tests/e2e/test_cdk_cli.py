@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,8 +22,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def cdk_synth(tmp_path: Path, *extra: str, env: dict[str, str] | None = None):
-    venv_bin = str(Path(os.sys.executable).parent)  # type: ignore[attr-defined]
+def cli_environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    """Ours with the venv first on PATH (the CLI runs `python3 app.py`), no AWS
+    credentials, and `env`."""
+    venv_bin = str(Path(sys.executable).parent)
     environment = {
         **os.environ,
         "PATH": f"{venv_bin}:{os.environ['PATH']}",
@@ -32,10 +35,14 @@ def cdk_synth(tmp_path: Path, *extra: str, env: dict[str, str] | None = None):
     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
         environment.pop(key, None)
     environment.update(env or {})
+    return environment
+
+
+def cdk_synth(tmp_path: Path, *extra: str, env: dict[str, str] | None = None):
     return subprocess.run(
         [str(CDK), "synth", "--quiet", "--output", str(tmp_path / "cdk.out"), *extra],
         cwd=ROOT,
-        env=environment,
+        env=cli_environment(env),
         capture_output=True,
         text=True,
         timeout=300,
@@ -57,9 +64,15 @@ def test_cdk_synth_default_config_offline_whatever_the_aws_settings(tmp_path) ->
         "AWS_DEFAULT_REGION": "!!not-a-region",
         "AWS_EC2_METADATA_DISABLED": "true",
     }
-    result = cdk_synth(tmp_path, env=hostile)
+    result = cdk_synth(tmp_path, env={**hostile, "NOVAPOD_CONFIG": ""})
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
+    # Which config the CLI's app read, and its stacks (what `cdk destroy NAME` can select).
+    assert (
+        f"novapod: config {ROOT / 'config' / 'default.yaml'} (the default; choose another "
+        "with -c config=FILE or $NOVAPOD_CONFIG): stacks novapod-default-network, "
+        "novapod-default-storage, novapod-default-eks\n"
+    ) in result.stderr
     manifest = json.loads((tmp_path / "cdk.out" / "manifest.json").read_text())
     stacks = {
         k for k, v in manifest["artifacts"].items() if v["type"] == "aws:cloudformation:stack"
@@ -78,8 +91,11 @@ def test_cdk_synth_takes_the_config_from_context(tmp_path) -> None:
     with the same create_app; the CLI adds only app.py, -c and the asset staging, which
     this run and the default config's cover."""
     example = ROOT / "config" / "examples" / "nova-jobs.yaml"
-    result = cdk_synth(tmp_path, "-c", f"config={example}")
+    result = cdk_synth(tmp_path, "-c", f"config={example}", env={"NOVAPOD_CONFIG": "other.yaml"})
     assert result.returncode == 0, result.stderr[-2000:]
+    assert f"novapod: config {example} (-c config): stacks novapod-nova-jobs-network, " in (
+        result.stderr
+    )
     written = {p.name for p in (tmp_path / "cdk.out").glob("*.template.json")}
     for kind in ("network", "storage", "eks", "hyperpod", "nova"):
         assert any(name.endswith(f"-{kind}.template.json") for name in written), (kind, written)
@@ -87,15 +103,16 @@ def test_cdk_synth_takes_the_config_from_context(tmp_path) -> None:
 
 def test_app_py_takes_the_config_from_context_then_the_environment() -> None:
     """app.py's choice (the CLI run above proves -c reaches it): context, then
-    $NOVAPOD_CONFIG, then config/default.yaml."""
+    $NOVAPOD_CONFIG, then config/default.yaml, and where it came from (app.py prints it)."""
     import runpy
 
     choose = runpy.run_path(str(ROOT / "app.py"), run_name="app")["config_path"]
     default = str(ROOT / "config" / "default.yaml")
-    assert choose("a.yaml", {"NOVAPOD_CONFIG": "b.yaml"}) == "a.yaml"
-    assert choose(None, {"NOVAPOD_CONFIG": "b.yaml"}) == "b.yaml"
-    assert choose(None, {"NOVAPOD_CONFIG": ""}) == default
-    assert choose(None, {}) == default
+    chosen_by_default = "the default; choose another with -c config=FILE or $NOVAPOD_CONFIG"
+    assert choose("a.yaml", {"NOVAPOD_CONFIG": "b.yaml"}) == ("a.yaml", "-c config")
+    assert choose(None, {"NOVAPOD_CONFIG": "b.yaml"}) == ("b.yaml", "$NOVAPOD_CONFIG")
+    assert choose(None, {"NOVAPOD_CONFIG": ""}) == (default, chosen_by_default)
+    assert choose(None, {}) == (default, chosen_by_default)
 
 
 def test_cdk_synth_bad_config_fails_cleanly(tmp_path) -> None:
@@ -126,3 +143,51 @@ def test_a_plan_window_that_ended_stops_the_synth(tmp_path) -> None:
     ) in result.stderr
     assert "Traceback" not in result.stderr
     assert not list((tmp_path / "cdk.out").glob("*.template.json"))
+
+
+# `make destroy` (tools/cdk_destroy.py) over the real CLI, synthesized once. No call
+# reaches AWS: the selection happens on the synthesized assembly, and without a terminal
+# `cdk destroy` asks for no confirmation and deletes nothing.
+OFFLINE = {"AWS_EC2_METADATA_DISABLED": "true", "AWS_DEFAULT_REGION": "us-east-1"}
+DEFAULT_STACKS = "novapod-default-network, novapod-default-storage, novapod-default-eks"
+
+
+def offline(command: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command,
+        cwd=ROOT,
+        env=cli_environment(OFFLINE),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_make_destroy_stops_on_a_stack_the_config_does_not_define(tmp_path) -> None:
+    out = tmp_path / "out"
+    wrapper = [sys.executable, str(ROOT / "tools" / "cdk_destroy.py")]
+    names = ("novapod-default-eks", "novapod-prod-network")
+    done = offline([*wrapper, "--config", "config/default.yaml", "--output", str(out), *names])
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert f"novapod: config config/default.yaml (-c config): stacks {DEFAULT_STACKS}\n" in (
+        done.stderr
+    )
+    assert (
+        "make destroy: STACK novapod-prod-network matches none of the stacks of "
+        f"config/default.yaml ({DEFAULT_STACKS}); name one of those, or give CONFIG= the "
+        "file that defines it\n"
+    ) in done.stderr
+    assert "novapod-default-eks matches none" not in done.stderr
+    # What the pinned CLI alone does with that name: one line, and success.
+    bare = offline([str(CDK), "destroy", "--app", str(out), "novapod-prod-network"])
+    assert bare.returncode == 0
+    assert "No stacks match the name(s): novapod-prod-network" in bare.stderr
+    # What make destroy hands a name of the config to (tests/unit/test_cdk_destroy.py):
+    # it selects the stack, and cdk destroy itself refuses to go on without a terminal.
+    handed = offline(
+        [str(CDK), "destroy", "--exclusively", "--app", str(out), "novapod-default-n*"]
+    )
+    assert handed.returncode == 1, handed.stderr[-2000:]
+    assert "terminal (TTY) is not attached" in handed.stderr

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "lifecycle_scripts"
+SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "novapod" / "lifecycle_scripts"
 ON_CREATE = SCRIPTS_DIR / "on_create.sh"
 
 EBS = "Amazon Elastic Block Store"

@@ -368,11 +368,11 @@ def admin_logical_ids(admins: list[str]) -> dict[str, str]:
     from aws_cdk import aws_eks_v2 as eks_v2
 
     from novapod.config import parse_config
-    from novapod.environment import build_environment, cdk_json_context
+    from novapod.environment import build_environment, feature_flags
 
     data = yamlsafe.load(DEFAULT_CONFIG.read_text())
     data["eks"]["admin_principals"] = admins
-    stacks = build_environment(App(context=cdk_json_context()), parse_config(data))
+    stacks = build_environment(App(context=feature_flags()), parse_config(data))
     assert stacks.eks is not None
     found = {}
     for child in stacks.eks.node.find_all():

@@ -25,7 +25,7 @@ def test_build_environment_inside_a_users_own_app_and_stage(tmp_path) -> None:
     ec2.SecurityGroup(team, "Notebooks", vpc=stacks.network.handle.vpc, description="team")
     CfnOutput(team, "VpcId", value=stacks.network.handle.vpc.vpc_id)
     CfnOutput(team, "KeyArn", value=stacks.storage.key.key_arn)
-    novapod.add_policy_checks(prod)
+    novapod.add_policy_checks(prod)  # the earlier sample's call: build_environment added them
     assembly = app.synth().get_nested_assembly(prod.artifact_id)
 
     names = {s.stack_name for s in assembly.stacks}
@@ -99,3 +99,57 @@ def test_importing_novapod_does_not_load_the_cdk() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert out.stdout.split() == ["False", "False"]
+
+
+def _own_app_with_a_team_bucket(tmp_path, compliance: list[str], **options: object):
+    """An own app: novapod's environment (the default config with `compliance`) in a
+    Stage, beside the user's stack with a bucket that AWS Solutions accepts (enforced
+    SSL, its access logging acknowledged) and the opt-in packs do not (no replication)."""
+    from aws_cdk import App, Environment, Stack, Stage
+    from aws_cdk import aws_s3 as s3
+
+    from novapod.constructs.acknowledge import acknowledge
+
+    app = App(outdir=str(tmp_path))
+    prod = Stage(app, "Prod")
+    config = novapod.load_config(DEFAULT_CONFIG).model_copy(update={"compliance": compliance})
+    novapod.build_environment(prod, config, **options)  # type: ignore[arg-type]
+    team = Stack(prod, "Team", env=Environment(region=config.region))
+    bucket = s3.Bucket(team, "Data", enforce_ssl=True)
+    acknowledge(
+        bucket, "AwsSolutions-S1", "The team's scratch bucket: its access logs are not kept."
+    )
+    return app, prod
+
+
+def _failed(tmp_path, app) -> list[tuple[str, set[str]]]:
+    """Synthesis fails; each failing plugin report (in order) -> its rules."""
+    with pytest.raises(Exception, match="ValidationFailed"):
+        app.synth()
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    return [
+        (plugin["pluginName"], {v["ruleName"] for v in plugin["violations"]})
+        for plugin in report["pluginReports"]
+        if plugin["conclusion"] == "failure"
+    ]
+
+
+def test_build_environment_runs_the_configs_compliance_packs(tmp_path) -> None:
+    """`compliance: [hipaa]` in the config fails an own app's synth on a HIPAA finding,
+    with no call besides build_environment, as `make synth` would."""
+    app, _ = _own_app_with_a_team_bucket(tmp_path, ["hipaa"])
+    ((plugin, rules),) = _failed(tmp_path, app)
+    assert plugin == "HIPAA.Security"
+    assert "HIPAA.Security-S3BucketReplicationEnabled" in rules
+
+
+def test_policy_checks_false_leaves_them_to_you_and_each_pack_runs_once(tmp_path) -> None:
+    """Without novapod's checks the config's pack is not added; the user's own
+    add_policy_checks, called twice (as the earlier sample did after build_environment),
+    adds AWS Solutions and NIST once each."""
+    app, prod = _own_app_with_a_team_bucket(tmp_path, ["hipaa"], policy_checks=False)
+    novapod.add_policy_checks(prod, ["nist-800-53-r5"])
+    novapod.add_policy_checks(prod, ["nist-800-53-r5"])
+    ((plugin, rules),) = _failed(tmp_path, app)  # one report: no HIPAA, NIST once
+    assert plugin == "NIST.800.53.R5"
+    assert "NIST.800.53.R5-S3BucketReplicationEnabled" in rules

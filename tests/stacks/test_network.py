@@ -10,7 +10,7 @@ from aws_cdk import App, Environment
 from aws_cdk.assertions import Match
 
 from novapod.config import load_config
-from novapod.environment import add_policy_checks, cdk_json_context
+from novapod.environment import add_policy_checks, feature_flags
 from novapod.stacks.network import NetworkStack
 from tests.conftest import DEFAULT_CONFIG, ROOT, Synthesized, producer_value, resources
 
@@ -238,7 +238,7 @@ def test_closed_network_gets_the_jobs_endpoints_with_private_dns() -> None:
     the endpoints jobs calling Lambda, RFT's queues and MLflow add, under cdk-nag."""
     config = load_config(CLOSED)
     names = config.network.endpoints_with(("lambda", "sqs", "sagemaker.experiments"))
-    app = App(context=cdk_json_context())
+    app = App(context=feature_flags())
     stack = NetworkStack(
         app,
         "ClosedNetwork",

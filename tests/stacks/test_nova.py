@@ -16,7 +16,7 @@ from novapod import yamlsafe
 from novapod.config import load_config, parse_config
 from novapod.constructs.network import PrivatePlacement
 from novapod.constructs.purchase_ledger import PurchaseLedger
-from novapod.environment import cdk_json_context
+from novapod.environment import feature_flags
 from novapod.nova import render
 from novapod.nova.access import scientist_entry_id
 from novapod.nova.mlflow import mlflow_actions
@@ -119,7 +119,7 @@ def _standalone(scientists: list[str]) -> dict[str, Any]:
 def _standalone_stack(data: dict[str, Any]) -> NovaStack:
     """The nova stack of a config, in an App of its own (no other stacks synthesized)."""
     config = parse_config(data)
-    app = App(context=cdk_json_context())
+    app = App(context=feature_flags())
     env = Environment(account="111122223333", region="us-east-1")
     stored = {
         "data_bucket_name": "data",

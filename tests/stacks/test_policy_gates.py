@@ -51,10 +51,10 @@ def test_nag_fails_synthesis_on_an_unacknowledged_finding(tmp_path) -> None:
     from aws_cdk import App, Stack
     from aws_cdk import aws_s3 as s3
 
-    from novapod.environment import add_policy_checks, build_environment, cdk_json_context
+    from novapod.environment import add_policy_checks, build_environment, feature_flags
     from tests.conftest import DEFAULT_CONFIG
 
-    app = App(outdir=str(tmp_path), context=cdk_json_context())
+    app = App(outdir=str(tmp_path), context=feature_flags())
     build_environment(app, load_config(DEFAULT_CONFIG))
     s3.Bucket(Stack(app, "Intruder"), "Unlogged")
     add_policy_checks(app)

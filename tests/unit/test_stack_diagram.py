@@ -121,15 +121,15 @@ def test_an_output_the_producer_lacks_is_an_error(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_weak_reference_synthesized_by_the_cdk_is_read(tmp_path: Path) -> None:
-    """What CDK writes for a weak cross-stack reference (cdk.json's flag) is what the
+    """What CDK writes for a weak cross-stack reference (novapod's feature flag) is what the
     reader follows: a bucket's name read by a second stack."""
     import aws_cdk as cdk
     from aws_cdk import aws_s3 as s3
     from aws_cdk import aws_ssm as ssm
 
-    from novapod.environment import cdk_json_context
+    from novapod.environment import feature_flags
 
-    app = cdk.App(outdir=str(tmp_path), context=cdk_json_context())
+    app = cdk.App(outdir=str(tmp_path), context=feature_flags())
     storage = cdk.Stack(app, "novapod-t-storage", description="novapod t: buckets")
     bucket = s3.Bucket(storage, "Data")
     reader = cdk.Stack(app, "novapod-t-reader")
