@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import botocore.session
@@ -15,6 +16,7 @@ import jsonschema
 import pytest
 
 from novapod import cli
+from tests.conftest import ROOT
 from tests.handlers.status_world import (
     ADOPTED,
     ADOPTED_ARN,
@@ -630,3 +632,40 @@ def test_every_object_of_the_schema_is_closed() -> None:
 
     walk(SCHEMA, "$")
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
+
+
+# --- the example in docs/operations.md ------------------------------------------------------
+
+OPERATIONS = ROOT / "docs" / "operations.md"
+EXAMPLE_START = (
+    "<!-- status example: the output of docs_example() in tests/handlers/test_status_cli.py -->"
+)
+
+
+def docs_example(world: StatusWorld, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The environment the operations page shows: a day into its plan, one reserved
+    instance idle, a node failing its health check, the system group scaled by hand."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "dev.yaml").write_text(world.path.read_text())
+    world.path = Path("config/dev.yaml")
+    world.healthy()
+    world.plane.set_plan_counts(world.plan, available=1, in_use=3)
+    node = world.plane.hyperpod.nodes[CLUSTER][1]
+    node["InstanceStatus"] = {"Status": "Failure", "Message": "deep health check: GPU ECC errors"}
+    (system,) = world.plane.hyperpod.clusters[CLUSTER]["InstanceGroups"]
+    world.plane.hyperpod.set_instance_groups(
+        CLUSTER, [{**system, "TargetCount": 2, "CurrentCount": 2}]
+    )
+    world.plane.hyperpod.add_node(CLUSTER, "system")
+    status, out, err = world.run()
+    assert (status, err) == (4, "")
+    return f"$ novapod status config/dev.yaml\n{out}$ echo $?\n4\n"
+
+
+def test_the_operations_page_shows_the_real_output(status_world, tmp_path, monkeypatch) -> None:
+    shown = docs_example(status_world, tmp_path, monkeypatch)
+    text = OPERATIONS.read_text(encoding="utf-8")
+    start = text.index(EXAMPLE_START)
+    block = text[text.index("```text\n", start) + len("```text\n") :]
+    assert block[: block.index("```\n")] == shown, f"docs/operations.md should show:\n{shown}"

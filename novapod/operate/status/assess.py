@@ -224,8 +224,12 @@ def assess(facts: Facts, *, ending_within: timedelta = DEFAULT_ENDING_WITHIN) ->
                 commands.purchases(),
             )
         )
+    rows = {f"plan {p['name']}": p for p in plans} | {f"group {g['name']}": g for g in groups}
     for item in drift:
         attention.append(Attention("drift", item.subject, item.message, item.command))
+        row = rows.get(item.subject)
+        if row is not None and "drift" not in row["attention"]:
+            row["attention"].append("drift")
     rank = {kind: i for i, kind in enumerate(URGENCY)}
     attention.sort(key=lambda a: rank[a.kind])  # stable: within a kind, config order
     return Report(
