@@ -1,9 +1,9 @@
 """The `novapod` command: validate a config, print its JSON Schema, plan capacity, write
-the Nova recipes of its jobs, launch them, read their evaluations, and review what a
-change to the synthesized stacks does.
+the Nova recipes of its jobs, launch them, read their evaluations, show what a deployed
+environment runs and pays for, and review what a change to the synthesized stacks does.
 
-Only `offerings`, `launch`, `cancel`, `results`, `purchases` and `pipeline-check` talk to
-AWS. The other commands never read AWS settings (profile, config and credentials files),
+Only `offerings`, `launch`, `cancel`, `results`, `purchases`, `status` and `pipeline-check`
+talk to AWS. The other commands never read AWS settings (profile, config and credentials files),
 so a broken or missing profile cannot stop them.
 """
 
@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -47,11 +50,16 @@ from novapod.constructs.training_plan.handler import decisions, offerings
 from novapod.nova import cancel, launch, render, results
 from novapod.nova.catalog import CatalogError
 from novapod.operate import pipeline_check, purchases
+from novapod.operate.status import assess as status_assess
+from novapod.operate.status import collect as status_collect
+from novapod.operate.status import render as status_render
+from novapod.operate.status import watch as status_watch
 
 EXIT_OK = 0
 EXIT_INVALID = 2
 EXIT_AWS = 1
 EXIT_GATE = 3  # `review --fail-on`: a named gate tripped (1 stays a crash or an AWS error)
+EXIT_ATTENTION = status_assess.EXIT_ATTENTION  # `status`: something needs a human
 CONFIG_VARIABLE = "NOVAPOD_CONFIG"
 
 
@@ -505,6 +513,106 @@ def _purchases(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# `status` reads the time and waits between `--watch` rounds through these (tests replace them).
+_status_now: Callable[[], datetime] = lambda: datetime.now(UTC)  # noqa: E731
+_status_sleep: Callable[[float], None] = time.sleep
+
+
+def _status(args: argparse.Namespace) -> int:
+    path, _ = _config_path(args)
+    # As `plan` does: an edit not approved yet still shows what is deployed (as drift).
+    config = _look(path)
+    cfn, sagemaker, dynamodb = _aws_clients(
+        config, "status", "cloudformation", "sagemaker", "dynamodb"
+    )
+    ending = timedelta(hours=args.ending_within)
+
+    def one_round() -> tuple[str, int]:
+        try:
+            facts = status_collect.collect(
+                config,
+                path,
+                cloudformation=cfn,
+                sagemaker=sagemaker,
+                dynamodb=dynamodb,
+                now=_status_now(),
+            )
+        except (BotoCoreError, ClientError) as error:
+            raise _aws_failed("status", error) from None
+        except ledger.LedgerError as error:
+            raise _AwsError(f"novapod status: {error}") from None
+        report = status_assess.assess(facts, ending_within=ending)
+        if args.json:
+            return status_render.to_json(report, compact=bool(args.watch)), report.exit_status
+        return status_render.to_text(report), report.exit_status
+
+    if not args.watch:
+        text, code = one_round()
+        print(text)
+        return code
+    return status_watch.watch(
+        one_round,
+        args.watch,
+        sleep=_status_sleep,
+        out=sys.stdout,
+        redraw=not args.json and sys.stdout.isatty(),
+    )
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def _add_status(commands: Any, config_help: str) -> None:
+    status_cmd = commands.add_parser(
+        "status",
+        help="what the deployed environment runs and pays for: plans, groups, drift (reads only)",
+        description=(
+            "Read the deployed environment with your AWS credentials and compare it with the "
+            "config: each training plan (status, window, time to its end, total / free / "
+            "in-use / unhealthy instances, fee paid from the purchase ledger, extensions, "
+            "purchases awaiting reconciliation), each HyperPod instance group (desired and "
+            "current nodes, unhealthy nodes, its plan and whether that plan is Active) and "
+            "the drift from the config, each with the command that brings it back. Makes "
+            "only Describe, List and Query calls."
+        ),
+        epilog=(
+            "Exit 0 when healthy; 4 when something needs attention (a failed or degraded "
+            "group, unhealthy nodes, a failed plan, a plan ending within --ending-within "
+            "hours, a purchase whose outcome is unknown, missing nodes, reserved instances "
+            "idle while their plan is Active, drift); 1 when an AWS call fails; 2 for a "
+            "config error or an undeployed storage stack. --json prints the report as JSON "
+            "(docs/reference/status.schema.json); with --watch, one document per line. Needs "
+            "cloudformation:DescribeStacks on the storage stack, dynamodb:Query on the "
+            "purchase ledger and kms:Decrypt on the environment's key, "
+            "sagemaker:DescribeTrainingPlan and DescribeTrainingPlanExtensionHistory on the "
+            "plans, sagemaker:DescribeCluster and ListClusterNodes on the cluster."
+        ),
+    )
+    status_cmd.add_argument("config", nargs="?", help=config_help)
+    status_cmd.add_argument("--json", action="store_true", help="print JSON (the contract)")
+    status_cmd.add_argument(
+        "--watch",
+        type=_positive,
+        metavar="SECONDS",
+        help="redraw every SECONDS until interrupted (Ctrl-C); exit with the last status",
+    )
+    status_cmd.add_argument(
+        "--ending-within",
+        type=_positive,
+        default=status_assess.DEFAULT_ENDING_WITHIN.total_seconds() / 3600,
+        metavar="HOURS",
+        help="an Active plan ending within HOURS needs attention (default: 72)",
+    )
+    status_cmd.set_defaults(run=_status)
+
+
 def _review(args: argparse.Namespace) -> int:
     gates = [g.strip() for g in (args.fail_on or "").split(",") if g.strip()]
     unknown = [g for g in gates if g not in review.GATES]
@@ -634,6 +742,7 @@ def _parser() -> argparse.ArgumentParser:
     offerings.add_argument("--plan", help="training plan name (from `novapod plan`)")
     offerings.set_defaults(run=_offerings)
     _add_purchases(commands, config_help)
+    _add_status(commands, config_help)
     recipes = commands.add_parser(
         "recipes", help="write the jobs' Nova recipes, launch specs and index (offline)"
     )

@@ -162,6 +162,10 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             lifecycle_scripts=eks.lifecycle_scripts,
             plans=capacity.plans if capacity else {},
             bootstrap=eks.bootstrap.resource,
+            # The managed policy of `novapod status` (it reads the ledger with the key) is
+            # here without a nova stack, else in the nova stack beside the Nova check.
+            ledger=None if config.has_nova_stack else storage.ledger,
+            key=None if config.has_nova_stack else storage.key,
             env=env,
             description=f"novapod {config.name}: SageMaker HyperPod cluster",
         )
@@ -200,6 +204,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             hyperpod_cluster_arn=hyperpod.cluster.attr_cluster_arn,
             restricted_role_name=hyperpod.execution_role_names.get("restricted"),
             base=nova_base,
+            ledger=storage.ledger,
             env=env,
             description=f"novapod {config.name}: where the Nova jobs run (access, data "
             "grants, readiness check, Bedrock models)",

@@ -5,7 +5,9 @@ and the subnets the TrainingPlan resource reports for the plan's zone, so the no
 land where the capacity is. Standard groups run system pods and CPU work with our
 lifecycle scripts. The cluster waits for ClusterBootstrap (HyperPod dependencies)
 and for the execution roles with their policies: both are in EksStack, which this
-stack deploys after.
+stack deploys after. In an environment without a nova stack, the managed policy
+`novapod status` needs (constructs/status_policy.py) is here, after the cluster whose ARN
+it names.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from aws_cdk import CfnOutput, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
@@ -27,6 +30,8 @@ from novapod.constructs.execution_role import (
 )
 from novapod.constructs.lifecycle_scripts import LifecycleScripts
 from novapod.constructs.network import VpcHandle
+from novapod.constructs.purchase_ledger import PurchaseLedger
+from novapod.constructs.status_policy import status_policy
 from novapod.constructs.training_plan.construct import TrainingPlan
 
 CLUSTER_LOGICAL_ID = "HyperPodCluster"
@@ -51,6 +56,8 @@ class HyperPodStack(Stack):
         lifecycle_scripts: LifecycleScripts | None,
         plans: Mapping[str, TrainingPlan],
         bootstrap: Construct | None,
+        ledger: PurchaseLedger | None = None,
+        key: kms.IKey | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, **kwargs)
@@ -128,6 +135,14 @@ class HyperPodStack(Stack):
             output.override_logical_id(f"{ROLE_IDS[kind]}Name")
             self.execution_role_names[kind] = Fn.get_stack_output(
                 self.stack_name, f"{ROLE_IDS[kind]}Name"
+            )
+        if ledger is not None and key is not None:  # without a nova stack, here
+            status_policy(
+                self,
+                config=config,
+                cluster_arn=self.cluster.attr_cluster_arn,
+                ledger=ledger,
+                key=key,
             )
 
     def _plan_vpc(self, plan_name: str | None) -> tuple[str | None, Any]:

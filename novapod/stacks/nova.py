@@ -11,8 +11,9 @@ The EKS cluster is named at synth (`novapod-<env>`), so the access entries need 
 reference to the EKS stack either.
 
 Contents: the scientists' EKS access entries (a Kubernetes group, no cluster-admin) and
-their customer-managed policy; the data grants of the restricted execution role; the
-NovaEnvironment check (novapod/constructs/nova_environment/) that the cluster can take
+their customer-managed policy; the platform engineers' policy for `novapod status`
+(novapod/constructs/status_policy.py); the data grants of the restricted execution role;
+the NovaEnvironment check (novapod/constructs/nova_environment/) that the cluster can take
 a Nova job; the Bedrock custom models (novapod/constructs/bedrock_model/); outputs
 that tell a scientist where things are.
 """
@@ -32,6 +33,8 @@ from novapod.config import NovapodConfig
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.bedrock_model.construct import bedrock_models
 from novapod.constructs.nova_environment.construct import nova_environment
+from novapod.constructs.purchase_ledger import PurchaseLedger
+from novapod.constructs.status_policy import status_policy
 from novapod.nova import render
 from novapod.nova.access import (
     BUNDLE_PREFIX,
@@ -100,6 +103,7 @@ class NovaStack(Stack):
         hyperpod_cluster_arn: str,
         restricted_role_name: str | None,
         base: NovaBaseStack,
+        ledger: PurchaseLedger | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, **kwargs)
@@ -145,6 +149,14 @@ class NovaStack(Stack):
             hyperpod_cluster_arn=hyperpod_cluster_arn,
         )
         self.bedrock_models = bedrock_models(self, config=config, importer=base.bedrock)
+        # What `novapod status` reads, beside the check (which takes longer than a policy).
+        self.status_policy = (
+            status_policy(
+                self, config=config, cluster_arn=hyperpod_cluster_arn, ledger=ledger, key=key
+            )
+            if ledger is not None
+            else None
+        )
 
     def _objects(self, prefix: str) -> str:
         return self.artifacts_bucket.arn_for_objects(f"{prefix}*")

@@ -237,6 +237,7 @@ class FakeControlPlane:
             self.subnets: list[dict[str, str]] = []
             self.offerings: list[dict[str, Any]] = []
             self.plans: dict[str, dict[str, Any]] = {}
+            self.unhealthy_counts: dict[str, int] = {}  # DescribeTrainingPlan only
             self.tags: dict[str, list[dict[str, str]]] = {}
             self.default_statuses: tuple[tuple[str, str], ...] = (
                 ("Pending", ""),
@@ -438,6 +439,27 @@ class FakeControlPlane:
                 plan, f"tpeo-earlier-{len(self.extensions.get(plan, []))}", hours, "", "USD"
             )
             self.extensions[plan][-1].statuses = deque([(status, payment)])
+
+    def set_plan_counts(
+        self,
+        name: str,
+        *,
+        available: int | None = None,
+        in_use: int | None = None,
+        unhealthy: int | None = None,
+    ) -> None:
+        """The instance counts DescribeTrainingPlan shows for a plan (Available, InUse,
+        Unhealthy; Total is what was bought). UnhealthyInstanceCount is in
+        DescribeTrainingPlan's output only, not in TrainingPlanSummary (botocore's model),
+        so ListTrainingPlans never shows it."""
+        with self._lock:
+            plan = self.plans[name]
+            if available is not None:
+                plan["AvailableInstanceCount"] = available
+            if in_use is not None:
+                plan["InUseInstanceCount"] = in_use
+            if unhealthy is not None:
+                self.unhealthy_counts[name] = unhealthy
 
     def lag_extensions(self, *, history_reads: int = 0, describe_reads: int = 0) -> None:
         """The next extension bought stays out of that many history reads and plan
@@ -755,7 +777,7 @@ class FakeControlPlane:
         action = f"{service}:{operation}"
         if service == "cloudformation":
             return self._cloudformation_authorizations(action, params)
-        if service == "sagemaker" and operation == "DescribeCluster":
+        if service == "sagemaker" and operation in ("DescribeCluster", "ListClusterNodes"):
             # On the cluster (resource type cluster, list_amazonsagemaker.html), whose ARN
             # ends in the ID SageMaker gave it, also when the call names it by name.
             return [iam.Request(action, self.hyperpod.cluster_arn(str(params["ClusterName"])))]
@@ -1039,6 +1061,8 @@ class FakeControlPlane:
             if len(script) > 1:
                 script.popleft()
         shown = {k: v for k, v in plan.items() if v not in (None, "")}
+        if plan["TrainingPlanName"] in self.unhealthy_counts:
+            shown["UnhealthyInstanceCount"] = self.unhealthy_counts[plan["TrainingPlanName"]]
         if self.extensions.get(plan["TrainingPlanName"]):
             end = self._shown_end(plan, consume=True)
             # "updates your training plan's end date" (training-plan-extension-using-api-
@@ -1426,6 +1450,7 @@ _SAGEMAKER_OPERATIONS = {
     "ListTags": FakeControlPlane._list_tags,
     "DeleteTags": FakeControlPlane._delete_tags,
     "DescribeCluster": lambda plane, params: plane.hyperpod.describe_cluster(params),
+    "ListClusterNodes": lambda plane, params: plane.hyperpod.list_cluster_nodes(params),
 }
 _EC2_OPERATIONS = {
     "DescribeAvailabilityZones": FakeControlPlane._describe_availability_zones,

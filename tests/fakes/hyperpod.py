@@ -8,7 +8,16 @@ Errors come back as the plane's API errors (EKS puts the code in `x-amzn-ErrorTy
 which botocore's REST-JSON parser reads).
 
 Tests script a cluster's status sequence (one status per DescribeCluster, the last one
-stays; a status may carry a FailureMessage) and its restricted instance groups.
+stays; a status may carry a FailureMessage), its restricted and standard instance groups
+and its nodes. ListClusterNodes serves the nodes a page at a time (`node_page_size`,
+or MaxResults when smaller; NextToken an offset), filtered by InstanceGroupNameContains
+and CreationTimeAfter/Before (on LaunchTime) and sorted by SortBy/SortOrder (CREATION_TIME
+by LaunchTime, NAME by instance ID; the order otherwise is the order they were added),
+per the ListClusterNodes API reference (docs.aws.amazon.com/sagemaker/latest/APIReference/
+API_ListClusterNodes.html). Node statuses are the model's ClusterInstanceStatus values
+(Running | Failure | Pending | ShuttingDown | SystemUpdating | DeepHealthCheckInProgress |
+NotFound | DetachInProgress | AttachInProgress in botocore 1.44); the plane checks every
+answer against the output shape.
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ import hashlib
 import json
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.fakes import service_model
@@ -36,19 +45,51 @@ def restricted_group(
     plan_status: str | None = None,
     instance_type: str = "ml.p5.48xlarge",
     account: str = "123456789012",
+    status: str = "InService",
 ) -> dict[str, Any]:
-    """One member of DescribeCluster's RestrictedInstanceGroups."""
+    """One member of DescribeCluster's RestrictedInstanceGroups (its Status one of the
+    model's InstanceGroupStatus values: InService | Creating | Updating | Failed | Degraded
+    | SystemUpdating | Deleting; TrainingPlanStatus is a free string in the model)."""
     group: dict[str, Any] = {
         "InstanceGroupName": name,
         "InstanceType": instance_type,
         "CurrentCount": current,
         "TargetCount": target,
         "ExecutionRole": f"arn:aws:iam::{account}:role/{name}-execution",
-        "Status": "InService",
+        "Status": status,
     }
     if plan_arn is not None:
         group["TrainingPlanArn"] = plan_arn
         group["TrainingPlanStatus"] = plan_status or "Active"
+    return group
+
+
+def standard_group(
+    name: str,
+    *,
+    current: int,
+    target: int,
+    instance_type: str = "ml.m5.2xlarge",
+    plan_arn: str | None = None,
+    plan_status: str | None = None,
+    account: str = "123456789012",
+    status: str = "InService",
+) -> dict[str, Any]:
+    """One member of DescribeCluster's InstanceGroups (a standard group)."""
+    group = restricted_group(
+        name,
+        current=current,
+        target=target,
+        plan_arn=plan_arn,
+        plan_status=plan_status,
+        instance_type=instance_type,
+        account=account,
+        status=status,
+    )
+    group["LifeCycleConfig"] = {
+        "SourceS3Uri": f"s3://sagemaker-lifecycle-{account}/scripts/",
+        "OnCreate": "on_create.sh",
+    }
     return group
 
 
@@ -62,6 +103,8 @@ class HyperPodFake:
         self.clusters: dict[str, dict[str, Any]] = {}
         self.eks_clusters: dict[str, dict[str, Any]] = {}
         self._statuses: dict[str, deque[tuple[str, str]]] = {}
+        self.nodes: dict[str, list[dict[str, Any]]] = {}  # cluster name -> node summaries
+        self.node_page_size = 100  # ListClusterNodes' MaxResults is at most 100
 
     # --- scripting ----------------------------------------------------------------------
 
@@ -71,6 +114,7 @@ class HyperPodFake:
         *,
         statuses: Iterable[str | tuple[str, str]] = ("InService",),
         restricted_groups: Sequence[dict[str, Any]] = (),
+        instance_groups: Sequence[dict[str, Any]] = (),
         eks_cluster: str | None = None,
     ) -> str:
         """A HyperPod cluster on EKS; returns its ARN (the ID is 12 lowercase hex digits)."""
@@ -81,7 +125,7 @@ class HyperPodFake:
             "ClusterName": name,
             "ClusterStatus": "Creating",
             "CreationTime": datetime(2030, 1, 1, tzinfo=UTC),
-            "InstanceGroups": [],
+            "InstanceGroups": list(instance_groups),
             "RestrictedInstanceGroups": list(restricted_groups),
             "Orchestrator": {
                 "Eks": {
@@ -92,6 +136,7 @@ class HyperPodFake:
             "NodeRecovery": "Automatic",
         }
         self.script_statuses(name, statuses)
+        self.nodes[name] = []
         return arn
 
     def script_statuses(self, name: str, statuses: Iterable[str | tuple[str, str]]) -> None:
@@ -104,6 +149,46 @@ class HyperPodFake:
 
     def set_restricted_groups(self, name: str, groups: Sequence[dict[str, Any]]) -> None:
         self.clusters[name]["RestrictedInstanceGroups"] = list(groups)
+
+    def set_instance_groups(self, name: str, groups: Sequence[dict[str, Any]]) -> None:
+        self.clusters[name]["InstanceGroups"] = list(groups)
+
+    def add_node(
+        self,
+        cluster: str,
+        group: str,
+        *,
+        status: str = "Running",
+        message: str = "",
+        instance_type: str | None = None,
+        launched: datetime | None = None,
+    ) -> str:
+        """A node of `group` (its type the group's unless given); returns its instance ID
+        (i- and 17 hex digits, DescribeClusterNode's NodeId pattern)."""
+        nodes = self.nodes[cluster]
+        if instance_type is None:
+            groups = [
+                *self.clusters[cluster]["RestrictedInstanceGroups"],
+                *self.clusters[cluster]["InstanceGroups"],
+            ]
+            known = next((g for g in groups if g["InstanceGroupName"] == group), None)
+            instance_type = known["InstanceType"] if known else "ml.p5.48xlarge"
+        index = len(nodes)
+        digest = hashlib.sha256(f"{cluster}/{group}/{index}".encode()).hexdigest()
+        instance_id = f"i-{digest[:17]}"
+        node: dict[str, Any] = {
+            "InstanceGroupName": group,
+            "InstanceId": instance_id,
+            "InstanceType": instance_type,
+            "LaunchTime": launched or datetime(2030, 1, 1, tzinfo=UTC) + timedelta(minutes=index),
+            "InstanceStatus": {"Status": status, **({"Message": message} if message else {})},
+            "PrivateDnsHostname": f"ip-10-1-{index // 250}-{index % 250 + 1}.ec2.internal",
+        }
+        nodes.append(node)
+        return instance_id
+
+    def add_nodes(self, cluster: str, group: str, count: int, **kwargs: Any) -> list[str]:
+        return [self.add_node(cluster, group, **kwargs) for _ in range(count)]
 
     def add_eks_cluster(
         self, name: str, *, endpoint: str, ca_pem: bytes, status: str = "ACTIVE"
@@ -135,14 +220,7 @@ class HyperPodFake:
     # --- SageMaker ----------------------------------------------------------------------
 
     def describe_cluster(self, params: dict[str, Any]) -> dict[str, Any]:
-        name = str(params.get("ClusterName", ""))
-        cluster = next(
-            (c for c in self.clusters.values() if name in (c["ClusterName"], c["ClusterArn"])),
-            None,
-        )
-        if cluster is None:
-            # SageMaker's error for an unknown cluster (DescribeCluster API reference).
-            raise self._error("ResourceNotFound", f"Cluster {name} not found.", 400)
+        cluster = self._cluster(str(params.get("ClusterName", "")))
         script = self._statuses[cluster["ClusterName"]]
         status, message = script[0]
         if len(script) > 1:
@@ -151,6 +229,41 @@ class HyperPodFake:
         if message:
             shown["FailureMessage"] = message
         return shown
+
+    def list_cluster_nodes(self, params: dict[str, Any]) -> dict[str, Any]:
+        cluster = self._cluster(str(params.get("ClusterName", "")))
+        nodes = list(self.nodes.get(cluster["ClusterName"], []))
+        contains = params.get("InstanceGroupNameContains")
+        if contains:
+            nodes = [n for n in nodes if str(contains) in n["InstanceGroupName"]]
+        after, before = (
+            _time(params.get("CreationTimeAfter")),
+            _time(params.get("CreationTimeBefore")),
+        )
+        if after is not None:
+            nodes = [n for n in nodes if n["LaunchTime"] > after]
+        if before is not None:
+            nodes = [n for n in nodes if n["LaunchTime"] < before]
+        sort_by = params.get("SortBy")
+        if sort_by is not None:
+            key = "LaunchTime" if sort_by == "CREATION_TIME" else "InstanceId"
+            nodes.sort(key=lambda n: n[key], reverse=params.get("SortOrder") == "Descending")
+        start = int(params.get("NextToken") or 0)
+        size = min(int(params.get("MaxResults") or self.node_page_size), self.node_page_size)
+        answer: dict[str, Any] = {"ClusterNodeSummaries": nodes[start : start + size]}
+        if start + size < len(nodes):
+            answer["NextToken"] = str(start + size)
+        return answer
+
+    def _cluster(self, name: str) -> dict[str, Any]:
+        cluster = next(
+            (c for c in self.clusters.values() if name in (c["ClusterName"], c["ClusterArn"])),
+            None,
+        )
+        if cluster is None:
+            # SageMaker's error for an unknown cluster (DescribeCluster API reference).
+            raise self._error("ResourceNotFound", f"Cluster {name} not found.", 400)
+        return cluster
 
     # --- EKS ----------------------------------------------------------------------------
 
@@ -166,6 +279,15 @@ class HyperPodFake:
                 "ResourceNotFoundException", f"No cluster found for name: {params['name']}.", 404
             )
         return {"cluster": dict(cluster)}
+
+
+def _time(value: Any) -> datetime | None:
+    """A JSON timestamp as botocore sends it (epoch seconds)."""
+    if value is None:
+        return None
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, UTC)
+    return datetime.fromisoformat(str(value))
 
 
 def rest_json_error_body(message: str) -> bytes:

@@ -216,12 +216,26 @@ def _cli(module: str, item: Import) -> bool:
     return item.target != "novapod.cli"
 
 
+# `novapod status` calls AWS in one module; what judges and prints the facts stays pure.
+STATUS = "novapod.operate.status"
+STATUS_CALLS = f"{STATUS}.collect"
+
+
+def _status(module: str, item: Import) -> bool:
+    if not within(module, STATUS) or module == STATUS_CALLS:
+        return True
+    return item.target not in ("boto3", "botocore") and not within(
+        item.target, "novapod.nova.launch"
+    )
+
+
 RULES = {
     "config never imports constructs/, stacks/, review/ or cli": _config,
     "capacity/ imports only itself, nova.catalog, yamlsafe and handler_core.names": _capacity,
     "handlers and handler_core import only stdlib, boto3/botocore and, relatively, handler_core": _handler,
     "constructs/ never imports stacks/": _stacks,
     "nothing imports cli": _cli,
+    "operate/status/ calls AWS only in collect": _status,
 }
 
 
@@ -350,6 +364,21 @@ def test_a_cycle_through_a_type_checking_import_is_found(tmp_path: Path) -> None
             {"environment.py": "import novapod.cli\n"},
             ["novapod.environment:1 imports novapod.cli"],
         ),
+        (
+            "operate/status/ calls AWS only in collect",
+            {
+                "operate/status/collect.py": "import boto3\nfrom botocore import exceptions\n",
+                "operate/status/assess.py": (
+                    "from botocore.exceptions import ClientError\n"
+                    "from . import collect\n"
+                    "def f():\n    import boto3\n"
+                ),
+            },
+            [
+                "novapod.operate.status.assess:1 imports botocore",
+                "novapod.operate.status.assess:4 imports boto3",
+            ],
+        ),
     ],
 )
 def test_each_rule_fails_on_a_bad_import(
@@ -374,6 +403,8 @@ def test_each_rule_fails_on_a_bad_import(
         "constructs/t/handler/decisions.py": "",
         "stacks/__init__.py": "",
         "stacks/network.py": "",
+        "operate/__init__.py": "",
+        "operate/status/__init__.py": "",
     }
     imports = _tree(tmp_path, {**skeleton, **files})
     assert violations(rule, imports) == expected

@@ -1,0 +1,125 @@
+"""The customer-managed policy `novapod status` needs, and nothing more: attach it to
+the platform engineers' roles (the `StatusPolicyArn` output of the nova stack, or of the
+hyperpod stack in an environment without jobs). It names the HyperPod cluster's ARN, so
+it is created after the cluster: in the nova stack beside the Nova check (which takes
+longer), so it adds nothing to the deploy's critical path there.
+
+One statement per thing `novapod status` reads (novapod/operate/status/collect.py makes
+the calls; its ACTIONS are these actions):
+
+- `cloudformation:DescribeStacks` on the storage stack (the ledger table's name is its
+  output); a stack ARN ends in an ID CloudFormation generates (stack/<name>/<id>,
+  list_awscloudformation.html in the Service Authorization Reference).
+- `dynamodb:Query` on the purchase ledger, this environment's items only
+  (`dynamodb:LeadingKeys`, as the handlers' grants: constructs/purchase_ledger.py).
+- `kms:Decrypt` and `kms:DescribeKey` on the environment's key through DynamoDB only
+  (`kms:ViaService`): the ledger is encrypted with it, and reading a table under a
+  customer managed key uses the key on the caller's behalf (what aws-cdk-lib's
+  Table.grantReadData grants for such a table: KEY_READ_ACTIONS in aws-dynamodb perms).
+- `sagemaker:DescribeTrainingPlan` and `DescribeTrainingPlanExtensionHistory` on each
+  plan of the config, by its exact ARN (resource type training-plan,
+  list_amazonsagemaker.html).
+- `sagemaker:DescribeCluster` and `ListClusterNodes` on the HyperPod cluster's ARN
+  (resource type cluster, list_amazonsagemaker.html).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aws_cdk import Aws, CfnOutput, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+
+from novapod.capacity.extension import plan_name
+from novapod.constructs.acknowledge import acknowledge, nag_resource
+from novapod.constructs.purchase_ledger import PurchaseLedger
+
+if TYPE_CHECKING:
+    from novapod.config import NovapodConfig
+
+LEDGER_KEY_ACTIONS = ("kms:Decrypt", "kms:DescribeKey")
+
+
+def status_policy(
+    scope: Stack,
+    *,
+    config: NovapodConfig,
+    cluster_arn: str,
+    ledger: PurchaseLedger,
+    key: kms.IKey,
+) -> iam.ManagedPolicy:
+    """The policy, and its ARN as the `StatusPolicyArn` output of `scope`."""
+    environment = config.name
+    plan_arns = [
+        spec.existing_arn
+        or scope.format_arn(
+            service="sagemaker",
+            resource="training-plan",
+            resource_name=plan_name(spec, config.name, request),
+        )
+        for spec, request in config.training_plan_requests()
+    ]
+    storage = scope.format_arn(
+        service="cloudformation", resource="stack", resource_name=f"{config.prefix}-storage/*"
+    )
+    statements = [
+        iam.PolicyStatement(
+            sid="ReadLedgerTableName",
+            actions=["cloudformation:DescribeStacks"],
+            resources=[storage],
+        ),
+        iam.PolicyStatement(
+            sid="QueryPurchaseLedger",
+            actions=["dynamodb:Query"],
+            resources=[ledger.table.table_arn],
+            conditions={
+                "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [environment]},
+                "Null": {"dynamodb:LeadingKeys": "false"},
+            },
+        ),
+        iam.PolicyStatement(
+            sid="DecryptPurchaseLedger",
+            actions=list(LEDGER_KEY_ACTIONS),
+            resources=[key.key_arn],
+            conditions={"StringEquals": {"kms:ViaService": f"dynamodb.{Aws.REGION}.amazonaws.com"}},
+        ),
+        iam.PolicyStatement(
+            sid="DescribeHyperPodCluster",
+            actions=["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"],
+            resources=[cluster_arn],
+        ),
+    ]
+    if plan_arns:
+        statements.insert(
+            3,
+            iam.PolicyStatement(
+                sid="DescribeTrainingPlans",
+                actions=[
+                    "sagemaker:DescribeTrainingPlan",
+                    "sagemaker:DescribeTrainingPlanExtensionHistory",
+                ],
+                resources=list(plan_arns),
+            ),
+        )
+    policy = iam.ManagedPolicy(
+        scope,
+        "StatusPolicy",
+        description=f"novapod {environment}: what novapod status reads (plans, the purchase "
+        "ledger, the HyperPod cluster and its nodes); attach to the platform engineers' roles",
+        statements=statements,
+    )
+    acknowledge(
+        policy,
+        f"AwsSolutions-IAM5[Resource::{nag_resource(scope, storage)}]",
+        "A stack ARN ends in an ID CloudFormation generates (stack/<name>/<uuid>); the name is "
+        "exact, DescribeStacks only.",
+    )
+    CfnOutput(
+        scope,
+        "StatusPolicyArn",
+        value=policy.managed_policy_arn,
+        description="Attach this managed policy to the roles that run novapod status "
+        "(read-only: plans, purchase ledger, cluster and nodes).",
+    )
+    return policy

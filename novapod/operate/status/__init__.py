@@ -1,0 +1,14 @@
+"""`novapod status CONFIG`: what a deployed environment runs and pays for, read-only, with
+the caller's credentials.
+
+- `expected`: what the config says the environment holds (plans and their SageMaker
+  names, instance groups with their types, counts and plans); pure.
+- `collect`: the facts, gathered through clients the caller passes in (CloudFormation
+  for the ledger's name, DynamoDB for the purchase ledger, SageMaker for the plans, their
+  extension history, the HyperPod cluster and its nodes); the only module that calls AWS.
+- `assess`: from the facts and a time, each plan's and group's state, the drift from the
+  config, and what needs attention (with the command that deals with it); pure.
+- `render`: the report as text tables or as JSON (the contract, whose schema is
+  docs/reference/status.schema.json); pure.
+- `watch`: `--watch SECONDS`, a round every SECONDS on an injected sleep.
+"""

@@ -1,0 +1,768 @@
+"""What the facts of one round say: each plan's and instance group's state, the drift
+between the deployed environment and the config, and what needs a human (an *attention*
+finding, each with the command that deals with it). Pure: facts and a time in, a report
+out; `render` prints it.
+
+Plan statuses are those of DescribeTrainingPlan (Pending until paid and fulfilled, then
+Scheduled, Active from the start, Expired after the end, Failed when the purchase fails:
+docs.aws.amazon.com/sagemaker/latest/dg/training-plan-details-using-api-cli-sdk.html),
+plus `NotBought` for a plan DescribeTrainingPlan does not find. A plan needs attention
+when it is Failed, when it is Active with instances nobody uses (AvailableInstanceCount >
+0: paid for, idle), with unhealthy instances, or when it ends within `ending_within`.
+
+Instance groups: a group needs attention when its Status is Failed or Degraded (the
+model's InstanceGroupStatus), when a node is in Failure or NotFound (ClusterInstanceStatus),
+when it has fewer nodes than desired although it is InService and its plan (if any) is
+Active, or when it is bound to a plan that has expired. Drift: a group missing, extra, of
+another type or count, or on another plan than the config says; the cluster not deployed;
+a plan the config approves but SageMaker does not know; an extension the config asks for
+that the plan does not have.
+
+Every purchase the ledger holds in a state a human must settle (`purchases.attention`:
+ambiguous, calling, claimed, failed, released by hand from an unsettled state) needs
+attention too: `novapod purchases` shows it and how to release it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from novapod.capacity.extension import SEARCH_COMMAND
+from novapod.constructs.handler_core import ledger
+from novapod.constructs.handler_core.values import as_utc, iso
+from novapod.constructs.training_plan.handler.extension import counted, extended_hours
+from novapod.operate import purchases
+from novapod.operate.status.collect import ClusterFacts, Facts, PlanFacts
+from novapod.operate.status.expected import ExpectedGroup, ExpectedPlan
+
+SCHEMA_VERSION = 1
+EXIT_HEALTHY = 0
+EXIT_ATTENTION = 4
+DEFAULT_ENDING_WITHIN = timedelta(hours=72)
+NOT_BOUGHT = "NotBought"
+
+# The kinds of attention, most urgent first: the order of the Attention table. Work
+# that stops comes first (a failed cluster or group, failing nodes, a failed plan), then
+# capacity about to end, purchases whose outcome is unknown, nodes that do not come,
+# capacity paid for and idle, and last what differs from the config.
+AttentionKind = Literal[
+    "cluster-failed",
+    "group-failed",
+    "unhealthy-nodes",
+    "plan-failed",
+    "plan-unhealthy",
+    "plan-ending",
+    "purchase-unsettled",
+    "missing-nodes",
+    "plan-expired-in-use",
+    "plan-idle",
+    "drift",
+]
+URGENCY: tuple[AttentionKind, ...] = (
+    "cluster-failed",
+    "group-failed",
+    "unhealthy-nodes",
+    "plan-failed",
+    "plan-unhealthy",
+    "plan-ending",
+    "purchase-unsettled",
+    "missing-nodes",
+    "plan-expired-in-use",
+    "plan-idle",
+    "drift",
+)
+# ClusterStatus (API_DescribeCluster.html) that stop the cluster's work.
+CLUSTER_FAILED = frozenset({"Failed", "RollingBack", "Deleting"})
+# ClusterStatus in which the groups are not (yet) what CloudFormation asked for.
+CLUSTER_UNSETTLED = frozenset({"Creating", "Deleting"})
+GROUP_FAILED = frozenset({"Failed", "Degraded", "Deleting"})
+# ClusterInstanceStatus values of a node that does not work and will not by itself;
+# the others (Pending, ShuttingDown, SystemUpdating, DeepHealthCheckInProgress,
+# DetachInProgress, AttachInProgress) are on their way somewhere.
+NODE_HEALTHY = "Running"
+NODE_UNHEALTHY = frozenset({"Failure", "NotFound"})
+
+DriftField = Literal["cluster", "group", "kind", "instance_type", "instance_count",
+                     "training_plan", "plan", "extension"]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Attention:
+    kind: AttentionKind
+    subject: str  # "plan lite-sft", "group nova-lite", "purchase plan#..."
+    message: str
+    command: str | None
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "subject": self.subject,
+            "message": self.message,
+            "command": self.command,
+        }
+
+
+@dataclass(frozen=True)
+class Drift:
+    subject: str
+    field: DriftField
+    config: str | int | None
+    deployed: str | int | None
+    message: str
+    command: str
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "subject": self.subject,
+            "field": self.field,
+            "config": self.config,
+            "deployed": self.deployed,
+            "message": self.message,
+            "command": self.command,
+        }
+
+
+@dataclass
+class Report:
+    """One round's verdict; `json()` is the contract (docs/reference/status.schema.json)."""
+
+    environment: str
+    region: str
+    observed_at: datetime
+    config_path: str
+    ledger_table: str
+    plans: list[dict[str, Any]]
+    cluster: dict[str, Any] | None
+    groups: list[dict[str, Any]]
+    drift: list[Drift]
+    purchases: list[dict[str, Any]]
+    attention: list[Attention] = field(default_factory=list)
+
+    @property
+    def exit_status(self) -> int:
+        return EXIT_ATTENTION if self.attention else EXIT_HEALTHY
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "environment": self.environment,
+            "region": self.region,
+            "observed_at": iso(self.observed_at),
+            "config": self.config_path,
+            "ledger_table": self.ledger_table,
+            "healthy": not self.attention,
+            "exit_status": self.exit_status,
+            "attention": [a.json() for a in self.attention],
+            "plans": self.plans,
+            "cluster": self.cluster,
+            "groups": self.groups,
+            "drift": [d.json() for d in self.drift],
+            "purchases": self.purchases,
+        }
+
+
+class _Commands:
+    """The commands a finding names, for this config file and environment."""
+
+    def __init__(self, facts: Facts) -> None:
+        self.config = shlex.quote(facts.config_path)
+        self.expected = facts.expected
+        self.cluster = facts.expected.cluster_name or ""
+
+    def deploy(self, part: str) -> str:
+        return f"npx cdk deploy -c config={self.config} {self.expected.stack(part)}"
+
+    def purchases(self) -> str:
+        return f"novapod purchases {self.config}"
+
+    def plan(self) -> str:
+        return f"novapod plan {self.config}"
+
+    def describe_cluster(self) -> str:
+        return f"aws sagemaker describe-cluster --cluster-name {self.cluster}"
+
+    def list_nodes(self, group: str) -> str:
+        return (
+            f"aws sagemaker list-cluster-nodes --cluster-name {self.cluster} "
+            f"--instance-group-name-contains {group}"
+        )
+
+
+def assess(facts: Facts, *, ending_within: timedelta = DEFAULT_ENDING_WITHIN) -> Report:
+    commands = _Commands(facts)
+    attention: list[Attention] = []
+    drift: list[Drift] = []
+    plans = [
+        _plan(facts, p, facts.expected.plan(p.name), ending_within, commands, attention, drift)
+        for p in facts.plans
+    ]
+    cluster, groups = _cluster(facts, plans, commands, attention, drift)
+    unsettled = []
+    for entry in facts.ledger:
+        why = purchases.attention(entry)
+        if why is None:
+            continue
+        detail = entry.get("Error") or entry.get("Detail")
+        unsettled.append(
+            {
+                "key": entry.key,
+                "state": entry.state,
+                "attention": why,
+                "updated_at": entry.updated_at or None,
+                "detail": str(detail) if detail else None,
+            }
+        )
+        attention.append(
+            Attention(
+                "purchase-unsettled",
+                f"purchase {entry.key}",
+                f"{entry.state}: {why}" + (f" ({detail})" if detail else ""),
+                commands.purchases(),
+            )
+        )
+    rows = {f"plan {p['name']}": p for p in plans} | {f"group {g['name']}": g for g in groups}
+    for item in drift:
+        attention.append(Attention("drift", item.subject, item.message, item.command))
+        row = rows.get(item.subject)
+        if row is not None and "drift" not in row["attention"]:
+            row["attention"].append("drift")
+    rank = {kind: i for i, kind in enumerate(URGENCY)}
+    attention.sort(key=lambda a: rank[a.kind])  # stable: within a kind, config order
+    return Report(
+        environment=facts.expected.environment,
+        region=facts.expected.region,
+        observed_at=facts.observed_at,
+        config_path=facts.config_path,
+        ledger_table=facts.ledger_table,
+        plans=plans,
+        cluster=cluster,
+        groups=groups,
+        drift=drift,
+        purchases=unsettled,
+        attention=attention,
+    )
+
+
+# --- plans -------------------------------------------------------------------------------
+
+
+def _hours(delta: timedelta) -> int:
+    """Whole hours, rounded towards minus infinity (an hour short shows as the hour before)."""
+    return int(delta.total_seconds() // 3600)
+
+
+def _plan(  # noqa: PLR0917 - one plan's verdict reads all of these
+    facts: Facts,
+    found: PlanFacts,
+    wanted: ExpectedPlan | None,
+    ending_within: timedelta,
+    commands: _Commands,
+    attention: list[Attention],
+    drift: list[Drift],
+) -> dict[str, Any]:
+    assert wanted is not None
+    now = facts.observed_at
+    plan = found.described or {}
+    status = str(plan.get("Status") or NOT_BOUGHT)
+    start, end = as_utc(plan.get("StartTime")), as_utc(plan.get("EndTime"))
+    subject = f"plan {wanted.name}"
+    kinds: list[AttentionKind] = []
+
+    def flag(kind: AttentionKind, message: str, command: str | None) -> None:
+        kinds.append(kind)
+        attention.append(Attention(kind, subject, message, command))
+
+    bought_item = next((e for e in found.ledger if e.kind == "plan"), None)
+    history = list(found.history)
+    seen_hours = _extended(plan, history, wanted) if found.described else 0
+    note = None
+    if found.described is None:
+        note = _not_bought_note(wanted, bought_item, commands)
+        if wanted.approved and not (bought_item and bought_item.state in ledger.UNSETTLED):
+            drift.append(
+                Drift(
+                    subject,
+                    "plan",
+                    wanted.plan_name,
+                    None,
+                    f"{wanted.plan_name} is approved in the config but not bought"
+                    + (f" (the ledger says {bought_item.state})" if bought_item else "")
+                    + "; a deploy of the capacity stack buys it",
+                    commands.deploy("capacity"),
+                )
+            )
+    elif status == "Failed":
+        flag(
+            "plan-failed",
+            f"{wanted.plan_name} is Failed ({plan.get('StatusMessage') or 'no status message'})"
+            f" and reserves no capacity; set retry: 1 (or one more) on "
+            f"capacity.training_plans[{wanted.index}] and approve the new name",
+            commands.plan(),
+        )
+    elif status == "Pending":
+        note = "bought, waiting to be paid and fulfilled" + (
+            f": {plan['StatusMessage']}" if plan.get("StatusMessage") else ""
+        )
+    elif status == "Scheduled" and start is not None:
+        note = f"starts in {_span(start - now)}"
+    elif status == "Expired":
+        note = f"ended {_span(now - end)} ago" if end is not None else "ended"
+    available = _int(plan.get("AvailableInstanceCount"))
+    total = _int(plan.get("TotalInstanceCount"))
+    in_use = _int(plan.get("InUseInstanceCount"))
+    unhealthy = _int(plan.get("UnhealthyInstanceCount"))
+    if status == "Active":
+        if unhealthy:
+            flag(
+                "plan-unhealthy",
+                f"{unhealthy} of {total} reserved instances are unhealthy",
+                commands.describe_cluster() if facts.expected.cluster_name else None,
+            )
+        if end is not None and end - now <= ending_within:
+            flag(
+                "plan-ending",
+                f"ends in {_span(end - now)} ({iso(end)}); jobs still running then are "
+                "stopped: extend it with an extend block on its entry (docs/operations.md)",
+                SEARCH_COMMAND.format(hours=24).replace("ARN", str(plan["TrainingPlanArn"])),
+            )
+        if available:
+            jobs = ", ".join(wanted.jobs)
+            flag(
+                "plan-idle",
+                f"{available} of {total} reserved instances are unused while the plan is "
+                f"Active ({in_use or 0} in use); they are paid for whether or not a job runs"
+                + (f"; its jobs: {jobs}" if jobs else ""),
+                f"novapod launch {commands.config} {wanted.jobs[0]}" if wanted.jobs else None,
+            )
+    extensions = [_extension(e) for e in history]
+    ext_items = [e for e in found.ledger if e.kind == "extension"]
+    if found.described is not None and seen_hours < wanted.extend_hours:
+        unsettled = any(e.state in ledger.UNSETTLED for e in ext_items)
+        if not unsettled:
+            drift.append(
+                Drift(
+                    subject,
+                    "extension",
+                    wanted.extend_hours,
+                    seen_hours,
+                    f"the config extends {wanted.plan_name} by {wanted.extend_hours} h, the "
+                    f"plan has {seen_hours} h of extensions; a deploy of the capacity stack "
+                    "buys the difference",
+                    commands.deploy("capacity"),
+                )
+            )
+    return {
+        "name": wanted.name,
+        "plan_name": wanted.plan_name,
+        "arn": plan.get("TrainingPlanArn"),
+        "adopted": wanted.adopted,
+        "status": status,
+        "status_message": plan.get("StatusMessage") or None,
+        "start": iso(start) or None,
+        "end": iso(end) or None,
+        "hours_to_start": _hours(start - now) if start is not None and start > now else None,
+        "hours_to_end": _hours(end - now) if end is not None else None,
+        "instances": {
+            "total": total,
+            "available": available,
+            "in_use": in_use,
+            "unhealthy": unhealthy,
+        },
+        "fee": _fee(plan, bought_item),
+        "extensions": {
+            "hours": seen_hours,
+            "wanted_hours": wanted.extend_hours,
+            "counted": len(counted(history)),
+            "bought": extensions,
+            "paid": _paid_extensions(ext_items),
+        },
+        "purchases": [
+            {"key": e.key, "state": e.state, "attention": purchases.attention(e)}
+            for e in found.ledger
+        ],
+        "attention": kinds,
+        "note": note,
+    }
+
+
+def _extended(
+    plan: Mapping[str, Any], history: Sequence[Mapping[str, Any]], wanted: ExpectedPlan
+) -> int:
+    """Hours of extensions the plan has, read as the plan's handler reads them (the
+    history, and its end past start + bought hours). Of a plan adopted without its bought
+    hours in the config, the history alone tells."""
+    if wanted.duration_hours:
+        return extended_hours(plan, history, wanted.duration_hours)
+    return sum(int(e.get("DurationHours") or 0) for e in counted(history))
+
+
+def _paid_extensions(items: Sequence[ledger.Entry]) -> list[dict[str, Any]]:
+    """The extensions the ledger records as bought, with their fees."""
+    return [
+        {
+            "name": e.name,
+            "hours": e.get("Hours") if isinstance(e.get("Hours"), int) else None,
+            "amount": str(e.get("UpfrontFee")) if e.get("UpfrontFee") else None,
+            "currency": e.get("Currency"),
+        }
+        for e in items
+        if e.state == ledger.BOUGHT
+    ]
+
+
+def _not_bought_note(wanted: ExpectedPlan, item: ledger.Entry | None, commands: _Commands) -> str:
+    if wanted.adopted:
+        return f"{wanted.existing_arn} is not found: the adopted plan does not exist here"
+    if item is not None and item.state in ledger.UNSETTLED:
+        return f"not found in SageMaker, and its purchase is {item.state} in the ledger"
+    if wanted.approved:
+        return "approved, not bought yet"
+    return (
+        f"not bought yet: approve it with purchase.approve: {wanted.plan_name} "
+        f"({commands.plan()} shows the price), then deploy"
+    )
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) else None
+
+
+def _fee(plan: Mapping[str, Any], item: ledger.Entry | None) -> dict[str, Any]:
+    """The plan's fee: the ledger's record of the purchase, else what SageMaker shows (an
+    adopted plan, or one bought before the ledger)."""
+    if item is not None and item.state == ledger.BOUGHT and item.get("UpfrontFee"):
+        return {
+            "amount": str(item.get("UpfrontFee")),
+            "currency": item.get("Currency"),
+            "source": "ledger",
+        }
+    if plan.get("UpfrontFee"):
+        return {
+            "amount": str(plan["UpfrontFee"]),
+            "currency": plan.get("CurrencyCode"),
+            "source": "sagemaker",
+        }
+    return {"amount": None, "currency": None, "source": None}
+
+
+def _extension(entry: Mapping[str, Any]) -> dict[str, Any]:
+    hours = entry.get("DurationHours")
+    return {
+        "offering_id": entry.get("TrainingPlanExtensionOfferingId"),
+        "status": entry.get("Status"),
+        "payment_status": entry.get("PaymentStatus"),
+        "hours": hours if isinstance(hours, int) else None,
+        "start": iso(entry.get("StartDate")) or None,
+        "end": iso(entry.get("EndDate")) or None,
+        "extended_at": iso(entry.get("ExtendedAt")) or None,
+        "upfront_fee": entry.get("UpfrontFee"),
+        "currency": entry.get("CurrencyCode"),
+    }
+
+
+def _span(delta: timedelta) -> str:
+    """`2d 5h`, `5h 10m`, `10m`: how long, for a human."""
+    minutes = max(0, int(delta.total_seconds() // 60))
+    days, rest = divmod(minutes, 24 * 60)
+    hours, minutes = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    return f"{minutes}m"
+
+
+# --- the cluster and its groups ---------------------------------------------------------
+
+
+def _cluster(
+    facts: Facts,
+    plans: Sequence[dict[str, Any]],
+    commands: _Commands,
+    attention: list[Attention],
+    drift: list[Drift],
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    found = facts.cluster
+    if found is None:
+        return None, []
+    cluster = found.described
+    if cluster is None:
+        drift.append(
+            Drift(
+                f"cluster {found.name}",
+                "cluster",
+                found.name,
+                None,
+                f"the HyperPod cluster {found.name} is not deployed",
+                commands.deploy("hyperpod"),
+            )
+        )
+        groups = [_group_row(g, None, (), None, None) for g in facts.expected.groups]
+        return {"name": found.name, "deployed": False, "status": None, "failure": None}, groups
+    status = str(cluster.get("ClusterStatus"))
+    if status in CLUSTER_FAILED:
+        attention.append(
+            Attention(
+                "cluster-failed",
+                f"cluster {found.name}",
+                f"the HyperPod cluster is {status}"
+                + (f": {cluster['FailureMessage']}" if cluster.get("FailureMessage") else ""),
+                commands.describe_cluster(),
+            )
+        )
+    by_arn = {p["arn"]: p for p in plans if p["arn"]}
+    deployed = _deployed_groups(cluster)
+    rows = []
+    for wanted in facts.expected.groups:
+        group, kind = deployed.pop(wanted.name, (None, None))
+        nodes = [n for n in found.nodes if n.get("InstanceGroupName") == wanted.name]
+        rows.append(_group(found, wanted, group, kind, nodes, by_arn, commands, attention, drift))
+    for name, (group, kind) in deployed.items():  # in the cluster, not in the config
+        nodes = [n for n in found.nodes if n.get("InstanceGroupName") == name]
+        rows.append(_group_row(None, group, nodes, kind, by_arn))
+        if status not in CLUSTER_UNSETTLED:
+            removal = " (and deletes its FSx for Lustre)" if kind == "restricted" else ""
+            drift.append(
+                Drift(
+                    f"group {name}",
+                    "group",
+                    None,
+                    name,
+                    f"{kind} group {name} is in the cluster but not in the config; a deploy "
+                    f"of the hyperpod stack removes it{removal}",
+                    commands.deploy("hyperpod"),
+                )
+            )
+    summary = {
+        "name": found.name,
+        "deployed": True,
+        "status": status,
+        "failure": cluster.get("FailureMessage") or None,
+        "node_recovery": cluster.get("NodeRecovery"),
+    }
+    return summary, rows
+
+
+def _deployed_groups(cluster: Mapping[str, Any]) -> dict[str, tuple[Mapping[str, Any], str]]:
+    out: dict[str, tuple[Mapping[str, Any], str]] = {}
+    for kind, key in (("restricted", "RestrictedInstanceGroups"), ("standard", "InstanceGroups")):
+        for group in cluster.get(key) or []:
+            out[str(group.get("InstanceGroupName"))] = (group, kind)
+    return out
+
+
+def _plan_name(arn: str | None) -> str | None:
+    return arn.rsplit("/", 1)[-1] if arn else None
+
+
+def _group(  # noqa: PLR0917 - one group's verdict reads all of these
+    found: ClusterFacts,
+    wanted: ExpectedGroup,
+    group: Mapping[str, Any] | None,
+    kind: str | None,
+    nodes: Sequence[Mapping[str, Any]],
+    by_arn: Mapping[str, dict[str, Any]],
+    commands: _Commands,
+    attention: list[Attention],
+    drift: list[Drift],
+) -> dict[str, Any]:
+    row = _group_row(wanted, group, nodes, kind, by_arn)
+    settled = (found.described or {}).get("ClusterStatus") not in CLUSTER_UNSETTLED
+    if group is None:
+        if settled:
+            drift.append(
+                Drift(
+                    f"group {wanted.name}",
+                    "group",
+                    wanted.name,
+                    None,
+                    f"{wanted.kind} group {wanted.name} is in the config but not in the cluster",
+                    commands.deploy("hyperpod"),
+                )
+            )
+        return row
+    for kind_, message, command in _group_health(
+        found, wanted, group, nodes, row, by_arn, commands
+    ):
+        row["attention"].append(kind_)
+        attention.append(Attention(kind_, f"group {wanted.name}", message, command))
+    if settled:
+        drift += _group_drift(wanted, group, kind, commands)
+    return row
+
+
+def _group_health(  # noqa: PLR0917 - one group's health reads all of these
+    found: ClusterFacts,
+    wanted: ExpectedGroup,
+    group: Mapping[str, Any],
+    nodes: Sequence[Mapping[str, Any]],
+    row: Mapping[str, Any],
+    by_arn: Mapping[str, dict[str, Any]],
+    commands: _Commands,
+) -> list[tuple[AttentionKind, str, str | None]]:
+    """What needs attention in a deployed group: its status, its nodes, its plan."""
+    found_: list[tuple[AttentionKind, str, str | None]] = []
+    status = str(group.get("Status") or "")
+    if status in GROUP_FAILED:
+        found_.append(("group-failed", f"the group is {status}", commands.describe_cluster()))
+    bad = [n for n in nodes if _node_status(n) in NODE_UNHEALTHY]
+    if bad:
+        what = "; ".join(
+            f"{n.get('InstanceId')} {_node_status(n)}"
+            + (f" ({n['InstanceStatus']['Message']})" if n["InstanceStatus"].get("Message") else "")
+            for n in bad
+        )
+        automatic = (found.described or {}).get("NodeRecovery") == "Automatic"
+        if automatic:
+            command = (
+                f"aws sagemaker describe-cluster-node --cluster-name {found.name} "
+                f"--node-id {bad[0].get('InstanceId')}"
+            )
+        else:
+            ids = " ".join(str(n.get("InstanceId")) for n in bad)
+            command = (
+                f"aws sagemaker batch-replace-cluster-nodes --cluster-name {found.name} "
+                f"--node-ids {ids}"
+            )
+        found_.append(
+            (
+                "unhealthy-nodes",
+                f"{len(bad)} of {len(nodes)} nodes unhealthy: {what}"
+                + ("; node recovery is Automatic, HyperPod replaces them" if automatic else ""),
+                command,
+            )
+        )
+    current, desired = row["current"] or 0, row["desired"] or 0
+    if current < desired and status == "InService" and row["plan_active"] is not False:
+        found_.append(
+            (
+                "missing-nodes",
+                f"{current} of {desired} nodes although the group is InService"
+                + (" and its plan Active" if row["plan_active"] else ""),
+                commands.list_nodes(wanted.name),
+            )
+        )
+    plan_row = by_arn.get(row["plan_arn"] or "")
+    if plan_row is not None and plan_row["status"] == "Expired":
+        found_.append(
+            (
+                "plan-expired-in-use",
+                f"runs on plan {plan_row['name']}, which expired: it gets no nodes; buy or "
+                "adopt another plan for it",
+                commands.plan(),
+            )
+        )
+    return found_
+
+
+def _group_drift(
+    wanted: ExpectedGroup, group: Mapping[str, Any], kind: str | None, commands: _Commands
+) -> list[Drift]:
+    """How a deployed group differs from the config's."""
+    subject, command = f"group {wanted.name}", commands.deploy("hyperpod")
+    out: list[Drift] = []
+    if kind != wanted.kind:
+        out.append(
+            Drift(
+                subject,
+                "kind",
+                wanted.kind,
+                kind,
+                f"the config has {wanted.name} as a {wanted.kind} group, the cluster as {kind}",
+                command,
+            )
+        )
+    if group.get("InstanceType") != wanted.instance_type:
+        out.append(
+            Drift(
+                subject,
+                "instance_type",
+                wanted.instance_type,
+                group.get("InstanceType"),
+                f"instance type {group.get('InstanceType')} in the cluster, "
+                f"{wanted.instance_type} in the config (changing it replaces the group's nodes)",
+                command,
+            )
+        )
+    if group.get("TargetCount") != wanted.instance_count:
+        out.append(
+            Drift(
+                subject,
+                "instance_count",
+                wanted.instance_count,
+                group.get("TargetCount"),
+                f"{group.get('TargetCount')} instances desired in the cluster, "
+                f"{wanted.instance_count} in the config",
+                command,
+            )
+        )
+    arn = group.get("TrainingPlanArn")
+    if wanted.plan_arn is not None:
+        same_plan = arn == wanted.plan_arn
+    else:
+        same_plan = _plan_name(arn) == wanted.plan_name
+    if not same_plan:
+        out.append(
+            Drift(
+                subject,
+                "training_plan",
+                wanted.plan_arn or wanted.plan_name,
+                arn,
+                f"the group runs on {_plan_name(arn) or 'no plan'}, the config puts it on "
+                f"{wanted.plan_name or 'none'}",
+                command,
+            )
+        )
+    return out
+
+
+def _node_status(node: Mapping[str, Any]) -> str:
+    return str((node.get("InstanceStatus") or {}).get("Status") or "")
+
+
+def _group_row(
+    wanted: ExpectedGroup | None,
+    group: Mapping[str, Any] | None,
+    nodes: Sequence[Mapping[str, Any]],
+    kind: str | None,
+    by_arn: Mapping[str, dict[str, Any]] | None,
+) -> dict[str, Any]:
+    group = group or {}
+    arn = group.get("TrainingPlanArn")
+    plan_row = (by_arn or {}).get(arn or "")
+    # The plan's own status when it is one of ours, else what the group says of it.
+    plan_status = plan_row["status"] if plan_row else group.get("TrainingPlanStatus")
+    counts = {"total": len(nodes), "running": 0, "unhealthy": 0, "other": 0}
+    for node in nodes:
+        status = _node_status(node)
+        key = "running" if status == NODE_HEALTHY else "unhealthy"
+        counts[key if status == NODE_HEALTHY or status in NODE_UNHEALTHY else "other"] += 1
+    return {
+        "name": wanted.name if wanted else group.get("InstanceGroupName"),
+        "kind": wanted.kind if wanted else kind,
+        "in_config": wanted is not None,
+        "deployed": bool(group),
+        "status": group.get("Status"),
+        "instance_type": group.get("InstanceType"),
+        "desired": group.get("TargetCount"),
+        "current": group.get("CurrentCount"),
+        "nodes": counts,
+        "unhealthy_nodes": [
+            {
+                "instance_id": n.get("InstanceId"),
+                "status": _node_status(n),
+                "message": (n.get("InstanceStatus") or {}).get("Message"),
+            }
+            for n in nodes
+            if _node_status(n) in NODE_UNHEALTHY
+        ],
+        "plan": wanted.plan if wanted else (plan_row["name"] if plan_row else None),
+        "plan_arn": arn,
+        "plan_status": plan_status,
+        "plan_active": (plan_status == "Active") if arn else None,
+        "attention": [],
+    }

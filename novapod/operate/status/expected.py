@@ -1,0 +1,142 @@
+"""What the config says a deployed environment holds, for `novapod status` to compare
+with what AWS shows. Pure: no AWS calls.
+
+Names are derived exactly as the stacks derive them: a bought plan's SageMaker name is
+`novapod.capacity.naming.training_plan_name` of its request (an adopted plan's is the
+last part of its ARN), an extension's approval name `naming.extension_name`, the HyperPod
+cluster `novapod-<env>` (novapod/environment.py), a group's count its own or its plan's
+and its type its own or its plan's (novapod/stacks/hyperpod.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from novapod.capacity import extension as plan_extension
+from novapod.capacity.naming import extension_name
+
+if TYPE_CHECKING:
+    from novapod.config import NovapodConfig
+
+GroupKind = Literal["restricted", "standard"]
+
+
+@dataclass(frozen=True)
+class ExpectedPlan:
+    """One entry of capacity.training_plans, as it is bought (or adopted)."""
+
+    name: str  # the entry's name (capacity.training_plans[].name)
+    plan_name: str  # the SageMaker training plan's name
+    index: int  # its position in capacity.training_plans (for field paths)
+    adopted: bool
+    existing_arn: str | None
+    instance_type: str
+    instance_count: int
+    duration_hours: int
+    approved: bool  # purchase.approve names plan_name (adopted plans need no approval)
+    extend_hours: int  # extend.duration_hours, 0 without an extend block
+    extension_name: str | None  # the extension's approval name, with an extend block
+    jobs: tuple[str, ...]  # the config's jobs that run on the plan
+
+
+@dataclass(frozen=True)
+class ExpectedGroup:
+    """One instance group of the HyperPod cluster."""
+
+    name: str
+    kind: GroupKind
+    instance_type: str
+    instance_count: int
+    plan: str | None  # the config's plan entry it runs on
+    plan_name: str | None  # that plan's SageMaker name
+    plan_arn: str | None  # an adopted plan's ARN (a bought one's is known once described)
+
+
+@dataclass(frozen=True)
+class Expected:
+    environment: str
+    region: str
+    prefix: str
+    cluster_name: str | None  # None: the config has no HyperPod cluster
+    plans: tuple[ExpectedPlan, ...]
+    groups: tuple[ExpectedGroup, ...]
+
+    def plan(self, name: str | None) -> ExpectedPlan | None:
+        return next((p for p in self.plans if p.name == name), None)
+
+    def stack(self, part: str) -> str:
+        return f"{self.prefix}-{part}"
+
+
+def expected(config: NovapodConfig) -> Expected:
+    requests = config.training_plan_requests()
+    jobs_by_plan: dict[str, list[str]] = {}
+    for job in config.jobs:
+        plan = config.job_plan(job)
+        if plan is not None:
+            jobs_by_plan.setdefault(plan, []).append(job.name)
+    plans = []
+    for index, (spec, request) in enumerate(requests):
+        name = plan_extension.plan_name(spec, config.name, request)
+        approve = spec.purchase.approve if spec.purchase else None
+        plans.append(
+            ExpectedPlan(
+                name=spec.name,
+                plan_name=name,
+                index=index,
+                adopted=spec.adopted,
+                existing_arn=spec.existing_arn,
+                instance_type=request.instance_type,
+                instance_count=request.instance_count,
+                duration_hours=request.duration_hours,
+                approved=spec.adopted or approve == name,
+                extend_hours=spec.extend.duration_hours if spec.extend else 0,
+                extension_name=(
+                    extension_name(name, spec.extend.duration_hours) if spec.extend else None
+                ),
+                jobs=tuple(jobs_by_plan.get(spec.name, ())),
+            )
+        )
+    by_name = {p.name: p for p in plans}
+    groups: list[ExpectedGroup] = []
+    hyperpod = config.hyperpod
+    if hyperpod is not None:
+        for rig in hyperpod.restricted_instance_groups:
+            on = by_name.get(rig.training_plan)
+            groups.append(
+                ExpectedGroup(
+                    name=rig.name,
+                    kind="restricted",
+                    instance_type=rig.instance_type or (on.instance_type if on else "?"),
+                    instance_count=(
+                        rig.instance_count
+                        if rig.instance_count is not None
+                        else (on.instance_count if on else 0)
+                    ),
+                    plan=rig.training_plan,
+                    plan_name=on.plan_name if on else None,
+                    plan_arn=on.existing_arn if on else None,
+                )
+            )
+        for standard in hyperpod.instance_groups:
+            on = by_name.get(standard.training_plan or "")
+            groups.append(
+                ExpectedGroup(
+                    name=standard.name,
+                    kind="standard",
+                    instance_type=standard.instance_type,
+                    instance_count=standard.instance_count,
+                    plan=standard.training_plan,
+                    plan_name=on.plan_name if on else None,
+                    plan_arn=on.existing_arn if on else None,
+                )
+            )
+    return Expected(
+        environment=config.name,
+        region=config.region,
+        prefix=config.prefix,
+        cluster_name=config.prefix if hyperpod is not None else None,
+        plans=tuple(plans),
+        groups=tuple(groups),
+    )

@@ -1,0 +1,175 @@
+"""`novapod status` output: text for a terminal, JSON for scripts (the contract).
+
+Text: a header line, then what needs attention (most urgent first, each with its next
+command), then a table per section (plans, instance groups, drift, purchases to
+reconcile), rows that need attention first. JSON: `Report.json()`, keys sorted, as
+docs/reference/status.schema.json describes it; `--watch` prints one document per line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from novapod.operate.status.assess import Report
+
+
+def to_json(report: Report, *, compact: bool = False) -> str:
+    if compact:
+        return json.dumps(report.json(), sort_keys=True, separators=(",", ":"))
+    return json.dumps(report.json(), indent=2, sort_keys=True)
+
+
+def table(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
+    """Left-aligned columns two spaces apart, trailing spaces removed."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        (indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))).rstrip()
+        for row in rows
+    ]
+
+
+def _count(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _when(text: str | None) -> str:
+    """2030-01-02T12:00:00Z -> 2030-01-02 12:00 (the header says UTC)."""
+    return text.replace("T", " ")[:16] if text else "-"
+
+
+def _span(hours: int | None, *, past: bool = False) -> str:
+    if hours is None:
+        return "-"
+    days, rest = divmod(abs(hours), 24)
+    text = f"{days}d {rest}h" if days else f"{rest}h"
+    return f"{text} ago" if past else f"in {text}"
+
+
+def _plan_rows(plans: Sequence[dict[str, Any]]) -> list[list[str]]:
+    rows = [
+        [
+            "plan",
+            "status",
+            "window (UTC)",
+            "ends",
+            "instances total/free/used/bad",
+            "fee paid",
+            "extensions",
+            "notes",
+        ]
+    ]
+    for plan in sorted(plans, key=lambda p: not p["attention"]):
+        counts = plan["instances"]
+        fee = plan["fee"]
+        ext = plan["extensions"]
+        hours_to_end = plan["hours_to_end"]
+        ends = "-"
+        if hours_to_end is not None:
+            ends = _span(hours_to_end, past=hours_to_end < 0)
+        window = "-"
+        if plan["start"] or plan["end"]:
+            window = f"{_when(plan['start'])} -> {_when(plan['end'])}"
+        extensions = "-"
+        if ext["hours"] or ext["wanted_hours"]:
+            extensions = f"+{ext['hours']} h"
+            paid = [
+                f"{p['amount']} {p['currency'] or ''}".strip() for p in ext["paid"] if p["amount"]
+            ]
+            if paid:
+                extensions += f" ({', '.join(paid)})"
+            if ext["wanted_hours"] != ext["hours"]:
+                extensions += f", config +{ext['wanted_hours']} h"
+        notes = [*plan["attention"], *([plan["note"]] if plan["note"] else [])]
+        rows.append(
+            [
+                plan["name"],
+                plan["status"],
+                window,
+                ends,
+                "/".join(_count(counts[k]) for k in ("total", "available", "in_use", "unhealthy"))
+                if plan["status"] != "NotBought"
+                else "-",
+                f"{fee['amount']} {fee['currency'] or ''}".strip() if fee["amount"] else "-",
+                extensions,
+                "; ".join(notes) or "ok",
+            ]
+        )
+    return rows
+
+
+def _group_rows(groups: Sequence[dict[str, Any]]) -> list[list[str]]:
+    rows = [
+        [
+            "group",
+            "kind",
+            "type",
+            "nodes current/desired",
+            "running/bad/other",
+            "status",
+            "plan",
+            "plan status",
+            "notes",
+        ]
+    ]
+    for group in sorted(groups, key=lambda g: not g["attention"]):
+        nodes = group["nodes"]
+        notes = list(group["attention"])
+        if not group["deployed"]:
+            notes.append("not deployed")
+        if not group["in_config"]:
+            notes.append("not in the config")
+        rows.append(
+            [
+                group["name"],
+                group["kind"] or "-",
+                group["instance_type"] or "-",
+                f"{_count(group['current'])}/{_count(group['desired'])}",
+                f"{nodes['running']}/{nodes['unhealthy']}/{nodes['other']}",
+                group["status"] or "-",
+                group["plan"] or ("-" if not group["plan_arn"] else group["plan_arn"]),
+                group["plan_status"] or "-",
+                "; ".join(notes) or "ok",
+            ]
+        )
+    return rows
+
+
+def to_text(report: Report) -> str:
+    document = report.json()
+    count = len(report.attention)
+    verdict = f"{count} need{'s' if count == 1 else ''} attention" if count else "healthy"
+    lines = [
+        f"novapod status: environment {report.environment} ({report.region}) at "
+        f"{document['observed_at']}: {verdict}"
+    ]
+    if report.attention:
+        lines += ["", "Attention (most urgent first)"]
+        for number, item in enumerate(report.attention, 1):
+            lines.append(f"  {number}. {item.subject}: {item.message} [{item.kind}]")
+            if item.command:
+                lines.append(f"     next: {item.command}")
+    if report.plans:
+        lines += ["", "Training plans", *table(_plan_rows(report.plans))]
+    if report.cluster is not None:
+        cluster = report.cluster
+        state = cluster["status"] or "not deployed"
+        failure = f" ({cluster['failure']})" if cluster.get("failure") else ""
+        lines += ["", f"Instance groups of HyperPod cluster {cluster['name']}: {state}{failure}"]
+        if report.groups:
+            lines += table(_group_rows(report.groups))
+    if report.drift:
+        lines += ["", "Drift from the config"]
+        rows = [["what", "field", "config", "deployed", "to bring it back"]]
+        rows += [
+            [d.subject, d.field, _count(d.config), _count(d.deployed), d.command]
+            for d in report.drift
+        ]
+        lines += table(rows)
+    if report.purchases:
+        lines += ["", f"Purchases to reconcile (ledger {report.ledger_table})"]
+        rows = [["purchase", "state", "why"]]
+        rows += [[p["key"], p["state"], p["attention"]] for p in report.purchases]
+        lines += table(rows)
+    return "\n".join(lines)

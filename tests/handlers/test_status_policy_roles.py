@@ -1,0 +1,120 @@
+"""`novapod status` run as the nova stack's StatusPolicy, read from a synthesized
+template: the fake authorizes every call against its statements (tests/fakes/iam.py), so
+the policy is enough, and each of its statements is needed (least privilege)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from novapod import cli
+from tests.conftest import ROOT, Synthesized, producer_value, resources
+from tests.fakes import iam
+from tests.fakes.aws_control_plane import FakeControlPlane
+from tests.fakes.hyperpod import restricted_group
+from tests.handlers.test_fake_iam import EXAMPLE_ACCOUNT
+from tests.handlers.world import LEDGER_TABLE
+
+LITE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"
+PLAN = "novapod-nova-lite-lite-sft-50d13e0b"
+PLAN_ARN = f"arn:aws:sagemaker:us-east-1:{EXAMPLE_ACCOUNT}:training-plan/{PLAN}"
+CLUSTER = "novapod-nova-lite"
+NOW = datetime(2027, 7, 12, tzinfo=UTC)
+
+
+def _principal(result: Synthesized, cluster_arn: str) -> iam.Principal:
+    """The nova stack's StatusPolicy as a role's statements, its references to the other
+    stacks (the ledger, the key, the cluster) resolved to the fake's resources."""
+    attributes = {
+        ("PurchaseLedger", "Arn"): (
+            f"arn:aws:dynamodb:us-east-1:{EXAMPLE_ACCOUNT}:table/{LEDGER_TABLE}"
+        ),
+        ("EncryptionKey", "Arn"): f"arn:aws:kms:us-east-1:{EXAMPLE_ACCOUNT}:key/1111",
+        ("HyperPodCluster", "ClusterArn"): cluster_arn,
+    }
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict) and "Fn::GetStackOutput" in value:
+            value = producer_value(result, value)
+        if isinstance(value, dict) and "Fn::GetAtt" in value:
+            return attributes[tuple(value["Fn::GetAtt"])]
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    template = result.templates["nova"]  # the example has jobs: the policy is there
+    (policy,) = [
+        r
+        for k, r in resources(template, "AWS::IAM::ManagedPolicy").items()
+        if k.startswith("StatusPolicy")
+    ]
+    raw = walk(policy["Properties"]["PolicyDocument"]["Statement"])
+    resolved = iam.resolve(raw, account=EXAMPLE_ACCOUNT, region="us-east-1")
+    return iam.Principal("PlatformEngineer", tuple(iam.parse_statement(s) for s in resolved))
+
+
+@pytest.fixture(scope="module")
+def synthesized(synth: Callable[[Path], Synthesized]) -> Synthesized:
+    return synth(LITE)
+
+
+@pytest.fixture
+def deployed(control_plane: FakeControlPlane, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The example deployed and healthy in the fake; returns the cluster's ARN."""
+    plane = control_plane
+    plane.reset()
+    plane.account = plane.hyperpod.account = EXAMPLE_ACCOUNT
+    plane.add_stack("novapod-nova-lite-storage", {"PurchaseLedgerTableName": LEDGER_TABLE})
+    plane.dynamodb.create_table(LEDGER_TABLE, partition_key="Environment", sort_key="Purchase")
+    offering = plane.add_offering(
+        "tpo-lite",
+        zones=["us-east-1a"],
+        start=NOW - timedelta(days=1),
+        fee="55000.00",
+        duration_hours=144,
+    )
+    plane.add_plan(PLAN, offering, statuses=["Active"])
+    plane.set_plan_counts(PLAN, available=0, in_use=4)
+    group = restricted_group(
+        "nova-lite", current=4, target=4, plan_arn=PLAN_ARN, account=EXAMPLE_ACCOUNT
+    )
+    arn = plane.hyperpod.add_cluster(CLUSTER, restricted_groups=[group])
+    plane.hyperpod.add_nodes(CLUSTER, "nova-lite", 4)
+    monkeypatch.setattr(cli, "_status_now", lambda: NOW)
+    yield arn
+    plane.act_as(None)
+    assert plane.violations == []
+
+
+def test_the_status_policy_is_enough(synthesized, deployed, control_plane, capsys) -> None:
+    control_plane.act_as(_principal(synthesized, deployed))
+    status = cli.main(["status", str(LITE)])
+    out, err = capsys.readouterr()
+    assert (status, err) == (0, ""), out
+    assert out.splitlines()[0].endswith(": healthy")
+    assert "ListClusterNodes" in control_plane.operations()
+
+
+@pytest.mark.parametrize(
+    ("sid", "call"),
+    [
+        ("ReadLedgerTableName", "DescribeStacks"),
+        ("QueryPurchaseLedger", "Query"),
+        ("DescribeTrainingPlans", "DescribeTrainingPlan"),
+        ("DescribeHyperPodCluster", "DescribeCluster"),
+    ],
+)
+def test_each_statement_is_needed(  # noqa: PLR0917 - fixtures and one case
+    synthesized, deployed, control_plane, capsys, sid, call
+) -> None:
+    control_plane.act_as(_principal(synthesized, deployed).without(sid))
+    assert cli.main(["status", str(LITE)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("novapod status: "), err
+    assert call in err and ("AccessDenied" in err), err

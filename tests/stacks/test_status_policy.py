@@ -1,0 +1,109 @@
+"""The managed policy for `novapod status` (in the nova stack, or in the hyperpod stack
+of an environment without jobs): exactly the calls `status` makes, each on this
+environment's resources only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from novapod.operate.status.collect import ACTIONS
+from tests.conftest import ROOT, joined, resources
+
+LITE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"
+ADOPT = ROOT / "config" / "examples" / "adopt-existing-plan.yaml"
+
+
+def policy_of(template: dict[str, Any]) -> dict[str, Any]:
+    (policy,) = [
+        r for k, r in resources(template, "AWS::IAM::ManagedPolicy").items()
+        if k.startswith("StatusPolicy")
+    ]  # fmt: skip
+    return policy
+
+
+def statements(result, policy: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for s in policy["Properties"]["PolicyDocument"]["Statement"]:
+        actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
+        found = s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]]
+        out[s["Sid"]] = {
+            "actions": sorted(actions),
+            "resources": sorted(joined(r, result) for r in found),
+            "condition": s.get("Condition"),
+        }
+    return out
+
+
+def test_the_status_policy_grants_the_calls_status_makes_on_this_environment_only(synth) -> None:
+    result = synth(LITE)
+    template = result.templates["nova"]  # the example has jobs: a nova stack
+    assert "StatusPolicyArn" not in result.templates["hyperpod"]["Outputs"]
+    found = statements(result, policy_of(template))
+    assert found == {
+        "ReadLedgerTableName": {
+            "actions": ["cloudformation:DescribeStacks"],
+            "resources": [
+                "arn:aws:cloudformation:us-east-1:111122223333:stack/novapod-nova-lite-storage/*"
+            ],
+            "condition": None,
+        },
+        "QueryPurchaseLedger": {
+            "actions": ["dynamodb:Query"],
+            "resources": ["${PurchaseLedger.Arn}"],
+            "condition": {
+                "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["nova-lite"]},
+                "Null": {"dynamodb:LeadingKeys": "false"},
+            },
+        },
+        "DecryptPurchaseLedger": {
+            "actions": ["kms:Decrypt", "kms:DescribeKey"],
+            "resources": ["${EncryptionKey.Arn}"],
+            "condition": {
+                "StringEquals": {
+                    "kms:ViaService": {
+                        "Fn::Join": ["", ["dynamodb.", {"Ref": "AWS::Region"}, ".amazonaws.com"]]
+                    }
+                }
+            },
+        },
+        "DescribeTrainingPlans": {
+            "actions": [
+                "sagemaker:DescribeTrainingPlan",
+                "sagemaker:DescribeTrainingPlanExtensionHistory",
+            ],
+            "resources": [
+                "arn:aws:sagemaker:us-east-1:111122223333:training-plan/"
+                "novapod-nova-lite-lite-sft-50d13e0b"
+            ],
+            "condition": None,
+        },
+        "DescribeHyperPodCluster": {
+            "actions": ["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"],
+            "resources": ["${HyperPodCluster.ClusterArn}"],
+            "condition": None,
+        },
+    }
+    # The actions are the calls `status` makes (collect.ACTIONS), plus the key it reads with.
+    granted = {a for s in found.values() for a in s["actions"]}
+    assert granted == {*ACTIONS, "kms:Decrypt", "kms:DescribeKey"}
+    output = template["Outputs"]["StatusPolicyArn"]
+    assert output["Value"] == {
+        "Ref": next(
+            k
+            for k in resources(template, "AWS::IAM::ManagedPolicy")
+            if k.startswith("StatusPolicy")
+        )
+    }
+
+
+def test_without_jobs_the_hyperpod_stack_has_it_and_adopted_plans_go_by_arn(synth) -> None:
+    result = synth(ADOPT)
+    assert "nova" not in result.templates
+    template = result.templates["hyperpod"]
+    assert "StatusPolicyArn" in template["Outputs"]
+    found = statements(result, policy_of(template))
+    assert found["DescribeHyperPodCluster"]["resources"] == ["${HyperPodCluster.ClusterArn}"]
+    assert found["QueryPurchaseLedger"]["resources"] == ["${PurchaseLedger.Arn}"]
+    assert found["DescribeTrainingPlans"]["resources"] == [
+        "arn:aws:sagemaker:us-east-1:111122223333:training-plan/team-p5-january"
+    ]

@@ -1,0 +1,109 @@
+"""The pure parts of `novapod status`: the watch loop, the ledger's plan of an item, the
+time spans and the tables (the whole command runs against the fake in
+tests/handlers/test_status_cli.py)."""
+
+from __future__ import annotations
+
+import io
+from datetime import timedelta
+
+import pytest
+
+from novapod.constructs.handler_core.ledger import Entry
+from novapod.operate.status import assess, render, watch
+from novapod.operate.status.collect import ledger_plan
+
+
+def test_watch_redraws_in_place_on_a_terminal_and_returns_the_last_status() -> None:
+    statuses = iter([("first", 4), ("second", 0)])
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == 2:
+            raise KeyboardInterrupt
+
+    out = io.StringIO()
+    assert watch.watch(lambda: next(statuses), 5, sleep=sleep, out=out, redraw=True) == 0
+    assert out.getvalue() == f"{watch.CLEAR}first\n{watch.CLEAR}second\n"
+    assert slept == [5, 5]
+
+
+def test_an_interrupt_during_a_round_keeps_the_status_of_the_round_before() -> None:
+    def rounds():
+        yield "first", 4
+        raise KeyboardInterrupt
+
+    it = rounds()
+    out = io.StringIO()
+    assert watch.watch(lambda: next(it), 1, sleep=lambda _: None, out=out, redraw=False) == 4
+    assert out.getvalue() == "first\n"
+
+
+def test_a_failed_round_ends_the_watch() -> None:
+    def fail() -> tuple[str, int]:
+        raise RuntimeError("DescribeCluster failed")
+
+    with pytest.raises(RuntimeError):
+        watch.watch(fail, 1, sleep=lambda _: None, out=io.StringIO(), redraw=False)
+
+
+def _entry(kind: str, name: str) -> Entry:
+    return Entry("dev", kind, name, "bought", 1, 1, "r", "c", "2030-01-01T00:00:00Z")
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "plan"),
+    [
+        ("plan", "novapod-dev-main-a59a3808", "novapod-dev-main-a59a3808"),
+        (
+            "extension",
+            "novapod-dev-main-a59a3808-ext24h-50b4973d",
+            "novapod-dev-main-a59a3808",
+        ),
+        ("extension", "not-an-extension-name", None),
+        ("import", "my-model", None),
+        ("deployment", "my-deployment", None),
+    ],
+)
+def test_the_plan_a_ledger_item_buys(kind, name, plan) -> None:
+    assert ledger_plan(_entry(kind, name)) == plan
+
+
+@pytest.mark.parametrize(
+    ("delta", "text"),
+    [
+        (timedelta(days=2, hours=5, minutes=59), "2d 5h"),
+        (timedelta(hours=5, minutes=10), "5h 10m"),
+        (timedelta(minutes=9, seconds=59), "9m"),
+        (timedelta(seconds=-30), "0m"),
+    ],
+)
+def test_spans_read_in_days_hours_and_minutes(delta, text) -> None:
+    assert assess._span(delta) == text
+
+
+def test_hours_round_towards_the_past() -> None:
+    assert assess._hours(timedelta(minutes=59)) == 0
+    assert assess._hours(timedelta(minutes=-1)) == -1  # an end a minute ago is past
+
+
+def test_tables_align_columns_and_drop_trailing_spaces() -> None:
+    assert render.table([["a", "bb", ""], ["ccc", "d", "e"]]) == ["  a    bb", "  ccc  d   e"]
+
+
+def test_the_urgency_order_names_every_kind_once() -> None:
+    from typing import get_args
+
+    assert sorted(assess.URGENCY) == sorted(get_args(assess.AttentionKind))
+    assert len(set(assess.URGENCY)) == len(assess.URGENCY)
+
+
+def test_the_schema_lists_the_kinds_in_their_order() -> None:
+    import json
+
+    from tests.conftest import ROOT
+
+    schema = json.loads((ROOT / "docs" / "reference" / "status.schema.json").read_text())
+    kinds = schema["properties"]["attention"]["items"]["properties"]["kind"]["enum"]
+    assert kinds == list(assess.URGENCY)
