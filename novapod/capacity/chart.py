@@ -3,7 +3,8 @@ one after another, what a job waits for before it starts, and the reserved insta
 job uses. `plan_charts` builds it from the planner's output; `chart_json` and
 `chart_from_json` carry it through the cloud assembly, where the capacity stack records
 it as construct metadata (METADATA_TYPE) for the review to read back. `svg` and the
-review's Mermaid charts draw only this, so both show the schedule the planner made.
+review's Mermaid charts draw only this, and say it in the same words (`size_text`,
+`window_text`, `when`), so both show the schedule the planner made.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
 from novapod.capacity.models import CapacityPlan, JobPlan, PlanRequest
+from novapod.capacity.units import HOURS_PER_DAY, days_text
 
 # Cloud-assembly metadata type of a plan's chart (on the plan's construct in the capacity
 # stack); `version` inside changes when the document's meaning does.
@@ -119,6 +122,43 @@ class PlanChart:
             else:
                 found.append(Idle(start, end, idle))
         return tuple(found)
+
+
+def when(hour: float) -> str:
+    """An hour of the plan as day and time: 36 -> day 2 12:00 (day 1 starts at hour 0)."""
+    minutes = round(hour * 60)
+    day, rest = divmod(minutes, HOURS_PER_DAY * 60)
+    return f"day {day + 1} {rest // 60:02d}:{rest % 60:02d}"
+
+
+def window_text(start_after: str | None, end_before: str | None) -> str:
+    """The plan's window in words, with its dates."""
+    if start_after is None and end_before is None:
+        return "window: any time (it starts when an offering is found)"
+    parts = []
+    if start_after is not None:
+        parts.append(f"starts after {_date(start_after)}")
+    if end_before is not None:
+        parts.append(f"ends before {_date(end_before)}")
+    return "window: " + ", ".join(parts)
+
+
+def _date(value: str) -> str:
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    if parsed.tzinfo is not None and parsed.utcoffset() == timedelta(0):
+        return parsed.strftime("%Y-%m-%d %H:%M UTC")
+    return parsed.isoformat(timespec="minutes")
+
+
+def size_text(chart: PlanChart) -> str:
+    """4 x ml.p5.48xlarge for 72 h (3 days), an extension included."""
+    held = f"{chart.hours} h ({days_text(chart.hours // HOURS_PER_DAY)})"
+    if chart.hours > chart.bought_hours:
+        held += f": {chart.bought_hours} h bought + {chart.hours - chart.bought_hours} h extension"
+    return f"{chart.instance_count} x {chart.instance_type} for {held}"
 
 
 def plan_charts(plan: CapacityPlan) -> list[PlanChart]:

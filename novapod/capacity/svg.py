@@ -15,12 +15,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from datetime import datetime, timedelta
 from xml.sax.saxutils import escape
 
-from novapod.capacity.chart import JobBar, PlanChart, plan_charts
+from novapod.capacity.chart import JobBar, PlanChart, plan_charts, size_text, when, window_text
 from novapod.capacity.models import CapacityPlan
-from novapod.capacity.units import HOURS_PER_DAY, days_text, hours_text
+from novapod.capacity.units import HOURS_PER_DAY, hours_text
 
 MARGIN = 16
 FONT_SIZE = 12
@@ -66,43 +65,6 @@ def num(value: float) -> str:
     """A coordinate: at most two decimals, no trailing zeros (the same bytes every run)."""
     rounded = f"{value:.2f}".rstrip("0").rstrip(".")
     return "0" if rounded in ("", "-0") else rounded
-
-
-def when(hour: float) -> str:
-    """An hour of the plan as day and time: 36 -> day 2 12:00 (day 1 starts at hour 0)."""
-    minutes = round(hour * 60)
-    day, rest = divmod(minutes, HOURS_PER_DAY * 60)
-    return f"day {day + 1} {rest // 60:02d}:{rest % 60:02d}"
-
-
-def window_text(start_after: str | None, end_before: str | None) -> str:
-    """The plan's window in words, with its dates."""
-    if start_after is None and end_before is None:
-        return "window: any time (it starts when an offering is found)"
-    parts = []
-    if start_after is not None:
-        parts.append(f"starts after {_date(start_after)}")
-    if end_before is not None:
-        parts.append(f"ends before {_date(end_before)}")
-    return "window: " + ", ".join(parts)
-
-
-def _date(value: str) -> str:
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return value
-    if parsed.tzinfo is not None and parsed.utcoffset() == timedelta(0):
-        return parsed.strftime("%Y-%m-%d %H:%M UTC")
-    return parsed.isoformat(timespec="minutes")
-
-
-def size_text(chart: PlanChart) -> str:
-    """4 x ml.p5.48xlarge for 72 h (3 days), an extension included."""
-    held = f"{chart.hours} h ({days_text(chart.hours // HOURS_PER_DAY)})"
-    if chart.hours > chart.bought_hours:
-        held += f": {chart.bought_hours} h bought + {chart.hours - chart.bought_hours} h extension"
-    return f"{chart.instance_count} x {chart.instance_type} for {held}"
 
 
 def render_svg(plan: CapacityPlan, environment: str) -> str:
