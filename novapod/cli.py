@@ -35,7 +35,14 @@ from botocore.exceptions import (  # type: ignore[import-untyped]
 )
 
 from novapod import review
-from novapod.capacity import capacity_plan_json, extension, render_gantt, render_table, split_advice
+from novapod.capacity import (
+    capacity_plan_json,
+    extension,
+    render_gantt,
+    render_table,
+    split_advice,
+    svg,
+)
 from novapod.capacity.naming import training_plan_name
 from novapod.config import (
     ConfigError,
@@ -140,6 +147,10 @@ def _plan(args: argparse.Namespace) -> int:
     plan = config.capacity_plan()
     if args.gantt:
         print(render_gantt(plan), end="")
+        return EXIT_OK
+    if args.format:
+        picture = svg.render_html if args.format == "html" else svg.render_svg
+        sys.stdout.write(picture(plan, config.name))
         return EXIT_OK
     names = config.purchase_names(plan)
     advice = split_advice(plan)  # advice only: the config is never changed
@@ -732,6 +743,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     plan_output.add_argument(
         "--gantt", action="store_true", help="each plan's schedule as text bars over its days"
+    )
+    plan_output.add_argument(
+        "--format",
+        choices=("svg", "html"),
+        help="each plan's schedule as a Gantt chart: a standalone SVG, or an HTML page holding it",
     )
     plan.set_defaults(run=_plan)
     offerings = commands.add_parser(

@@ -192,7 +192,8 @@ def size(text: str) -> int:
 
 def cut_markdown(text: str, budget: int, more: str) -> str:
     """`text` cut at a line boundary to at most `budget` bytes with `more` (the note saying
-    where the rest is) appended, closing a code fence or <details> the cut left open."""
+    where the rest is) appended, closing a code fence or <details> the cut left open. A
+    diagram (```mermaid) the cut falls in is left out whole: half of one draws wrong."""
     if size(text) <= budget:
         return text
     kept: list[str] = []
@@ -208,13 +209,17 @@ def cut_markdown(text: str, budget: int, more: str) -> str:
         used += size(line)
     closing: list[str] = []
     fence = ""
-    for line in kept:
+    opened_at = 0
+    for index, line in enumerate(kept):
         stripped = line.strip()
         if not fence and stripped.startswith("```"):
             fence = stripped[: len(stripped) - len(stripped.lstrip("`"))]
+            opened_at = index
         elif fence and stripped == fence:
             fence = ""
-    if fence:
+    if fence and kept[opened_at].strip() == f"{fence}mermaid":
+        del kept[opened_at:]
+    elif fence:
         closing.append(fence)
     body = "".join(kept)
     opened = len(re.findall(r"<details\b", body)) - len(re.findall(r"</details>", body))

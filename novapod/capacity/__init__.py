@@ -18,6 +18,7 @@ One idea per module, each importing only those before it:
 - `advice`: the plan's notes and split advice;
 - `requests`: sized jobs to plan requests (`plan_capacity`, the packing policy);
 - `schema`: the plan as JSON and its JSON Schema; `render`: as text and Gantt charts;
+- `chart`: a plan's schedule as pictures draw it; `svg`: the schedules as an SVG picture;
 - `naming`: the deterministic names plans and extensions are bought under;
 - `approval`: a purchase approved by its exact name, and what an edit changed;
 - `extension`: extending a bought plan instead of buying a second one.

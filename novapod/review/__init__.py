@@ -2,8 +2,9 @@
 
 Compares two cloud assemblies (`cdk.out` of the base branch and of the head) stack by
 stack with CDK's own diff engine (`engine.py`, `diff.js`), then adds what only novapod
-knows (`semantics.py`): purchases, stateful replacements, security; and what an
-in-place HyperPod update does to each instance group (`groups.py`). `report.build` gives
+knows (`semantics.py`): purchases, stateful replacements, security; what an in-place
+HyperPod update does to each instance group (`groups.py`); and the training-plan
+schedules each assembly records (`schedules.py`, drawn by `mermaid.py`). `report.build` gives
 the JSON document (the contract); `markdown.render` renders it for a PR comment. No AWS
 credentials are needed.
 """

@@ -3,13 +3,15 @@
 A stack is known by its display name (`novapod-dev-network`, or `Prod/novapod-dev-network`
 inside a Stage), which is what pairs the base's and the head's stacks. Each stack carries
 its template's path and the hashes of the assets it publishes, so that a change that only
-moves an asset hash can be told apart. Pure file reading, no CDK import, no AWS.
+moves an asset hash can be told apart, and its construct metadata (where the capacity
+stack records each plan's schedule). Pure file reading, no CDK import, no AWS.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +27,34 @@ class StackArtifact:
     name: str  # display name: the key that pairs base and head
     template_path: Path
     asset_hashes: frozenset[str]
+    # The stack's construct metadata: inline in the manifest, and (aws-cdk-lib 2.17x and
+    # later) in the file the artifact's additionalMetadataFile names, merged as the
+    # cloud-assembly reader does (@aws-cdk/cloud-assembly-api, cloud-artifact.js).
+    inline_metadata: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    metadata_file: Path | None = None
 
     def template(self) -> dict[str, Any]:
         loaded: dict[str, Any] = json.loads(self.template_path.read_text(encoding="utf-8"))
         return loaded
+
+    def metadata(self, kind: str) -> list[tuple[str, Any]]:
+        """(construct path, data) of each metadata entry of type `kind`, by path; an
+        unreadable metadata file counts as none (the review then draws less, never fails)."""
+        entries: dict[str, Any] = dict(self.inline_metadata)
+        if self.metadata_file is not None:
+            try:
+                loaded = json.loads(self.metadata_file.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                loaded = {}
+            if isinstance(loaded, dict):
+                entries.update(loaded)
+        return [
+            (path, entry.get("data"))
+            for path, listed in sorted(entries.items())
+            if isinstance(listed, list)
+            for entry in listed
+            if isinstance(entry, dict) and entry.get("type") == kind
+        ]
 
 
 def read_stacks(directory: Path, option: str) -> dict[str, StackArtifact]:
@@ -74,7 +100,14 @@ def _stacks(directory: Path, option: str) -> dict[str, StackArtifact]:
                     f"{option}: stack {name}'s template {template} is missing; synthesize again"
                 )
             hashes = _asset_hashes(directory, artifacts, artifact)
-            out[name] = StackArtifact(name, template, hashes)
+            extra = artifact.get("additionalMetadataFile")
+            out[name] = StackArtifact(
+                name,
+                template,
+                hashes,
+                inline_metadata=artifact.get("metadata") or {},
+                metadata_file=directory / extra if isinstance(extra, str) else None,
+            )
     return out
 
 

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from novapod.review import mermaid
 from novapod.review.report import GATES
 from novapod.review.semantics import CAP_TITLE
 from novapod.review.values import amount
@@ -91,6 +92,17 @@ class _Page:
         self.line(text)
         return True
 
+    def block(self, lines: Sequence[str], what: str, limit: int) -> bool:
+        """`lines` whole (a diagram cut in half is no diagram) while the page stays
+        under `limit`, else counted as left out."""
+        size = sum(len(line) + 1 for line in lines)
+        if self.full or self.size + size > min(limit, self.budget):
+            self.left_out[what] += 1
+            return False
+        for line in lines:
+            self.line(line)
+        return True
+
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
 
@@ -104,10 +116,14 @@ def render(report: Mapping[str, Any], limit: int = COMMENT_LIMIT) -> str:
     if not summary["changed"]:
         count = len(summary["stacks"]["unchanged"])
         page.line(f"No changes: all {count} stacks synthesize the same templates.")
+        if report.get("schedules"):
+            page.line()
+            _schedules(page, report["schedules"])
         _footer(page, report)
         return page.text()
     _overview(page, report)
     _purchases(page, report["purchases"])
+    _schedules(page, report.get("schedules", ()))
     _stateful(page, report["stateful"])
     _instance_groups(page, report.get("instance_groups", ()))
     _security(page, report["security"])
@@ -187,6 +203,19 @@ def _purchase_line(entry: Mapping[str, Any]) -> str:
         f"- **{verb}** training plan {code(entry['plan_name'])} {where}: "
         f"{', '.join(details)}{changed}. {entry['note'][0].upper()}{entry['note'][1:]}."
     )
+
+
+def _schedules(page: _Page, schedules: Sequence[Mapping[str, Any]]) -> None:
+    """Each plan whose schedule is new or moved, as Mermaid gantt charts (mermaid.py);
+    they fill at most half the comment, so the sections after them keep their room."""
+    if not schedules:
+        return
+    page.line("**Schedules** (day 1 is a plan's first day; the offering bought sets its date)")
+    page.line()
+    for entry in schedules:
+        lines = mermaid.schedule_lines(entry, code)
+        if lines:
+            page.block([*lines, ""], "schedules", limit=page.budget // 2)
 
 
 def _cap_line(entry: Mapping[str, Any], change: Mapping[str, Any]) -> str:

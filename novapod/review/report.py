@@ -14,6 +14,8 @@ Top-level keys, each list sorted so that the same inputs give the same bytes:
              removes or changes: count, type and training plan, old -> new, and the
              effect on the jobs running on it (groups.py)
   security   iam (broadenings), security_groups (openings), endpoints
+  schedules  training-plan schedules added or changed (schedules.py), each with the
+             schedule before and after, as the capacity stack recorded them
   stacks     every stack: status and every resource change the engine found
 """
 
@@ -24,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from novapod.review import groups, semantics
+from novapod.review import groups, schedules, semantics
 from novapod.review.assembly import StackArtifact, read_stacks
 from novapod.review.engine import PACKAGE, diff_templates
 
@@ -69,10 +71,14 @@ def build(base_dir: Path, head_dir: Path) -> dict[str, Any]:
         "stateful": [],
         "instance_groups": [],
         "security": {"iam": [], "security_groups": [], "endpoints": []},
+        "schedules": [],
         "stacks": [],
     }
     for name, diff in zip(names, result.diffs, strict=True):
         _add_stack(report, name, base_stacks.get(name), head_stacks.get(name), diff)
+        report["schedules"] += schedules.schedule_changes(
+            name, base_stacks.get(name), head_stacks.get(name)
+        )
     _sort(report)
     report["summary"] = _summary(report)
     report["gates"] = tripped(report)

@@ -13,6 +13,7 @@ from aws_cdk import CfnOutput, CfnResource, Fn, Stack
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from novapod.capacity.chart import METADATA_TYPE, chart_json, plan_charts
 from novapod.capacity.naming import name_head
 from novapod.config import NovapodConfig
 from novapod.constructs.network import VpcHandle
@@ -57,6 +58,7 @@ class CapacityStack(Stack):
             ledger=ledger,
         )
         subnets = network.subnet_ids_by_zone()
+        charts = {chart.plan: chart for chart in plan_charts(config.capacity_plan())}
         self.plans: dict[str, TrainingPlan] = {}
         for spec, request in requests:
             plan = TrainingPlan(
@@ -72,6 +74,10 @@ class CapacityStack(Stack):
             resource = plan.resource.node.default_child
             assert isinstance(resource, CfnResource)
             resource.override_logical_id(plan_logical_id(spec.name))
+            if spec.name in charts:
+                # The plan's schedule, for `novapod review` to draw: cloud-assembly metadata
+                # (the manifest's <stack>.metadata.json), never part of the template.
+                plan.node.add_metadata(METADATA_TYPE, chart_json(charts[spec.name]))
             self.plans[spec.name] = plan
             self._plan_outputs(plan_logical_id(spec.name), spec.name, plan)
         CfnOutput(

@@ -248,8 +248,9 @@ def test_added_endpoints_are_security_changes(review_of) -> None:
 
 def test_the_docs_sample_is_what_the_review_renders(review_of) -> None:
     readme = (ROOT / "docs" / "reviewing.md").read_text()
-    block = readme.split("<!-- review-sample:start -->\n```markdown\n")[1]
-    sample = block.split("```\n<!-- review-sample:end -->")[0]
+    # Four backticks: the sample holds ```mermaid blocks.
+    block = readme.split("<!-- review-sample:start -->\n````markdown\n")[1]
+    sample = block.split("````\n<!-- review-sample:end -->")[0]
     assert review.render(review_of("base", "plan-count")).startswith(sample)
 
 

@@ -280,3 +280,27 @@ def test_plan_permissions_never_reach_another_environments_plans(synth) -> None:
     other_environment = prefix + "novapod-nova-lite-lite-sft-x-31e61478"
     assert any(iam.wildcard_match(r, own) for r in resources_)
     assert not any(iam.wildcard_match(r, other_environment) for r in resources_)
+
+
+def test_each_plan_with_jobs_records_its_schedule_as_assembly_metadata(synth) -> None:
+    # For `novapod review` (tests/review/test_schedules.py): on the plan's construct, in
+    # the stack's metadata file, one entry per plan that has jobs; a plan without jobs
+    # (the adopted one) has none.
+    from novapod.capacity.chart import METADATA_TYPE, chart_json, plan_charts
+
+    for path, plans in ((ROOT / "config" / "examples" / "nova-jobs.yaml", ["Rl", "Tune"]),
+                        (ADOPT, [])):  # fmt: skip
+        result = synth(path)
+        stack = result.stack_names["capacity"]
+        metadata = json.loads((result.outdir / f"{stack}.metadata.json").read_text())
+        found = {
+            where: entry["data"]
+            for where, entries in metadata.items()
+            for entry in entries
+            if entry["type"] == METADATA_TYPE
+        }
+        charts = plan_charts(load_config(path).capacity_plan())
+        assert found == {
+            f"/{stack}/TrainingPlan{chart.plan.capitalize()}": chart_json(chart) for chart in charts
+        }
+        assert sorted(where.rsplit("TrainingPlan", 1)[1] for where in found) == plans

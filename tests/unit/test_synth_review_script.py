@@ -129,6 +129,17 @@ def test_cut_markdown_keeps_whole_lines_and_closes_what_it_cut_open() -> None:
     assert all(line in {"+ line", "```", "</details>", ""} for line in cut.splitlines()[5:-1])
 
 
+def test_cut_markdown_leaves_out_a_diagram_it_would_cut_in_half() -> None:
+    chart = (
+        "```mermaid\ngantt\n" + "    run :r, 2024-01-01 00:00, 2024-01-01 01:00\n" * 40 + "```\n"
+    )
+    text = "### 1. Purchases\n\n" + chart + "\nAfter (head):\n\n" + chart
+    cut = sr.cut_markdown(text, sr.size(chart) + 300, "_more_\n")
+    assert cut.count("```mermaid") == 1 and cut.count("```\n") == 1  # the first, whole
+    assert chart in cut and "After (head):" in cut
+    assert cut.endswith("After (head):\n\n_more_\n")
+
+
 def test_cut_markdown_leaves_a_short_text_alone() -> None:
     assert sr.cut_markdown("no changes\n", 100, "more") == "no changes\n"
 
