@@ -531,8 +531,10 @@ _status_sleep: Callable[[float], None] = time.sleep
 
 def _status(args: argparse.Namespace) -> int:
     path, _ = _config_path(args)
-    # As `plan` does: an edit not approved yet still shows what is deployed (as drift).
-    config = _look(path)
+    # As `plan` does: an edit not approved yet still shows what is deployed (as drift); and
+    # an environment whose plans ran out (their windows ended) is still read: status buys
+    # nothing, and that is when what is left is worth seeing.
+    config = load_config(path, approvals=False, windows=False)
     cfn, sagemaker, dynamodb = _aws_clients(
         config, "status", "cloudformation", "sagemaker", "dynamodb"
     )

@@ -49,6 +49,11 @@ class _ApprovalError(_FieldError):
         self.names = names
 
 
+class _EndedWindowError(_FieldError):
+    """A plan to buy whose window has ended: nothing can be bought for it any more. The
+    read-only commands (`novapod status`) still read an environment whose plans ran out."""
+
+
 class _CombinedFieldError(ValueError):
     """Several model-level errors, reported together (one validator, many findings)."""
 

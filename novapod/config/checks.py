@@ -19,7 +19,7 @@ from typing import Protocol
 from novapod import addressing
 from novapod.capacity import PlanningError, PlanRequest, Workload, approval, extension
 from novapod.capacity.naming import training_plan_name
-from novapod.config.base import _ApprovalError, _at, _FieldError
+from novapod.config.base import _ApprovalError, _at, _EndedWindowError, _FieldError
 from novapod.config.capacity import Capacity, TrainingPlanSpec
 from novapod.config.eks import Eks
 from novapod.config.hyperpod import HyperPod, RestrictedGroup, StandardGroup
@@ -68,14 +68,19 @@ class CheckedConfig(Protocol):
     def job_plan(self, job: Job) -> str | None: ...
 
 
-def problems(config: CheckedConfig, now: datetime, *, approvals: bool = True) -> list[_FieldError]:
+def problems(
+    config: CheckedConfig, now: datetime, *, approvals: bool = True, windows: bool = True
+) -> list[_FieldError]:
     """Every cross-section finding, collected and reported at once, so one run of
     `novapod validate` shows all there is to fix. `now`: the time purchases are judged at.
 
     `approvals=False` leaves out whether each purchase is approved (`novapod plan`,
     `offerings` and `recipes` look before anyone approves; synthesis never does). With
     other mistakes in the config, a missing or stale approval is reported without a name
-    to paste: that name is derived from the whole config, and would be the wrong one."""
+    to paste: that name is derived from the whole config, and would be the wrong one.
+
+    `windows=False` leaves out plans whose purchase window has ended (`novapod status`
+    reads an environment after its plans ran out; nothing it does buys)."""
     found = list(network_problems(config))
     inverted = list(window_problems(config))
     found += inverted
@@ -93,6 +98,8 @@ def problems(config: CheckedConfig, now: datetime, *, approvals: bool = True) ->
     found += nova_problems(config)
     found += bedrock_deployment_problems(config)
     found += job_endpoint_problems(config)
+    if not windows:
+        found = [f for f in found if not isinstance(f, _EndedWindowError)]
     if not approvals:
         return [f for f in found if not isinstance(f, _ApprovalError)]
     if any(not isinstance(f, _ApprovalError) for f in found):
@@ -524,12 +531,12 @@ def purchase_problems(
             continue
         where = f"capacity.training_plans[{i}]"
         if spec.end_before is not None and spec.end_before <= now:
-            yield _at(
+            yield _EndedWindowError(
                 f"{where}.end_before",
                 f"{spec.end_before.isoformat()} is in the past, and no plan can be bought "
                 "for a window that has ended: move the window, or adopt a plan you already "
                 "bought with existing_arn",
-                root=True,
+                True,
             )
             continue
         purchase = spec.purchase

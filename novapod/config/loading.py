@@ -24,13 +24,20 @@ DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "default.yaml"
 
 
 def parse_config(
-    data: Any, source: str | None = None, *, now: datetime | None = None, approvals: bool = True
+    data: Any,
+    source: str | None = None,
+    *,
+    now: datetime | None = None,
+    approvals: bool = True,
+    windows: bool = True,
 ) -> NovapodConfig:
     """Validate already-parsed YAML data, as of `now` (default: the current time).
 
     `approvals=False`: everything but whether each purchase is approved by its exact name
     (for the commands that show the names and prices before anyone approves; what
-    synthesizes or deploys always checks them)."""
+    synthesizes or deploys always checks them). `windows=False`: nor whether each plan's
+    purchase window is still open (for `novapod status`, which reads an environment after
+    its plans ran out and buys nothing)."""
     if not isinstance(data, Mapping):
         raise ConfigError(
             [("", "the configuration must be a YAML mapping with name, region and network")],
@@ -38,19 +45,25 @@ def parse_config(
         )
     try:
         moment = now or _validate_as_of(source) or datetime.now(UTC)
-        context = {"now": moment, "approvals": approvals}
+        context = {"now": moment, "approvals": approvals, "windows": windows}
         return NovapodConfig.model_validate(dict(data), context=context)
     except ValidationError as exc:
         raise ConfigError(_issues(exc), source) from None
 
 
 def load_config(
-    path: str | os.PathLike[str], *, now: datetime | None = None, approvals: bool = True
+    path: str | os.PathLike[str],
+    *,
+    now: datetime | None = None,
+    approvals: bool = True,
+    windows: bool = True,
 ) -> NovapodConfig:
     """Read, decode, parse and validate one config file; every failure is a ConfigError.
-    `approvals=False`: see parse_config."""
+    `approvals=False`, `windows=False`: see parse_config."""
     path = Path(path)
-    return parse_config(_read_yaml(path), str(path), now=now, approvals=approvals)
+    return parse_config(
+        _read_yaml(path), str(path), now=now, approvals=approvals, windows=windows
+    )
 
 
 def is_pipeline_file(path: str | os.PathLike[str]) -> bool:

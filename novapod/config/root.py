@@ -115,7 +115,8 @@ class NovapodConfig(_Model):
         moment = _validation_time(info)
         context = info.context if isinstance(info.context, Mapping) else {}
         approvals = context.get("approvals", True) is not False
-        _raise_all(checks.problems(self, moment, approvals=approvals))
+        windows = context.get("windows", True) is not False
+        _raise_all(checks.problems(self, moment, approvals=approvals, windows=windows))
         self._validated_at = moment
         return self
 

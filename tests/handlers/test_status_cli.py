@@ -669,3 +669,16 @@ def test_the_operations_page_shows_the_real_output(status_world, tmp_path, monke
     start = text.index(EXAMPLE_START)
     block = text[text.index("```text\n", start) + len("```text\n") :]
     assert block[: block.index("```\n")] == shown, f"docs/operations.md should show:\n{shown}"
+
+
+def test_an_environment_whose_plan_windows_ended_is_still_read(status_world, monkeypatch) -> None:
+    """After the window a config buys in has ended, validation refuses to synthesize (no plan
+    can be bought for it); status buys nothing and reads the environment all the same."""
+    world = status_world.healthy()
+    monkeypatch.setenv("NOVAPOD_VALIDATE_AS_OF", "2027-09-01T00:00:00Z")
+    status, out, err = world.run()
+    assert (status, err) == (0, "")
+    assert out.startswith("novapod status: environment dev (us-east-1)")
+    assert cli.main(["validate", str(world.path)]) == 2
+    _, err = world.capsys.readouterr()
+    assert "end_before: 2027-08-30T00:00:00+00:00 is in the past" in err
