@@ -61,9 +61,7 @@ def load_config(
     """Read, decode, parse and validate one config file; every failure is a ConfigError.
     `approvals=False`, `windows=False`: see parse_config."""
     path = Path(path)
-    return parse_config(
-        _read_yaml(path), str(path), now=now, approvals=approvals, windows=windows
-    )
+    return parse_config(_read_yaml(path), str(path), now=now, approvals=approvals, windows=windows)
 
 
 def is_pipeline_file(path: str | os.PathLike[str]) -> bool:
