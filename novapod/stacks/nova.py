@@ -35,6 +35,7 @@ from novapod.constructs.nova_environment.construct import nova_environment
 from novapod.nova import render
 from novapod.nova.access import (
     BUNDLE_PREFIX,
+    HYPERPOD_LOG_GROUP_PREFIX,
     SCIENTISTS_GROUP,
     bundle_key,
     data_grants,
@@ -62,8 +63,6 @@ MLFLOW_READ_ACTIONS = (
     "sagemaker-mlflow:SearchExperiments",
     "sagemaker-mlflow:SearchRuns",
 )
-# HyperPod's log groups: /aws/sagemaker/Clusters/<cluster name>/<cluster id>.
-LOG_GROUP_PREFIX = "/aws/sagemaker/Clusters/"
 # The stacks whose outputs `novapod launch` and `novapod results` read.
 READABLE_STACKS = ("storage", "hyperpod", "nova")
 
@@ -73,7 +72,7 @@ def job_log_groups(scope: Stack, cluster_name: str) -> str:
     return scope.format_arn(
         service="logs",
         resource="log-group",
-        resource_name=f"{LOG_GROUP_PREFIX}{cluster_name}/*",
+        resource_name=f"{HYPERPOD_LOG_GROUP_PREFIX}{cluster_name}/*",
         arn_format=ArnFormat.COLON_RESOURCE_NAME,
     )
 
