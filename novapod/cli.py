@@ -1,6 +1,7 @@
 """The `novapod` command: validate a config, print its JSON Schema, plan capacity, write
 the Nova recipes of its jobs, launch them, read their evaluations, show what a deployed
-environment runs and pays for, and review what a change to the synthesized stacks does.
+environment runs and pays for, review what a change to the synthesized stacks does,
+and print the sequence that destroys it.
 
 Only `offerings`, `launch`, `cancel`, `results`, `purchases`, `status` and `pipeline-check`
 talk to AWS. The other commands never read AWS settings (profile, config and credentials files),
@@ -52,11 +53,12 @@ from novapod.config import (
     load_config,
     load_pipeline,
 )
+from novapod.config.loading import validation_time
 from novapod.constructs.handler_core import ledger, values
 from novapod.constructs.training_plan.handler import decisions, offerings
 from novapod.nova import cancel, launch, render, results
 from novapod.nova.catalog import CatalogError
-from novapod.operate import pipeline_check, purchases
+from novapod.operate import destroy, pipeline_check, purchases
 from novapod.operate.status import assess as status_assess
 from novapod.operate.status import collect as status_collect
 from novapod.operate.status import render as status_render
@@ -626,6 +628,28 @@ def _add_status(commands: Any, config_help: str) -> None:
     status_cmd.set_defaults(run=_status)
 
 
+def _destroy_plan(args: argparse.Namespace) -> int:
+    """Offline: the sequence that destroys the config's environment."""
+    path, _ = _config_path(args)
+    if is_pipeline_file(path):
+        raise ConfigError(
+            [
+                (
+                    "",
+                    "a pipeline file deploys its environments through the pipeline's stages; "
+                    "run novapod destroy-plan on each environment file it lists",
+                )
+            ],
+            path,
+        )
+    plan = destroy.destroy_plan(destroy.load(path), path, now=validation_time(path))
+    if args.json:
+        print(json.dumps(destroy.plan_json(plan), indent=2))
+    else:
+        sys.stdout.write(destroy.render_text(plan))
+    return EXIT_OK
+
+
 def _review(args: argparse.Namespace) -> int:
     gates = [g.strip() for g in (args.fail_on or "").split(",") if g.strip()]
     unknown = [g for g in gates if g not in review.GATES]
@@ -686,6 +710,30 @@ def _add_purchases(commands: Any, config_help: str) -> None:
         help="with --release: release a calling or ambiguous item younger than 30 minutes",
     )
     purchases_cmd.set_defaults(run=_purchases)
+
+
+def _add_destroy_plan(commands: Any, config_help: str) -> None:
+    destroy_cmd = commands.add_parser(
+        "destroy-plan",
+        help="print the exact sequence that destroys the environment and what stays (offline)",
+        description=(
+            "Print, for this config, the commands that remove its environment: first what "
+            "to save (the purchase record, the names of what stays), then each stack's "
+            "`npx cdk destroy --exclusively`, one at a time and each before the stacks it "
+            "uses, with termination protection turned off before the storage stack, then "
+            "every resource that outlives the stacks, whether it keeps costing, and the "
+            "aws commands that remove it. Reads no AWS settings and calls nothing."
+        ),
+        epilog=(
+            "Lines starting with # say what the next commands do; UPPER_CASE words are "
+            "placeholders the comment above explains. Exit 0 with the plan, 2 for a config "
+            "that does not validate (approvals and ended plan windows aside: a destroy buys "
+            "nothing) or a pipeline file. See docs/destroying.md."
+        ),
+    )
+    destroy_cmd.add_argument("config", nargs="?", help=config_help)
+    destroy_cmd.add_argument("--json", action="store_true", help="print JSON (the contract)")
+    destroy_cmd.set_defaults(run=_destroy_plan)
 
 
 def _add_cancel(commands: Any, config_help: str) -> None:
@@ -761,6 +809,7 @@ def _parser() -> argparse.ArgumentParser:
     offerings.set_defaults(run=_offerings)
     _add_purchases(commands, config_help)
     _add_status(commands, config_help)
+    _add_destroy_plan(commands, config_help)
     recipes = commands.add_parser(
         "recipes", help="write the jobs' Nova recipes, launch specs and index (offline)"
     )

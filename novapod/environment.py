@@ -22,6 +22,7 @@ from constructs import Construct, IConstruct
 
 from novapod.compliance.rules import acknowledge_inline_policies
 from novapod.config import CompliancePack, NovapodConfig
+from novapod.config.stacks import stack_kinds, stack_name
 from novapod.constructs.execution_role import execution_role_kinds
 from novapod.nova.kubernetes import nova_access
 from novapod.stacks.capacity import CapacityStack
@@ -66,13 +67,16 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
     """The environment's stacks under `scope`, which carries novapod's feature flags."""
     env = Environment(account=config.account, region=config.region)
     prefix = config.prefix
-    # Stack names are set, not derived: inside a Stage (CDK Pipelines) CDK would prefix
-    # them with the stage's name, and `novapod launch`, the scientists' policy and the
-    # cross-stack reads all find the stacks as novapod-<env>-<kind>.
+    # Which stacks, and their names, from one pure source (novapod/config/stacks.py) that
+    # `novapod destroy-plan` reads too. Names are set, not derived: inside a Stage (CDK
+    # Pipelines) CDK would prefix them with the stage's name, and `novapod launch`, the
+    # scientists' policy and the cross-stack reads all find them as novapod-<env>-<kind>.
+    kinds = stack_kinds(config)
+    name = {kind: stack_name(config, kind) for kind in kinds}
     network = NetworkStack(
         scope,
-        f"{prefix}-network",
-        stack_name=f"{prefix}-network",
+        name["network"],
+        stack_name=name["network"],
         network=config.network,
         # The network's endpoints and those the jobs' pods call from restricted groups.
         endpoints=config.endpoint_names,
@@ -88,8 +92,8 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
     )
     storage = StorageStack(
         scope,
-        f"{prefix}-storage",
-        stack_name=f"{prefix}-storage",
+        name["storage"],
+        stack_name=name["storage"],
         storage=config.storage,
         name=prefix,
         environment=config.name,
@@ -102,11 +106,11 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         description=f"novapod {config.name}: KMS key, S3 buckets, FSx for Lustre (retained)",
     )
     capacity = None
-    if config.capacity.training_plans:
+    if "capacity" in kinds:
         capacity = CapacityStack(
             scope,
-            f"{prefix}-capacity",
-            stack_name=f"{prefix}-capacity",
+            name["capacity"],
+            stack_name=name["capacity"],
             config=config,
             network=network.handle,
             key=storage.key,
@@ -115,11 +119,12 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             description=f"novapod {config.name}: training plans (bought with approval, or adopted)",
         )
     eks = None
-    if config.eks is not None:
+    if "eks" in kinds:
+        assert config.eks is not None
         eks = EksStack(
             scope,
-            f"{prefix}-eks",
-            stack_name=f"{prefix}-eks",
+            name["eks"],
+            stack_name=name["eks"],
             spec=config.eks,
             cluster_name=prefix,
             network=network.handle,
@@ -147,12 +152,12 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             description=f"novapod {config.name}: EKS cluster with the HyperPod dependencies",
         )
     hyperpod = None
-    if config.hyperpod is not None:
+    if "hyperpod" in kinds:
         assert eks is not None  # the config requires eks with hyperpod
         hyperpod = HyperPodStack(
             scope,
-            f"{prefix}-hyperpod",
-            stack_name=f"{prefix}-hyperpod",
+            name["hyperpod"],
+            stack_name=name["hyperpod"],
             config=config,
             cluster_name=prefix,
             eks_cluster_arn=eks.cluster.cluster_arn,
@@ -170,7 +175,8 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             description=f"novapod {config.name}: SageMaker HyperPod cluster",
         )
     nova = nova_base = None
-    if hyperpod is not None and config.has_nova_stack:
+    if "nova" in kinds:
+        assert hyperpod is not None  # the Nova environment serves the HyperPod cluster
         stored = {
             name: Fn.get_stack_output(storage.stack_name, name)
             for name in ("DataBucketName", "ArtifactsBucketName", "KeyArn")
@@ -179,8 +185,8 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         # clusters are (novapod/stacks/nova_base.py says why it is a stack of its own).
         nova_base = NovaBaseStack(
             scope,
-            f"{prefix}-nova-base",
-            stack_name=f"{prefix}-nova-base",
+            name["nova-base"],
+            stack_name=name["nova-base"],
             config=config,
             cluster_name=prefix,
             placement=network.placement,
@@ -197,8 +203,8 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         nova_base.add_stack_dependency(storage, "the buckets and the key")
         nova = NovaStack(
             scope,
-            f"{prefix}-nova",
-            stack_name=f"{prefix}-nova",
+            name["nova"],
+            stack_name=name["nova"],
             config=config,
             cluster_name=prefix,
             hyperpod_cluster_arn=hyperpod.cluster.attr_cluster_arn,

@@ -44,7 +44,7 @@ def parse_config(
             source,
         )
     try:
-        moment = now or _validate_as_of(source) or datetime.now(UTC)
+        moment = now or validation_time(source)
         context = {"now": moment, "approvals": approvals, "windows": windows}
         return NovapodConfig.model_validate(dict(data), context=context)
     except ValidationError as exc:
@@ -199,6 +199,12 @@ def _encoding_error(raw: bytes, exc: UnicodeDecodeError, codec: str, source: str
 
 
 VALIDATE_AS_OF_ENV = "NOVAPOD_VALIDATE_AS_OF"
+
+
+def validation_time(source: str | None = None) -> datetime:
+    """The time the config's time-dependent rules are judged at: NOVAPOD_VALIDATE_AS_OF,
+    else now. `source` names the file in the error an unreadable setting raises."""
+    return _validate_as_of(source) or datetime.now(UTC)
 
 
 def _validate_as_of(source: str | None) -> datetime | None:

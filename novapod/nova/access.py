@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 SCIENTISTS_GROUP = "novapod-nova-scientists"
 ENTRY_ID_DIGEST_CHARS = 10
 BUNDLE_PREFIX = "recipes/"
+# HyperPod's log groups, where the jobs log: /aws/sagemaker/Clusters/<cluster name>/<cluster
+# id>. HyperPod creates them; no stack holds them, so they outlive the environment.
+HYPERPOD_LOG_GROUP_PREFIX = "/aws/sagemaker/Clusters/"
 _ESCAPE = re.compile(r"\$\{(?!(?:" + "|".join(PLACEHOLDERS) + r")\})")
 _USED = re.compile(r"\$\{(" + "|".join(PLACEHOLDERS) + r")\}")
 

@@ -16,14 +16,10 @@ from constructs import Construct
 from novapod.capacity.chart import METADATA_TYPE, chart_json, plan_charts
 from novapod.capacity.naming import name_head
 from novapod.config import NovapodConfig
+from novapod.config.stacks import plan_logical_id
 from novapod.constructs.network import VpcHandle
 from novapod.constructs.purchase_ledger import PurchaseLedger
 from novapod.constructs.training_plan.construct import TrainingPlan, TrainingPlanProvider
-
-
-def plan_logical_id(plan: str) -> str:
-    """Pinned logical ID of a plan's custom resource: TrainingPlan<PlanName>."""
-    return "TrainingPlan" + "".join(p.capitalize() for p in plan.split("-"))
 
 
 class CapacityStack(Stack):

@@ -31,6 +31,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from novapod.config import Eks, FlowLogs
+from novapod.config.stacks import control_plane_log_group
 from novapod.constructs.acknowledge import acknowledge
 from novapod.constructs.cluster_bootstrap.construct import ClusterBootstrap
 from novapod.constructs.endpoints import VpcEndpoints
@@ -136,7 +137,7 @@ class EksStack(Stack):
         control_plane_logs = logs.LogGroup(
             self,
             "ControlPlaneLogs",
-            log_group_name=f"/aws/eks/{cluster_name}/cluster",
+            log_group_name=control_plane_log_group(cluster_name),
             retention=retention(spec.log_retention_days),
             encryption_key=key,
             removal_policy=RemovalPolicy.RETAIN,

@@ -38,6 +38,7 @@ from novapod.constructs.status_policy import status_policy
 from novapod.nova import render
 from novapod.nova.access import (
     BUNDLE_PREFIX,
+    HYPERPOD_LOG_GROUP_PREFIX,
     SCIENTISTS_GROUP,
     bundle_key,
     data_grants,
@@ -65,8 +66,6 @@ MLFLOW_READ_ACTIONS = (
     "sagemaker-mlflow:SearchExperiments",
     "sagemaker-mlflow:SearchRuns",
 )
-# HyperPod's log groups: /aws/sagemaker/Clusters/<cluster name>/<cluster id>.
-LOG_GROUP_PREFIX = "/aws/sagemaker/Clusters/"
 # The stacks whose outputs `novapod launch` and `novapod results` read.
 READABLE_STACKS = ("storage", "hyperpod", "nova")
 
@@ -76,7 +75,7 @@ def job_log_groups(scope: Stack, cluster_name: str) -> str:
     return scope.format_arn(
         service="logs",
         resource="log-group",
-        resource_name=f"{LOG_GROUP_PREFIX}{cluster_name}/*",
+        resource_name=f"{HYPERPOD_LOG_GROUP_PREFIX}{cluster_name}/*",
         arn_format=ArnFormat.COLON_RESOURCE_NAME,
     )
 

@@ -17,24 +17,13 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from novapod.config import FlowLogs, Storage
+from novapod.config.stacks import STORAGE_PINNED_IDS, lifecycle_bucket_name
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.buckets import access_log_bucket, encrypted_bucket
 from novapod.constructs.flow_logs import VpcFlowLog
 from novapod.constructs.lustre import LinkedLustre
 from novapod.constructs.network import VpcHandle
 from novapod.constructs.purchase_ledger import PurchaseLedger
-
-# Logical IDs of stateful resources: changing one replaces data. Tests pin them.
-PINNED_IDS = {
-    "key": "EncryptionKey",
-    "access_logs": "AccessLogsBucket",
-    "data": "DataBucket",
-    "artifacts": "ArtifactsBucket",
-    "lustre": "LustreFileSystem",
-    "lifecycle_scripts": "LifecycleScriptsBucket",
-    "lustre_association": "LustreDataRepositoryAssociation",
-    "purchase_ledger": "PurchaseLedger",
-}
 
 
 class StorageStack(Stack):
@@ -63,7 +52,7 @@ class StorageStack(Stack):
             alias=f"alias/novapod/{name}",
             removal_policy=RemovalPolicy.RETAIN,
         )
-        _pin(self.key, PINNED_IDS["key"])
+        _pin(self.key, STORAGE_PINNED_IDS["key"])
         self._let_cloudwatch_logs_use_the_key()
         if flow_logs is not None and flow_logs.enabled:
             # Only without an eks stack (environment.py): here it makes this stack wait
@@ -78,7 +67,7 @@ class StorageStack(Stack):
         self.access_logs_bucket = access_log_bucket(
             self, "AccessLogs", expire_after_days=storage.access_log_days
         )
-        _pin(self.access_logs_bucket, PINNED_IDS["access_logs"])
+        _pin(self.access_logs_bucket, STORAGE_PINNED_IDS["access_logs"])
         self.data_bucket = encrypted_bucket(
             self,
             "Data",
@@ -86,7 +75,7 @@ class StorageStack(Stack):
             access_logs=self.access_logs_bucket,
             noncurrent_version_days=storage.noncurrent_version_days,
         )
-        _pin(self.data_bucket, PINNED_IDS["data"])
+        _pin(self.data_bucket, STORAGE_PINNED_IDS["data"])
         # Nova jobs write manifests, TensorBoard logs and evaluation results here; the
         # execution roles get use of the key. (Checkpoints themselves land in a
         # service-managed bucket with a SageMaker-managed key.)
@@ -98,12 +87,12 @@ class StorageStack(Stack):
             noncurrent_version_days=storage.noncurrent_version_days,
             infrequent_access_days=storage.artifacts_infrequent_access_days,
         )
-        _pin(self.artifacts_bucket, PINNED_IDS["artifacts"])
+        _pin(self.artifacts_bucket, STORAGE_PINNED_IDS["artifacts"])
         # Every purchase (training plans, extensions, Bedrock imports) is claimed here
         # with a conditional write before its call, and recorded: the audit trail that
         # `novapod purchases` reads.
         self.ledger = PurchaseLedger(
-            self, "PurchaseLedger", key=self.key, logical_id=PINNED_IDS["purchase_ledger"]
+            self, "PurchaseLedger", key=self.key, logical_id=STORAGE_PINNED_IDS["purchase_ledger"]
         )
 
         self.lustre: LinkedLustre | None = None
@@ -119,8 +108,8 @@ class StorageStack(Stack):
                 key=self.key,
                 data_bucket=self.data_bucket,
             )
-            _pin(self.lustre.file_system, PINNED_IDS["lustre"])
-            self.lustre.association.override_logical_id(PINNED_IDS["lustre_association"])
+            _pin(self.lustre.file_system, STORAGE_PINNED_IDS["lustre"])
+            self.lustre.association.override_logical_id(STORAGE_PINNED_IDS["lustre_association"])
             CfnOutput(self, "LustreFileSystemId", value=self.lustre.file_system.file_system_id)
 
         # HyperPod expects lifecycle scripts in a bucket whose name starts with
@@ -137,9 +126,9 @@ class StorageStack(Stack):
                 key=self.key,
                 access_logs=self.access_logs_bucket,
                 noncurrent_version_days=storage.noncurrent_version_days,
-                bucket_name=f"sagemaker-np-{environment}-{Aws.ACCOUNT_ID}-{Aws.REGION}",
+                bucket_name=lifecycle_bucket_name(environment, Aws.ACCOUNT_ID, Aws.REGION),
             )
-            _pin(self.lifecycle_bucket, PINNED_IDS["lifecycle_scripts"])
+            _pin(self.lifecycle_bucket, STORAGE_PINNED_IDS["lifecycle_scripts"])
             CfnOutput(
                 self,
                 "LifecycleScriptsBucketName",

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
-from novapod.stacks.storage import PINNED_IDS
+from novapod.config.stacks import STORAGE_PINNED_IDS as PINNED_IDS
 from tests.conftest import ALL_CONFIGS, DEFAULT_CONFIG, ROOT, resources
 
 DEV = ROOT / "config" / "examples" / "dev-two-zones.yaml"

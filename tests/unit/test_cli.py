@@ -202,6 +202,7 @@ def run_in(environment: dict[str, str], *args: str) -> subprocess.CompletedProce
         ("plan", "config/examples/two-rigs-two-plans.yaml"),
         ("plan", "config/examples/single-rig-purchase.yaml", "--json"),
         ("plan", "config/examples/nova-jobs.yaml", "--gantt"),
+        ("destroy-plan", "config/examples/nova-jobs.yaml"),
         ("schema",),
     ],
     ids=lambda a: "-".join(a).replace("/", "_"),

@@ -4,10 +4,13 @@ at exists with the section it names (the site's own links: `make docs`, --strict
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import pytest
 
+from novapod.cli import _parser
+from tests.aws_cli import api_call
 from tests.conftest import ROOT
 
 README = ROOT / "README.md"
@@ -79,3 +82,50 @@ def test_each_docs_reference_names_a_page_and_its_section(
     target = DOCS / page
     assert target.is_file(), f"{source}: docs/{page} does not exist"
     assert section in headings(target), f"{source}: docs/{page} has no heading {section!r}"
+
+
+def shell_commands(page: Path) -> list[str]:
+    """The commands of a page's ```bash blocks: continuation lines joined, comments off,
+    the inner command of `VAR=$(...)` taken out."""
+    commands, block, fenced = [], "", False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fenced = stripped == "```bash"
+            continue
+        if not fenced:
+            continue
+        block += stripped.removesuffix("\\") + " " if stripped.endswith("\\") else stripped
+        if stripped.endswith("\\"):
+            continue
+        command, block = block.split(" #", 1)[0].strip(), ""
+        inner = re.fullmatch(r"[A-Z_]+=\$\((.*)\)", command)
+        commands.append(inner[1] if inner else command)
+    return [c for c in commands if c]
+
+
+PAGES = sorted(DOCS.glob("*.md"))
+# Commands of the AWS CLI itself, not API operations: `aws s3 cp|ls`, `aws logs tail` (v2).
+CLI_COMMANDS = {"s3", "configure", "logs tail", "eks update-kubeconfig", "sso login"}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_aws_call_the_docs_show_is_a_real_call(page: Path) -> None:
+    """`aws SERVICE OPERATION ...` in a bash block: an operation botocore knows, with
+    parameters it takes (tests/aws_cli.py); a shell variable stands for an ARN, a <marked>
+    placeholder for a word."""
+    for command in shell_commands(page):
+        words = command.split()
+        if words[0] != "aws" or words[1] in CLI_COMMANDS or " ".join(words[1:3]) in CLI_COMMANDS:
+            continue
+        marked = re.sub(r"<[^>]+>", "PLACEHOLDER", command)  # <what goes here>
+        api_call(re.sub(r'"\$[A-Z_]+"', "arn:aws:iam::111122223333:policy/example", marked))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_novapod_command_the_docs_show_parses(page: Path) -> None:
+    parser = _parser()
+    for command in shell_commands(page):
+        words = shlex.split(command.split(" > ")[0])
+        if words[0] == "novapod":
+            parser.parse_args(words[1:])  # exits 2 on an unknown command or option
