@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from novapod.review import groups, schedules, semantics
+from novapod.review import groups, iam, schedules, semantics
 from novapod.review.assembly import StackArtifact, read_stacks
 from novapod.review.engine import PACKAGE, diff_templates
 
@@ -122,7 +122,7 @@ def _add_stack(
         endpoint = semantics.endpoint_change(name, entry, before, after)
         if endpoint is not None:
             report["security"]["endpoints"].append(endpoint)
-    report["security"]["iam"] += semantics.iam_broadenings(name, diff["iam"])
+    report["security"]["iam"] += iam.iam_broadenings(name, diff["iam"])
     report["security"]["security_groups"] += semantics.security_group_openings(
         name, diff["security_groups"]
     )

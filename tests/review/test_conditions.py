@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from novapod.review.semantics import condition_widens
+from novapod.review.iam import condition_widens
 
 PREFIXES = {"StringEquals": {"s3:prefix": ["a/", "b/"]}}
 
