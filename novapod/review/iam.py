@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from novapod.review.values import canonical, readable
+from novapod.review.values import canonical, readable, render
 
 
 def _values(targets: Mapping[str, Any]) -> list[str]:
@@ -38,19 +38,32 @@ def _overlap(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
     return sum(len(set(a[key]) & set(b[key])) for key in ("actions", "resources", "principals"))
 
 
-def _condition_pairs(condition: Any) -> dict[tuple[str, str], set[str]] | None:
+# --- conditions ----------------------------------------------------------------------
+
+
+def _condition_tests(condition: Any) -> dict[tuple[str, str], Any] | None:
+    """(operator, key) -> value as written; None for a condition that is no such map."""
     if condition is None:
         return {}
     if not isinstance(condition, Mapping):
         return None
-    out: dict[tuple[str, str], set[str]] = {}
+    out: dict[tuple[str, str], Any] = {}
     for operator, tests in condition.items():
         if not isinstance(tests, Mapping):
             return None
         for key, value in tests.items():
-            values = value if isinstance(value, list) else [value]
-            out[str(operator), str(key)] = {canonical(v) for v in values}
+            out[str(operator), str(key)] = value
     return out
+
+
+def _condition_pairs(condition: Any) -> dict[tuple[str, str], set[str]] | None:
+    tests = _condition_tests(condition)
+    if tests is None:
+        return None
+    return {
+        test: {canonical(v) for v in (value if isinstance(value, list) else [value])}
+        for test, value in tests.items()
+    }
 
 
 def condition_widens(old: Any, new: Any) -> bool:
@@ -59,7 +72,9 @@ def condition_widens(old: Any, new: Any) -> bool:
     Conditions are ANDed: the new one is no wider when it keeps every old test and each
     kept test allows no more values (fewer for a positive operator such as StringEquals,
     more for a negated one such as StringNotEquals; others must stay equal). Tests it adds
-    only restrict. Anything else counts as widening.
+    only restrict. Anything else counts as widening. (IAM: operators and keys are ANDed,
+    a key's values ORed, a negated operator's values NORed: docs.aws.amazon.com/IAM/
+    latest/UserGuide/reference_policies_multi-value-conditions.html.)
     """
     before, after = _condition_pairs(old), _condition_pairs(new)
     if before is None or after is None:
@@ -77,6 +92,24 @@ def condition_widens(old: Any, new: Any) -> bool:
         elif not kept <= values:
             return True
     return False
+
+
+def condition_changes(old: Any, new: Any) -> list[str]:
+    """The condition's tests that differ, compactly: `StringEquals s3:prefix: a → [a, b]`
+    (`none` where a side has no such test); the whole blocks when either is no map."""
+    before, after = _condition_tests(old), _condition_tests(new)
+    if before is None or after is None:
+        return [f"{render(old) if old is not None else 'none'} → {render(new)}"]
+    out = []
+    for test in [*before, *(t for t in after if t not in before)]:
+        was, now = before.get(test), after.get(test)
+        if canonical(was) != canonical(now):
+            shown = ("none" if value is None else render(value) for value in (was, now))
+            out.append(f"{test[0]} {test[1]}: {' → '.join(shown)}")
+    return out
+
+
+# --- broadenings ---------------------------------------------------------------------
 
 
 def _match(added: Mapping[str, Any], removed: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
@@ -121,6 +154,7 @@ def iam_broadenings(stack: str, iam: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "stack": stack,
                 "kind": "statement-widened" if match else "statement-added",
                 **statement,
+                "previous_condition": match["condition"] if match else None,
                 "added_actions": new["actions"],
                 "added_resources": new["resources"],
                 "added_principals": new["principals"],

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from novapod.review import mermaid
+from novapod.review.iam import condition_changes
 from novapod.review.report import GATES
 from novapod.review.semantics import CAP_TITLE
 from novapod.review.values import amount
@@ -398,6 +399,9 @@ def _iam_line(entry: Mapping[str, Any]) -> str:
         text += f": adds {'; '.join(grants)}"
     if entry["condition_widened"]:
         text += f"{';' if grants else ':'} its condition allows more"
+        if "previous_condition" in entry:  # a report from before the field: only that
+            changes = condition_changes(entry["previous_condition"], entry["condition"])
+            text += f" ({'; '.join(code(change) for change in changes)})"
     return text
 
 
