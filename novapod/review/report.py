@@ -3,7 +3,8 @@
 Top-level keys, each list sorted so that the same inputs give the same bytes:
   format     "novapod-review/1"
   engine     the diff engine and its version
-  summary    changed (bool), stacks by status, counts per section
+  summary    changed (bool), stacks by status, counts per section; `purchases` counts
+             the training plans bought (entries with purchase: true), nothing else
   gates      gate name -> whether the change trips it (see GATES)
   purchases  training plans bought / adopted / updated / removed, Bedrock imports; a
              plan's cap_changes: fee caps raised, lowered or in another currency under
@@ -164,7 +165,7 @@ def _summary(report: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "changed": any(stacks[s] for s in ("added", "changed", "removed")),
         "stacks": stacks,
-        "purchases": len(report["purchases"]),
+        "purchases": sum(1 for e in report["purchases"] if e["purchase"]),
         "stateful": {
             c: sum(1 for e in report["stateful"] if e["category"] == c)
             for c in semantics.CATEGORIES

@@ -1,11 +1,33 @@
-"""What the review says about IAM (issue 21, section 3): a widened condition shown
-old -> new. The pairs are synthesized configs (conftest.py).
+"""What the review says about IAM and counts as bought (issue 21, section 3): the
+plans a change buys, a widened condition shown old -> new. The pairs are synthesized
+configs (conftest.py).
 """
 
 from __future__ import annotations
 
+import pytest
+
 from novapod import review
 from tests.review.test_review import section
+
+# --- what the summary counts as purchases ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("base", "head", "bought"),
+    [
+        ("base", "extra-purchases", 1),  # a plan bought and a Bedrock import (buys nothing)
+        ("extra-purchases", "base", 0),  # a plan and an import removed: nothing bought
+        ("base", "rename-environment", 1),  # the old plan removed, the same bought again
+        ("base", "plan-count", 1),
+        ("base", "fewer-instances", 0),
+    ],
+)
+def test_the_summary_counts_the_plans_bought(review_of, base, head, bought) -> None:
+    report = review_of(base, head)
+    assert report["summary"]["purchases"] == bought
+    assert bought == sum(p["purchase"] for p in report["purchases"])
+
 
 # --- a widened condition, old -> new -----------------------------------------------------
 
