@@ -1,19 +1,33 @@
 """What a change grants through IAM, from the statement changes of CDK's diff engine.
 
 The engine (novapod/review/diff.js) lists the IAM statements a stack's head adds and
-removes (a changed statement is one of each), each with the principal it applies to
-(aws/aws-cdk-cli packages/@aws-cdk/cloudformation-diff lib/iam/iam-changes.ts). An added
-Allow statement is a broadening only where it grants something the removed one it most
-likely replaces did not; removed Deny statements and attached managed policies are
-listed as they are.
+removes (a changed statement is one of each), each with the principal it applies to:
+`AWS:${Role}` for a role's own policies (inline or AWS::IAM::Policy; managed policies
+attach to `${Role}`), the trust policy's principals for a role's AssumeRolePolicyDocument,
+whose resource is then `${Role.Arn}`, and a resource policy's principals
+(aws/aws-cdk-cli packages/@aws-cdk/cloudformation-diff lib/iam/iam-changes.ts:
+readIdentityPolicies, readIdentityPolicyResource, readResourceStatements,
+readManagedPolicies). Two readings of that:
+
+- `new_grants`: a stack the base does not have (a new environment) or a role the base
+  does not have grants nothing less than everything it holds, so its statements are one
+  summary per role (or other principal) instead of one "broadening" each;
+- `_broadenings`: for everything else, what an added Allow statement grants beyond the
+  removed one it most likely replaces, Deny statements removed, managed policies attached.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from novapod.review.values import canonical, readable, render
+
+ROLE = "AWS::IAM::Role"
+# `AWS:${Id}`: the principal the engine gives a role's own policies (no `.Arn`, no stack).
+_IDENTITY = re.compile(r"^AWS:\$\{(?P<id>[A-Za-z0-9]+)\}$")
+_TRUST_RESOURCE = re.compile(r"^\$\{(?P<id>[A-Za-z0-9]+)\.Arn\}$")
 
 
 def _values(targets: Mapping[str, Any]) -> list[str]:
@@ -130,11 +144,14 @@ def _match(added: Mapping[str, Any], removed: Sequence[dict[str, Any]]) -> dict[
     return scored[0][2] if scored and scored[0][0] > 0 else None
 
 
-def iam_broadenings(stack: str, iam: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _broadenings(
+    stack: str,
+    added: Sequence[dict[str, Any]],
+    removed: Sequence[dict[str, Any]],
+    attachments: Sequence[Mapping[str, Any]],
+) -> list[dict[str, Any]]:
     """Added Allow statements (what each grants beyond the one it replaces), Deny removals
-    and managed-policy attachments, from the engine's IAM statement changes."""
-    added = [_statement_view(s) for s in iam.get("statement_additions", [])]
-    removed = [_statement_view(s) for s in iam.get("statement_removals", [])]
+    and managed-policy attachments."""
     out: list[dict[str, Any]] = []
     for statement in added:
         if statement["effect"] != "Allow":
@@ -164,7 +181,7 @@ def iam_broadenings(stack: str, iam: Mapping[str, Any]) -> list[dict[str, Any]]:
     for statement in removed:
         if statement["effect"] == "Deny":
             out.append({"stack": stack, "kind": "deny-removed", **statement})
-    for attachment in iam.get("managed_policy_additions", []):
+    for attachment in attachments:
         out.append(
             {
                 "stack": stack,
@@ -174,3 +191,125 @@ def iam_broadenings(stack: str, iam: Mapping[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+# --- new roles and new stacks --------------------------------------------------------
+
+
+def new_roles(base: Mapping[str, Any], head: Mapping[str, Any]) -> dict[str, str | None]:
+    """Logical ID -> RoleName (None when CloudFormation names it) of each IAM role the
+    head's template has and the base's does not (every role of an added stack)."""
+    return {
+        logical_id: render(resource["Properties"]["RoleName"])
+        if "RoleName" in (resource.get("Properties") or {})
+        else None
+        for logical_id, resource in sorted(head.items())
+        if resource.get("Type") == ROLE and logical_id not in base
+    }
+
+
+def _trusted_role(statement: Mapping[str, Any], roles: Mapping[str, Any]) -> str | None:
+    """The new role whose trust policy this statement is (sts: actions on its `${Id.Arn}`
+    only, granted to principals that are no role's own policies), else None."""
+    resources = statement["resources"]
+    found = _TRUST_RESOURCE.match(resources[0]) if len(resources) == 1 else None
+    if (
+        found is None
+        or statement["effect"] != "Allow"
+        or found["id"] not in roles
+        or statement["not"]
+        or not all(action.startswith("sts:") for action in statement["actions"])
+        or any(_IDENTITY.match(p) for p in statement["principals"])
+    ):
+        return None
+    return found["id"]
+
+
+def _owners(statement: Mapping[str, Any], roles: Mapping[str, Any], stack_added: bool) -> list[str]:
+    """The principals whose every grant is new that this statement's grant belongs to."""
+    if stack_added:
+        return list(statement["principals"])
+    ids = [_IDENTITY.match(p) for p in statement["principals"]]
+    if ids and all(m is not None and m["id"] in roles for m in ids):
+        return list(statement["principals"])
+    return []  # an existing role or principal: compared with what it had (broadenings)
+
+
+def _summary(
+    stack: str, principal: str, roles: Mapping[str, str | None], stack_added: bool
+) -> dict[str, Any]:
+    identity = _IDENTITY.match(principal)
+    role = identity["id"] if identity and identity["id"] in roles else None
+    return {
+        "stack": stack,
+        "kind": "role" if role else "principal",
+        "principal": principal,
+        "logical_id": role,
+        "role_name": roles.get(role) if role else None,
+        "new": "stack-added" if stack_added else "role-added",
+        "assumed_by": [],
+        "statements": 0,
+        "actions": [],
+        "services": [],
+        "resources": [],
+        "on_any_resource": [],
+        "wildcard_resources": [],
+        "conditional_statements": 0,
+        "negated": [],
+        "managed_policies": [],
+    }
+
+
+def _add_grant(summary: dict[str, Any], statement: Mapping[str, Any]) -> None:
+    summary["statements"] += 1
+    summary["actions"] = sorted(set(summary["actions"]) | set(statement["actions"]))
+    summary["services"] = sorted({a.split(":", 1)[0] for a in summary["actions"]})
+    summary["resources"] = sorted(set(summary["resources"]) | set(statement["resources"]))
+    summary["wildcard_resources"] = [
+        r for r in summary["resources"] if r != "*" and ("*" in r or "?" in r)
+    ]
+    if "*" in statement["resources"] and "resources" not in statement["not"]:
+        summary["on_any_resource"] = sorted(
+            set(summary["on_any_resource"]) | set(statement["actions"])
+        )
+    summary["conditional_statements"] += statement["condition"] is not None
+    summary["negated"] = sorted(set(summary["negated"]) | set(statement["not"]))
+
+
+def new_grants(
+    stack: str, iam: Mapping[str, Any], roles: Mapping[str, str | None], *, stack_added: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(broadenings, summaries): one summary per new role or, in an added stack, per
+    principal; every other change is compared with the base (`_broadenings`)."""
+    added = [_statement_view(s) for s in iam.get("statement_additions", [])]
+    removed = [_statement_view(s) for s in iam.get("statement_removals", [])]
+    summaries: dict[str, dict[str, Any]] = {}
+
+    def summary(principal: str) -> dict[str, Any]:
+        if principal not in summaries:
+            summaries[principal] = _summary(stack, principal, roles, stack_added)
+        return summaries[principal]
+
+    compared = []
+    for statement in added:
+        trusted = _trusted_role(statement, roles)
+        owners = _owners(statement, roles, stack_added)
+        if trusted is not None:
+            entry = summary(f"AWS:${{{trusted}}}")
+            entry["assumed_by"] = sorted(set(entry["assumed_by"]) | set(statement["principals"]))
+        elif owners:
+            if statement["effect"] == "Allow":  # an added Deny narrows
+                for principal in owners:
+                    _add_grant(summary(principal), statement)
+        else:
+            compared.append(statement)
+    attachments = []
+    for attachment in iam.get("managed_policy_additions", []):
+        principal = "AWS:" + readable(str(attachment.get("identity")))
+        if _owners({"principals": [principal]}, roles, stack_added):
+            entry = summary(principal)
+            policies = {readable(str(attachment.get("policy"))), *entry["managed_policies"]}
+            entry["managed_policies"] = sorted(policies)
+        else:
+            attachments.append(attachment)
+    return _broadenings(stack, compared, removed, attachments), list(summaries.values())

@@ -14,7 +14,9 @@ Top-level keys, each list sorted so that the same inputs give the same bytes:
   instance_groups  each HyperPod instance group an in-place cluster update adds,
              removes or changes: count, type and training plan, old -> new, and the
              effect on the jobs running on it (groups.py)
-  security   iam (broadenings), security_groups (openings), endpoints
+  security   iam (broadenings), iam_new_principals (one summary per role or principal of
+             a stack or role the base does not have), security_groups (openings),
+             endpoints
   schedules  training-plan schedules added or changed (schedules.py), each with the
              schedule before and after, as the capacity stack recorded them
   stacks     every stack: status and every resource change the engine found
@@ -71,7 +73,7 @@ def build(base_dir: Path, head_dir: Path) -> dict[str, Any]:
         "purchases": [],
         "stateful": [],
         "instance_groups": [],
-        "security": {"iam": [], "security_groups": [], "endpoints": []},
+        "security": {"iam": [], "iam_new_principals": [], "security_groups": [], "endpoints": []},
         "schedules": [],
         "stacks": [],
     }
@@ -123,7 +125,11 @@ def _add_stack(
         endpoint = semantics.endpoint_change(name, entry, before, after)
         if endpoint is not None:
             report["security"]["endpoints"].append(endpoint)
-    report["security"]["iam"] += iam.iam_broadenings(name, diff["iam"])
+    broadenings, summaries = iam.new_grants(
+        name, diff["iam"], iam.new_roles(old, new), stack_added=status == "added"
+    )
+    report["security"]["iam"] += broadenings
+    report["security"]["iam_new_principals"] += summaries
     report["security"]["security_groups"] += semantics.security_group_openings(
         name, diff["security_groups"]
     )
@@ -153,7 +159,7 @@ def _sort(report: dict[str, Any]) -> None:
         key=lambda e: (e["stack"], e["logical_id"], e["kind"], e["group"])
     )
     for section in report["security"].values():
-        section.sort(key=lambda e: (e["stack"], _key(e)))
+        section.sort(key=lambda e: (e["stack"], e.get("principal", ""), _key(e)))
     report["stacks"].sort(key=lambda s: s["stack"])
 
 
@@ -171,6 +177,7 @@ def _summary(report: Mapping[str, Any]) -> dict[str, Any]:
             for c in semantics.CATEGORIES
         },
         "iam_broadenings": len(security["iam"]),
+        "iam_new_principals": len(security["iam_new_principals"]),
         "security_group_openings": len(security["security_groups"]),
         "endpoint_changes": len(security["endpoints"]),
         "instance_group_changes": len(report["instance_groups"]),
@@ -189,6 +196,9 @@ def tripped(report: Mapping[str, Any]) -> dict[str, bool]:
         ),
         "stateful-replacement": bool(categories & {"will-replace", "destroy"}),
         "may-replace": "may-replace" in categories,
-        "iam-broadening": bool(report["security"]["iam"]),
+        # A new role or stack grants more than nothing: its summaries count too.
+        "iam-broadening": bool(
+            report["security"]["iam"] or report["security"].get("iam_new_principals")
+        ),
         "security-group-opening": bool(report["security"]["security_groups"]),
     }

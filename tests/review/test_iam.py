@@ -1,14 +1,123 @@
-"""What the review says about IAM and counts as bought (issue 21, section 3): the
-plans a change buys, a widened condition shown old -> new. The pairs are synthesized
-configs (conftest.py).
+"""What the review says about IAM and counts as bought (issue 21, section 3): a new
+environment's roles as one summary each, the plans a change buys, a widened condition
+shown old -> new. The pairs are synthesized configs (conftest.py) and an empty base for
+a first deploy.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from typing import Any
+
 import pytest
 
 from novapod import review
-from tests.review.test_review import section
+from tests.review.test_review import ENV, section
+
+NOVA_BASE = f"{ENV}-nova-base"
+PLAN_ARN = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/"
+
+
+@pytest.fixture(scope="module")
+def first_deploy(variant, tmp_path_factory) -> dict[str, Any]:
+    """The single-RIG example reviewed against nothing: a new environment."""
+    nothing = tmp_path_factory.mktemp("first-deploy")
+    return review.build(nothing, variant("base").outdir)
+
+
+def _role_statements(template: dict[str, Any]) -> Counter[str]:
+    """Role logical ID -> its Allow statements, from the policies attached by Ref."""
+    counts: Counter[str] = Counter()
+    for logical_id, resource in template["Resources"].items():
+        if resource["Type"] == "AWS::IAM::Role":
+            counts[logical_id] += 0
+            for policy in resource["Properties"].get("Policies", []):
+                counts[logical_id] += sum(
+                    s["Effect"] == "Allow" for s in policy["PolicyDocument"]["Statement"]
+                )
+    for resource in template["Resources"].values():
+        if resource["Type"] != "AWS::IAM::Policy":
+            continue
+        statements = resource["Properties"]["PolicyDocument"]["Statement"]
+        for role in resource["Properties"].get("Roles", []):
+            if isinstance(role, dict) and "Ref" in role:
+                counts[role["Ref"]] += sum(s["Effect"] == "Allow" for s in statements)
+    return counts
+
+
+# --- a new environment: one summary per role --------------------------------------------
+
+
+def test_a_new_environment_lists_one_summary_per_role_and_no_broadenings(
+    first_deploy, variant
+) -> None:
+    security = first_deploy["security"]
+    assert security["iam"] == []  # 111 "broadenings", one per statement, before
+    summaries = security["iam_new_principals"]
+    roles = {(e["stack"], e["logical_id"]): e for e in summaries if e["kind"] == "role"}
+    assert len(roles) == sum(1 for e in summaries if e["kind"] == "role")  # one each
+    # Every role of every stack has its summary, with each of its statements counted.
+    base = variant("base")
+    expected = {
+        (base.stack_names[kind], logical_id): count
+        for kind, template in base.templates.items()
+        for logical_id, count in _role_statements(template).items()
+    }
+    assert {key: e["statements"] for key, e in roles.items()} == expected
+    assert all(e["new"] == "stack-added" for e in summaries)
+    assert all(e["assumed_by"] for e in roles.values())  # each role's trust policy
+    # The purchase handler: who assumes it, its services, what it may do on any resource.
+    ((stack, logical_id), on_event) = next(
+        (key, e)
+        for key, e in roles.items()
+        if key[1].startswith("TrainingPlanProviderHandlersOnEventRole")
+    )
+    assert stack == f"{ENV}-capacity"
+    assert on_event["assumed_by"] == ["Service:lambda.amazonaws.com"]
+    assert {"sagemaker", "dynamodb", "kms", "logs"} <= set(on_event["services"])
+    assert "sagemaker:CreateTrainingPlan" in on_event["actions"]
+    assert on_event["on_any_resource"] == [
+        "ec2:DescribeAvailabilityZones",
+        "sagemaker:SearchTrainingPlanOfferings",
+    ]
+    assert f"{PLAN_ARN}novapod-nova-lite-lite-sft-????????" in on_event["wildcard_resources"]
+    # Resource policies name principals that are no role of the stack: one summary each.
+    others = {(e["stack"], e["principal"]) for e in summaries if e["kind"] == "principal"}
+    assert (f"{ENV}-storage", "Service:logging.s3.amazonaws.com") in others
+    summary = first_deploy["summary"]
+    assert (summary["iam_broadenings"], summary["iam_new_principals"]) == (0, len(summaries))
+    # New roles grant more than nothing: the gate still trips.
+    assert first_deploy["gates"]["iam-broadening"] is True
+    text = section(review.render(first_deploy), 3)
+    assert "**IAM broadening**" not in text and "**IAM of new roles and stacks**" in text
+    listed = text.split("**Security-group")[0].splitlines()
+    assert sum(line.startswith("- ") for line in listed) == len(summaries)
+    (line,) = [t for t in text.splitlines() if f"role `{logical_id}`" in t]
+    assert line.startswith(
+        f"- `{ENV}-capacity` role `{logical_id}`, assumed by `Service:lambda.amazonaws.com`: "
+        f"{on_event['statements']} statements grant {len(on_event['actions'])} actions in "
+        f"{', '.join(on_event['services'])} on {len(on_event['resources'])} resources"
+    )
+    on_any = "`ec2:DescribeAvailabilityZones`, `sagemaker:SearchTrainingPlanOfferings`"
+    assert f"; on any resource (`*`): {on_any}" in line
+
+
+def test_a_role_added_to_an_existing_stack_is_one_summary(review_of) -> None:
+    report = review_of("base", "mlflow")
+    assert report["security"]["iam"] == []  # 4 statements, one "broadening" each, before
+    (role,) = report["security"]["iam_new_principals"]
+    assert (role["stack"], role["kind"], role["new"]) == (NOVA_BASE, "role", "role-added")
+    assert role["logical_id"].startswith("MlflowRole")
+    assert role["assumed_by"] == ["Service:sagemaker.amazonaws.com"]
+    assert (role["statements"], role["services"]) == (3, ["kms", "s3"])
+    assert report["gates"]["iam-broadening"] is True
+
+
+def test_a_changed_role_in_an_existing_environment_keeps_its_broadenings(review_of) -> None:
+    report = review_of("base", "add-zone")
+    assert report["security"]["iam_new_principals"] == []
+    assert {e["sid"] for e in report["security"]["iam"]} >= {"CreateInterfacesInOurSubnets"}
+
 
 # --- what the summary counts as purchases ------------------------------------------------
 
