@@ -7,13 +7,16 @@ attach to `${Role}`), the trust policy's principals for a role's AssumeRolePolic
 whose resource is then `${Role.Arn}`, and a resource policy's principals
 (aws/aws-cdk-cli packages/@aws-cdk/cloudformation-diff lib/iam/iam-changes.ts:
 readIdentityPolicies, readIdentityPolicyResource, readResourceStatements,
-readManagedPolicies). Two readings of that:
+readManagedPolicies). Three readings of that:
 
 - `new_grants`: a stack the base does not have (a new environment) or a role the base
   does not have grants nothing less than everything it holds, so its statements are one
   summary per role (or other principal) instead of one "broadening" each;
 - `_broadenings`: for everything else, what an added Allow statement grants beyond the
-  removed one it most likely replaces, Deny statements removed, managed policies attached.
+  removed one it most likely replaces, Deny statements removed, managed policies attached;
+- `without_purchase_grants`: a statement widened by nothing but the ARN of a training
+  plan the same review lists as bought or adopted follows that purchase, which the
+  Purchases section and the `purchase` gate already cover: it is not a broadening.
 """
 
 from __future__ import annotations
@@ -22,12 +25,21 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from novapod.capacity.naming import split_name
 from novapod.review.values import canonical, readable, render
 
 ROLE = "AWS::IAM::Role"
 # `AWS:${Id}`: the principal the engine gives a role's own policies (no `.Arn`, no stack).
 _IDENTITY = re.compile(r"^AWS:\$\{(?P<id>[A-Za-z0-9]+)\}$")
 _TRUST_RESOURCE = re.compile(r"^\$\{(?P<id>[A-Za-z0-9]+)\.Arn\}$")
+# arn:PARTITION:sagemaker:REGION:ACCOUNT:training-plan/NAME, each part literal or a
+# ${Token}: the API's TrainingPlanArn pattern (docs.aws.amazon.com/sagemaker/latest/
+# APIReference/API_TrainingPlanSummary.html), its names ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}.
+_PART = r"(?:\$\{[^}]*\}|[^:$])*"
+_PLAN_ARN = re.compile(
+    rf"^arn:{_PART}:sagemaker:{_PART}:{_PART}:training-plan/(?P<name>[A-Za-z0-9?-]+)$"
+)
+PLAN_ACTIONS = ("buy", "adopt")  # a purchase entry that adds a plan to the environment
 
 
 def _values(targets: Mapping[str, Any]) -> list[str]:
@@ -313,3 +325,56 @@ def new_grants(
         else:
             attachments.append(attachment)
     return _broadenings(stack, compared, removed, attachments), list(summaries.values())
+
+
+# --- grants that follow a purchase ---------------------------------------------------
+
+
+def _plan_names(purchases: Sequence[Mapping[str, Any]]) -> tuple[set[str], set[str]]:
+    """(plan names, ARNs as written) of the training plans the review adds."""
+    names: set[str] = set()
+    arns: set[str] = set()
+    for entry in purchases:
+        if entry.get("kind") != "training-plan" or entry.get("action") not in PLAN_ACTIONS:
+            continue
+        if entry.get("plan_name"):
+            names.add(str(entry["plan_name"]))
+        if entry.get("existing_arn"):
+            arns.add(str(entry["existing_arn"]))
+    return names, arns
+
+
+def _names_the_plan(resource: str, names: set[str], arns: set[str]) -> bool:
+    """`resource` is one added plan's ARN, or its name head with the digest left open
+    (`novapod-<env>-<plan>-????????`, as the capacity stack grants its purchase handler;
+    `?` matches exactly one character: docs.aws.amazon.com/IAM/latest/UserGuide/
+    reference_policies_elements_resource.html)."""
+    if resource in arns:
+        return True
+    found = _PLAN_ARN.match(resource)
+    if found is None:
+        return False
+    name = found["name"]
+    if name in names:
+        return True
+    return any(
+        (parts := split_name(plan)) is not None and name == f"{parts[0]}-{'?' * len(parts[1])}"
+        for plan in names
+    )
+
+
+def follows_purchase(entry: Mapping[str, Any], purchases: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a broadening adds nothing but resources that name plans this review adds:
+    no action, no principal, no wider condition, no NotAction/NotResource."""
+    if entry["kind"] != "statement-widened" or entry["not"] or entry["condition_widened"]:
+        return False
+    if entry["added_actions"] or entry["added_principals"] or not entry["added_resources"]:
+        return False
+    names, arns = _plan_names(purchases)
+    return all(_names_the_plan(r, names, arns) for r in entry["added_resources"])
+
+
+def without_purchase_grants(
+    broadenings: Sequence[dict[str, Any]], purchases: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    return [e for e in broadenings if not follows_purchase(e, purchases)]

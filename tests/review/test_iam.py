@@ -1,18 +1,22 @@
 """What the review says about IAM and counts as bought (issue 21, section 3): a new
-environment's roles as one summary each, the plans a change buys, a widened condition
-shown old -> new. The pairs are synthesized configs (conftest.py) and an empty base for
-a first deploy.
+environment's roles as one summary each, a plan's ARN that follows its purchase is no
+broadening, the plans a change buys, a widened condition shown old -> new. The pairs are
+synthesized configs (conftest.py), an empty base for a first deploy, and copies of them
+with one policy statement edited as JSON.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from novapod import review
-from tests.review.test_review import ENV, section
+from tests.review.conftest import TemplateEdit
+from tests.review.test_review import ENV, cli, section
 
 NOVA_BASE = f"{ENV}-nova-base"
 PLAN_ARN = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/"
@@ -117,6 +121,95 @@ def test_a_changed_role_in_an_existing_environment_keeps_its_broadenings(review_
     report = review_of("base", "add-zone")
     assert report["security"]["iam_new_principals"] == []
     assert {e["sid"] for e in report["security"]["iam"]} >= {"CreateInterfacesInOurSubnets"}
+
+
+# --- a purchase's plan ARN is no broadening ----------------------------------------------
+
+
+def test_a_bought_plans_arn_in_a_describe_statement_is_no_broadening(
+    review_of, variant, capsys
+) -> None:
+    report = review_of("base", "plan-count")
+    assert [p["action"] for p in report["purchases"]] == ["buy"]
+    # DescribeGroupPlans now names the new plan: it follows the purchase listed above.
+    assert report["security"]["iam"] == []
+    assert report["gates"] == dict.fromkeys(review.GATES, False) | {"purchase": True}
+    pair = ["--base", str(variant("base").outdir), "--head", str(variant("plan-count").outdir)]
+    status, _, err = cli(capsys, *pair, "--fail-on", "iam-broadening")
+    assert (status, err) == (0, "")
+    assert cli(capsys, *pair, "--fail-on", "purchase,iam-broadening")[0] == 3
+
+
+def test_a_new_plans_grants_follow_it_but_a_new_roles_do_not(review_of) -> None:
+    # A second plan (bought) and a Bedrock import (new roles) in one change.
+    report = review_of("base", "extra-purchases")
+    spare = next(p["plan_name"] for p in report["purchases"] if p["action"] == "buy")
+    # The purchase handler's statements gain the plan's name head (digest left open), the
+    # cluster check's its ARN: none of it is a broadening.
+    assert not [
+        e for e in report["security"]["iam"] if any(PLAN_ARN in r for r in e["added_resources"])
+    ]
+    assert report["security"]["iam"] == []
+    assert spare.startswith("novapod-nova-lite-spare-")
+    roles = report["security"]["iam_new_principals"]
+    assert {e["logical_id"][:-8] for e in roles} >= {  # less CDK's 8-character hash
+        "BedrockModelsHandlersOnEventRole",
+        "BedrockModelsImportRole",
+    }
+    assert report["gates"]["iam-broadening"] is True  # the import's roles
+
+
+def _describe_group_plans(edit: Callable[[dict[str, Any]], None]) -> Callable[[dict], None]:
+    def change(template: dict[str, Any]) -> None:
+        (statement,) = [
+            s
+            for r in template["Resources"].values()
+            if r["Type"] == "AWS::IAM::Policy"
+            for s in r["Properties"]["PolicyDocument"]["Statement"]
+            if s.get("Sid") == "DescribeGroupPlans"
+        ]
+        edit(statement)
+
+    return change
+
+
+def _also(key: str, value: str) -> Callable[[dict[str, Any]], None]:
+    def edit(statement: dict[str, Any]) -> None:
+        values = statement[key] if isinstance(statement[key], list) else [statement[key]]
+        statement[key] = [*values, value]
+
+    return edit
+
+
+# label -> the statement's key that gets the value, and the entry's list that shows it.
+BESIDE = {
+    # A new action beside the new plan's ARN is a grant of its own.
+    "new-action": ("Action", "sagemaker:ListTrainingPlans", "added_actions"),
+    # So is a resource that is no plan bought here: another environment's plan ...
+    "other-plan": ("Resource", f"{PLAN_ARN}novapod-other-lite-sft-0123abcd", "added_resources"),
+    # ... the name head of a plan this review does not buy, or every plan.
+    "other-head": ("Resource", f"{PLAN_ARN}novapod-nova-lite-spare-????????", "added_resources"),
+    "every-plan": ("Resource", f"{PLAN_ARN}*", "added_resources"),
+}
+
+
+@pytest.mark.parametrize("label", BESIDE)
+def test_a_grant_beside_the_plans_arn_still_counts(
+    template_edit: TemplateEdit, variant, label
+) -> None:
+    key, value, added = BESIDE[label]
+    head = template_edit(
+        f"iam-{label}", "plan-count", "nova-base", _describe_group_plans(_also(key, value))
+    )
+    report = review.build(Path(variant("base").outdir), head)
+    (entry,) = report["security"]["iam"]
+    assert (entry["stack"], entry["sid"], entry["kind"]) == (
+        NOVA_BASE,
+        "DescribeGroupPlans",
+        "statement-widened",
+    )
+    assert value in entry[added]
+    assert report["gates"]["iam-broadening"] is True
 
 
 # --- what the summary counts as purchases ------------------------------------------------
