@@ -3,9 +3,9 @@ the Nova recipes of its jobs, launch them, read their evaluations, show what a d
 environment runs and pays for, review what a change to the synthesized stacks does,
 and print the sequence that destroys it.
 
-Only `offerings`, `launch`, `cancel`, `results`, `purchases`, `status` and `pipeline-check`
-talk to AWS. The other commands never read AWS settings (profile, config and credentials files),
-so a broken or missing profile cannot stop them.
+Only `offerings`, `launch`, `cancel`, `results`, `purchases`, `status` and
+`pipeline-check` talk to AWS. The other commands never read AWS settings (profile, config
+and credentials files), so a broken or missing profile cannot stop them.
 """
 
 from __future__ import annotations
@@ -537,8 +537,8 @@ def _status(args: argparse.Namespace) -> int:
     # an environment whose plans ran out (their windows ended) is still read: status buys
     # nothing, and that is when what is left is worth seeing.
     config = load_config(path, approvals=False, windows=False)
-    cfn, sagemaker, dynamodb = _aws_clients(
-        config, "status", "cloudformation", "sagemaker", "dynamodb"
+    cfn, sagemaker, dynamodb, s3, eks, sts = _aws_clients(
+        config, "status", "cloudformation", "sagemaker", "dynamodb", "s3", "eks", "sts"
     )
     ending = timedelta(hours=args.ending_within)
 
@@ -550,6 +550,9 @@ def _status(args: argparse.Namespace) -> int:
                 cloudformation=cfn,
                 sagemaker=sagemaker,
                 dynamodb=dynamodb,
+                s3=s3,
+                eks=eks,
+                sts=sts,
                 now=_status_now(),
             )
         except (BotoCoreError, ClientError) as error:
@@ -593,21 +596,26 @@ def _add_status(commands: Any, config_help: str) -> None:
             "config: each training plan (status, window, time to its end, total / free / "
             "in-use / unhealthy instances, fee paid from the purchase ledger, extensions, "
             "purchases awaiting reconciliation), each HyperPod instance group (desired and "
-            "current nodes, unhealthy nodes, its plan and whether that plan is Active) and "
+            "current nodes, unhealthy nodes, its plan and whether that plan is Active), each "
+            "job (its runs from the Kubernetes API and S3, against the plan's schedule) and "
             "the drift from the config, each with the command that brings it back. Makes "
-            "only Describe, List and Query calls."
+            "only Describe, List, Query and Kubernetes GET calls."
         ),
         epilog=(
             "Exit 0 when healthy; 4 when something needs attention (a failed or degraded "
             "group, unhealthy nodes, a failed plan, a plan ending within --ending-within "
             "hours, a purchase whose outcome is unknown, missing nodes, reserved instances "
-            "idle while their plan is Active, drift); 1 when an AWS call fails; 2 for a "
+            "idle while their plan is Active, a failed run, a job late for its plan's schedule "
+            "or at risk of outliving the plan, drift); 1 when an AWS call fails; 2 for a "
             "config error or an undeployed storage stack. --json prints the report as JSON "
             "(docs/reference/status.schema.json); with --watch, one document per line. Needs "
             "cloudformation:DescribeStacks on the storage stack, dynamodb:Query on the "
             "purchase ledger and kms:Decrypt on the environment's key, "
             "sagemaker:DescribeTrainingPlan and DescribeTrainingPlanExtensionHistory on the "
-            "plans, sagemaker:DescribeCluster and ListClusterNodes on the cluster."
+            "plans, sagemaker:DescribeCluster and ListClusterNodes on the cluster; with jobs, "
+            "eks:DescribeCluster and s3:ListBucket on the jobs' outputs, and an access entry "
+            "of nova.scientists for their runs in the cluster (without it, or from outside "
+            "the VPC, the runs come from S3 and the report says why)."
         ),
     )
     status_cmd.add_argument("config", nargs="?", help=config_help)

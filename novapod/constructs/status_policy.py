@@ -21,6 +21,15 @@ the calls; its ACTIONS are these actions):
   list_amazonsagemaker.html).
 - `sagemaker:DescribeCluster` and `ListClusterNodes` on the HyperPod cluster's ARN
   (resource type cluster, list_amazonsagemaker.html).
+- With jobs (the nova stack's policy), what `status` reads of their runs:
+  `eks:DescribeCluster` on the EKS cluster (its endpoint and CA; resource type cluster,
+  list_amazonelastickubernetesservice.html) and `s3:ListBucket` on the artifacts bucket
+  for the jobs' outputs prefix `nova/<env>/` only (ListObjectsV2 is authorized as
+  ListBucket, with the request's Prefix as `s3:prefix`: list_amazons3.html). The
+  Kubernetes API itself is not IAM: it reads the PyTorchJobs and pods with the caller's
+  access entry, and the roles in `nova.scientists` have one whose Role may get and list
+  them in the jobs' namespace (novapod/nova/kubernetes.py); other callers' runs come from
+  S3 alone, and `status` says so.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from aws_cdk import aws_kms as kms
 from novapod.capacity.extension import plan_name
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.purchase_ledger import PurchaseLedger
+from novapod.nova.render import output_prefix
 
 if TYPE_CHECKING:
     from novapod.config import NovapodConfig
@@ -48,8 +58,10 @@ def status_policy(
     cluster_arn: str,
     ledger: PurchaseLedger,
     key: kms.IKey,
+    jobs: tuple[str, str] | None = None,
 ) -> iam.ManagedPolicy:
-    """The policy, and its ARN as the `StatusPolicyArn` output of `scope`."""
+    """The policy, and its ARN as the `StatusPolicyArn` output of `scope`; `jobs`: the
+    EKS cluster's name and the artifacts bucket's ARN, for a config with jobs."""
     environment = config.name
     plan_arns = [
         spec.existing_arn
@@ -102,9 +114,28 @@ def status_policy(
                 resources=list(plan_arns),
             ),
         )
+    if jobs is not None:
+        eks_cluster, artifacts_bucket_arn = jobs
+        statements += [
+            iam.PolicyStatement(
+                sid="DescribeEksCluster",
+                actions=["eks:DescribeCluster"],
+                resources=[
+                    scope.format_arn(service="eks", resource="cluster", resource_name=eks_cluster)
+                ],
+            ),
+            iam.PolicyStatement(
+                sid="ListJobOutputs",
+                actions=["s3:ListBucket"],
+                resources=[artifacts_bucket_arn],
+                conditions={"StringEquals": {"s3:prefix": output_prefix(config)}},
+            ),
+        ]
     policy = iam.ManagedPolicy(
         scope,
         "StatusPolicy",
+        # The description is kept as it was: changing it replaces the policy (a new ARN,
+        # and the old one cannot be deleted while roles have it attached).
         description=f"novapod {environment}: what novapod status reads (plans, the purchase "
         "ledger, the HyperPod cluster and its nodes); attach to the platform engineers' roles",
         statements=statements,

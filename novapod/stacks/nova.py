@@ -151,7 +151,12 @@ class NovaStack(Stack):
         # What `novapod status` reads, beside the check (which takes longer than a policy).
         self.status_policy = (
             status_policy(
-                self, config=config, cluster_arn=hyperpod_cluster_arn, ledger=ledger, key=key
+                self,
+                config=config,
+                cluster_arn=hyperpod_cluster_arn,
+                ledger=ledger,
+                key=key,
+                jobs=(cluster_name, artifacts_bucket.bucket_arn),
             )
             if ledger is not None
             else None

@@ -777,6 +777,11 @@ class FakeControlPlane:
         action = f"{service}:{operation}"
         if service == "cloudformation":
             return self._cloudformation_authorizations(action, params)
+        if service == "eks" and operation == "DescribeCluster":
+            # On the cluster (resource type cluster, arn:aws:eks:<region>:<account>:
+            # cluster/<name>: list_amazonelastickubernetesservice.html).
+            name = str(params.get("name", ""))
+            return [iam.Request(action, f"arn:aws:eks:{REGION}:{self.account}:cluster/{name}")]
         if service == "sagemaker" and operation in ("DescribeCluster", "ListClusterNodes"):
             # On the cluster (resource type cluster, list_amazonsagemaker.html), whose ARN
             # ends in the ID SageMaker gave it, also when the call names it by name.

@@ -55,9 +55,11 @@ _NAMESPACE = re.compile(r"/api/v1/namespaces/([^/]+)")
 _CORE_OBJECT = re.compile(r"/api/(v1)/namespaces/([^/]+)/([a-z]+)(?:/([^/]+))?")
 _GROUP_OBJECT = re.compile(r"/apis/([^/]+)/([^/]+)/namespaces/([^/]+)/([a-z]+)(?:/([^/]+))?")
 # (group, kind) -> (served version, resource): what the Nova charts create
-# (novapod/nova/kubernetes.py sources them) and Helm's Secrets.
+# (novapod/nova/kubernetes.py sources them), Helm's Secrets, and the pods the operators
+# run them as (read by `novapod status` and `novapod health`).
 KINDS: dict[tuple[str, str], tuple[str, str]] = {
     ("", "ConfigMap"): ("v1", "configmaps"),
+    ("", "Pod"): ("v1", "pods"),
     ("", "Secret"): ("v1", "secrets"),
     ("", "Service"): ("v1", "services"),
     ("apps", "Deployment"): ("v1", "deployments"),

@@ -1,14 +1,21 @@
 """A deployed environment in the fake control plane for `novapod status` tests: a config
 with a bought plan (extended by a day), an adopted plan, a HyperPod cluster with two
-restricted groups and a standard group, the purchase ledger; each piece scriptable.
+restricted groups and a standard group, the purchase ledger, the job `sft` (two runs of
+24 h on nova-lite, the plan's first two days) with its outputs in the artifacts bucket
+and its runs in the fake Kubernetes API, read with the scientists' Role; each piece
+scriptable.
 
-`StatusWorld.healthy()` builds the environment with nothing to report; tests then change
-one thing (a plan's status or counts, a group, a node, a ledger item) and run the CLI.
+`StatusWorld.healthy()` builds the environment with nothing to report (a day into the
+plan, sft's first run done, its second running on the four nova-lite nodes); tests then
+change one thing (a plan's status or counts, a group, a node, a ledger item, a run) and
+run the CLI.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,10 +26,14 @@ import pytest
 
 from novapod import cli
 from novapod.config import load_config
+from novapod.constructs.handler_core.values import iso
+from novapod.nova.kubernetes import scientist_rules
+from novapod.operate import cluster_api
 from novapod.operate.status.expected import expected
 from tests.conftest import ROOT
 from tests.fakes.aws_control_plane import FakeControlPlane
 from tests.fakes.hyperpod import restricted_group, standard_group
+from tests.fakes.kubernetes import FakeKubernetes
 from tests.handlers.ledger_rows import ledger_row
 
 ACCOUNT = "123456789012"
@@ -32,6 +43,11 @@ NOW = datetime(2027, 7, 10, 12, 0, tzinfo=UTC)
 SCHEMA = json.loads((ROOT / "docs" / "reference" / "status.schema.json").read_text())
 ADOPTED = "team-spare"
 ADOPTED_ARN = f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:training-plan/{ADOPTED}"
+ARTIFACTS = "novapod-dev-storage-artifacts-4d5e6f"
+NAMESPACE = "nova-jobs"
+OUTPUTS = "nova/dev/"
+PLAN_START = NOW - timedelta(days=1)  # the healthy world's plans started a day ago
+RUN_1, RUN_2 = "sft-a1b2c", "sft-d3e4f"
 
 CONFIG = """\
 name: dev
@@ -87,9 +103,65 @@ def ledger_item(purchase: str, state: str, **fields: object) -> dict[str, object
     return ledger_row(purchase, state, updated_at="2027-06-20T08:00:00Z", **fields)
 
 
+def pytorchjob(
+    name: str,
+    phase: str,
+    *,
+    start: datetime,
+    end: datetime | None = None,
+    message: str = "",
+) -> dict[str, Any]:
+    """A PyTorchJob as the training operator shows it: its conditions in the order it
+    appended them (Created, Running, then Succeeded or Failed), each with its time."""
+    conditions = [
+        {"type": "Created", "status": "True", "lastTransitionTime": iso(start)},
+    ]
+    if phase != "Created":
+        conditions[0]["status"] = "False"
+        conditions.append({"type": "Running", "status": "True", "lastTransitionTime": iso(start)})
+    if phase in ("Succeeded", "Failed", "Restarting", "Suspended"):
+        assert phase in ("Restarting", "Suspended") or end is not None
+        conditions[-1]["status"] = "False"
+        final = {"type": phase, "status": "True", "lastTransitionTime": iso(end or start)}
+        if message:
+            final["message"] = message
+        conditions.append(final)
+    status: dict[str, Any] = {"conditions": conditions, "startTime": iso(start)}
+    if phase == "Succeeded":
+        status["completionTime"] = iso(end)
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "creationTimestamp": iso(start),
+            "labels": {"app.kubernetes.io/managed-by": "Helm"},
+        },
+        "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1}}},
+        "status": status,
+    }
+
+
+def pod(name: str, instance_id: str, phase: str = "Running", *, job: str = "") -> dict[str, Any]:
+    """A pod on a HyperPod node (named hyperpod-<instance id> in the cluster)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "labels": {"training.kubeflow.org/job-name": job or name.rsplit("-", 2)[0]},
+        },
+        "spec": {"nodeName": f"hyperpod-{instance_id}"},
+        "status": {"phase": phase},
+    }
+
+
 @dataclass
 class StatusWorld:
     plane: FakeControlPlane
+    kube: FakeKubernetes
     path: Path
     plan: str  # the bought plan's SageMaker name
     extension: str  # its extension's approval name
@@ -129,8 +201,59 @@ class StatusWorld:
     def put(self, item: dict[str, object]) -> None:
         self.plane.dynamodb.put_raw(TABLE, item, settled=True)
 
-    def healthy(self) -> StatusWorld:
-        """Every piece in place and working: `novapod status` exits 0."""
+    def output(self, job: str, run: str, path: str, written: datetime) -> None:
+        """An object a run wrote under its job's output prefix."""
+        self.plane.put_object(ARTIFACTS, f"{OUTPUTS}{job}/{run}/{path}", b"{}", written)
+
+    def finished(self, job: str, run: str, *, start: datetime, end: datetime) -> None:
+        """What a finished training run leaves in S3: TensorBoard logs, then manifest.json."""
+        self.output(job, run, "tensorboard/events.out.tfevents", start + timedelta(minutes=5))
+        self.output(job, run, "manifest.json", end)
+
+    def nodes_of(self, group: str) -> list[str]:
+        return [
+            n["InstanceId"]
+            for n in self.plane.hyperpod.nodes[CLUSTER]
+            if n["InstanceGroupName"] == group
+        ]
+
+    def running(self, run: str, *, start: datetime, nodes: list[str]) -> None:
+        """A run whose PyTorchJob is Running, a pod on each of `nodes`."""
+        self.kube.add_object(pytorchjob(run, "Running", start=start))
+        for index, node in enumerate(nodes):
+            self.kube.add_object(pod(f"{run}-worker-{index}", node, job=run))
+        self.output("sft", run, "tensorboard/events.out.tfevents", start + timedelta(minutes=5))
+
+    def drop_pods(self, run: str, *, keep: int = 0) -> None:
+        """Remove the run's pods but the first `keep` (they finished, or were evicted)."""
+        pods = sorted(
+            key for key in self.kube.objects if key[1] == "pods" and key[3].startswith(f"{run}-")
+        )
+        for key in pods[keep:]:
+            del self.kube.objects[key]
+
+    def sft_done(self, start: datetime) -> None:
+        """Both of sft's runs finished (their PyTorchJobs cleaned up, their manifests in S3),
+        one after the other from `start`."""
+        for index, run in enumerate((RUN_1, RUN_2)):
+            begin = start + timedelta(hours=24 * index)
+            self.finished("sft", run, start=begin, end=begin + timedelta(hours=23))
+
+    def sft_runs(self) -> None:
+        """sft's first run done (its PyTorchJob Succeeded, its manifest written), its
+        second running since the plan's 24th hour on the four nova-lite nodes."""
+        done = PLAN_START + timedelta(hours=23, minutes=50)
+        self.kube.add_object(
+            pytorchjob(RUN_1, "Succeeded", start=PLAN_START + timedelta(minutes=10), end=done)
+        )
+        self.finished("sft", RUN_1, start=PLAN_START + timedelta(minutes=10), end=done)
+        self.running(
+            RUN_2, start=PLAN_START + timedelta(hours=24), nodes=self.nodes_of("nova-lite")
+        )
+
+    def healthy(self, *, runs: bool = True) -> StatusWorld:
+        """Every piece in place and working: `novapod status` exits 0 (without `runs`,
+        sft has no run yet)."""
         start = NOW - timedelta(days=1)
         self.buy(self.plan, status="Active", start=start, hours=144, count=4, fee="55000.00")
         self.plane.add_extension(self.plan, 24)
@@ -158,6 +281,8 @@ class StatusWorld:
             )
         )
         self.cluster()
+        if runs:
+            self.sft_runs()
         return self
 
     def cluster(
@@ -212,9 +337,18 @@ class StatusWorld:
         return [(a["kind"], a["subject"]) for a in document["attention"]]
 
 
+@pytest.fixture(scope="module")
+def status_kube(control_plane: FakeControlPlane) -> Iterator[FakeKubernetes]:
+    """The EKS cluster's API server; it checks tokens against the test's credentials."""
+    secret = os.environ["AWS_SECRET_ACCESS_KEY"]
+    with FakeKubernetes(cluster_name=CLUSTER, secret_key=secret) as server:
+        yield server
+
+
 @pytest.fixture
 def status_world(
     control_plane: FakeControlPlane,
+    status_kube: FakeKubernetes,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -222,10 +356,23 @@ def status_world(
     control_plane.reset()
     control_plane.account = control_plane.hyperpod.account = ACCOUNT
     control_plane.now = lambda: NOW
-    control_plane.add_stack("novapod-dev-storage", {"PurchaseLedgerTableName": TABLE})
+    control_plane.add_stack(
+        "novapod-dev-storage",
+        {"PurchaseLedgerTableName": TABLE, "ArtifactsBucketName": ARTIFACTS},
+    )
+    control_plane.add_bucket(ARTIFACTS)
     control_plane.dynamodb.create_table(TABLE, partition_key="Environment", sort_key="Purchase")
+    # The EKS cluster (novapod-<env>, as the HyperPod cluster's orchestrator names it),
+    # whose API authorizes as the scientists' Role in the jobs' namespace.
+    status_kube.reset()
+    status_kube.namespaces.add(NAMESPACE)
+    status_kube.bind_role(NAMESPACE, scientist_rules())
+    control_plane.hyperpod.add_eks_cluster(
+        CLUSTER, endpoint=status_kube.endpoint, ca_pem=status_kube.ca_pem
+    )
     path, plan, extension = write_config(tmp_path)
-    world = StatusWorld(control_plane, path, plan, extension, capsys)
+    world = StatusWorld(control_plane, status_kube, path, plan, extension, capsys)
     monkeypatch.setattr(cli, "_status_now", lambda: NOW)
     monkeypatch.setattr(cli, "_status_sleep", world.slept.append)
+    monkeypatch.setattr(cluster_api, "TIMEOUT_SECONDS", 2.0)
     return world

@@ -20,16 +20,22 @@ from tests.conftest import ROOT
 from tests.handlers.status_world import (
     ADOPTED,
     ADOPTED_ARN,
+    ARTIFACTS,
     CLUSTER,
     NOW,
+    RUN_1,
+    RUN_2,
     SCHEMA,
     TABLE,
     StatusWorld,
     ledger_item,
+    pod,
+    pytorchjob,
+    status_kube,
     status_world,
 )
 
-__all__ = ["status_world"]  # fixture
+__all__ = ["status_kube", "status_world"]  # fixtures
 
 MODEL = botocore.session.get_session().get_service_model("sagemaker")
 
@@ -68,6 +74,17 @@ def test_a_healthy_environment_exits_0_with_a_table_per_section(status_world) ->
         "InService  spare  Active       ok",
         "  system     standard    ml.m5.2xlarge   1/1                    1/0/0              "
         "InService  -      -            ok",
+        "",
+        "Jobs in namespace nova-jobs (runs from the cluster and S3)",
+        "  job  plan  runs done/running/failed/left  state    planned (UTC)                    "
+        "     projected end     schedule  notes",
+        "  sft  main  1/1/0/0                        running  2027-07-09 12:00 -> 2027-07-11 "
+        "12:00  2027-07-11 12:00  on time   ok",
+        "",
+        "Runs",
+        "  run        job  state      phase      started           ended             notes",
+        "  sft-a1b2c  sft  succeeded  Succeeded  2027-07-09 12:10  2027-07-10 11:50",
+        "  sft-d3e4f  sft  running    Running    2027-07-10 12:00  -",
     ]
 
 
@@ -86,7 +103,16 @@ def test_the_json_is_the_contract(status_world) -> None:
         "end": "2027-07-16T12:00:00Z",  # 144 h bought and 24 h extended
         "hours_to_end": 144,
     }
-    assert main["instances"] == {"total": 4, "available": 0, "in_use": 4, "unhealthy": 0}
+    assert main["instances"] == {
+        "total": 4,
+        "available": 0,
+        "in_use": 4,
+        "unhealthy": 0,
+        "running_jobs": 4,  # the four nova-lite nodes hold sft's second run
+        "idle": 0,
+    }
+    # No job of the config runs on the adopted plan: what runs there is not seen.
+    assert (spare["instances"]["running_jobs"], spare["instances"]["idle"]) == (None, 0)
     assert main["fee"] == {"amount": "55000.00", "currency": "USD", "source": "ledger"}
     assert (main["extensions"]["hours"], main["extensions"]["wanted_hours"]) == (24, 24)
     assert main["extensions"]["paid"] == [
@@ -107,23 +133,74 @@ def test_the_json_is_the_contract(status_world) -> None:
     )
     assert document["cluster"]["status"] == "InService"
     assert document["ledger_table"] == TABLE
+    jobs = document["jobs"]
+    assert {k: v for k, v in jobs.items() if k != "items"} == {
+        "namespace": "nova-jobs",
+        "eks_cluster": CLUSTER,
+        "outputs": f"s3://{ARTIFACTS}/nova/dev/",
+        "kubernetes_read": True,
+        "note": None,
+    }
+    (sft,) = jobs["items"]
+    assert sft["schedule"] == {
+        "verdict": "on-time",
+        "planned_start": "2027-07-09T12:00:00Z",  # the plan's start, hour 0 of its schedule
+        "planned_end": "2027-07-11T12:00:00Z",  # two runs of 24 h
+        "projected_end": "2027-07-11T12:00:00Z",  # the second run started at hour 24
+        "plan_end": "2027-07-16T12:00:00Z",
+        "hours_late": None,
+    }
+    assert (sft["state"], sft["counts"]) == (
+        "running",
+        {"succeeded": 1, "running": 1, "failed": 0, "unknown": 0, "not_started": 0},
+    )
+    assert sft["runs"] == [
+        {
+            "name": RUN_1,
+            "state": "succeeded",
+            "phase": "Succeeded",
+            "start": "2027-07-09T12:10:00Z",
+            "end": "2027-07-10T11:50:00Z",
+            "output": f"s3://{ARTIFACTS}/nova/dev/sft/{RUN_1}/manifest.json",
+            "message": None,
+        },
+        {
+            "name": RUN_2,
+            "state": "running",
+            "phase": "Running",
+            "start": "2027-07-10T12:00:00Z",
+            "end": None,
+            "output": None,
+            "message": None,
+        },
+    ]
 
 
 def test_only_reads(status_world) -> None:
     world = status_world.healthy()
     world.run()
-    operations = set(world.plane.operations(ledger=True))
-    assert operations == {
-        "DescribeStacks",
-        "Query",
-        "DescribeTrainingPlan",
-        "DescribeTrainingPlanExtensionHistory",
-        "DescribeCluster",
-        "ListClusterNodes",
+    calls = {(c.service, c.operation) for c in world.plane.calls}
+    assert calls == {
+        ("cloudformation", "DescribeStacks"),
+        ("dynamodb", "Query"),
+        ("sagemaker", "DescribeTrainingPlan"),
+        ("sagemaker", "DescribeTrainingPlanExtensionHistory"),
+        ("sagemaker", "DescribeCluster"),
+        ("sagemaker", "ListClusterNodes"),
+        ("s3", "ListObjectsV2"),
+        ("eks", "DescribeCluster"),
     }
     (query,) = world.plane.calls_to("Query")
     assert query["ConsistentRead"] is True
     assert query["ExpressionAttributeValues"] == {":env": {"S": "dev"}}
+    (listing,) = world.plane.calls_to("ListObjectsV2")
+    assert (listing["Bucket"], listing["Prefix"]) == (ARTIFACTS, "nova/dev/")
+    # The cluster's API: two GETs of the jobs' namespace, as the scientists' Role allows.
+    assert [(r.method, r.path) for r in world.kube.requests] == [
+        ("GET", "/apis/kubeflow.org/v1/namespaces/nova-jobs/pytorchjobs"),
+        ("GET", "/api/v1/namespaces/nova-jobs/pods"),
+    ]
+    assert world.kube.bad_tokens() == []
 
 
 # --- every plan status ----------------------------------------------------------------------
@@ -135,7 +212,13 @@ def test_only_reads(status_world) -> None:
         ("Pending", 3, 0, [], "bought, waiting to be paid and fulfilled: awaiting payment"),
         ("Scheduled", 3, 0, [], "starts in 3d 0h"),
         ("Active", -1, 0, [], None),
-        ("Expired", -10, 4, [("plan-expired-in-use", "group nova-lite")], "ended 3d 0h ago"),
+        (
+            "Expired",
+            -10,
+            4,
+            [("job-at-risk", "job sft"), ("plan-expired-in-use", "group nova-lite")],
+            "ended 3d 0h ago",
+        ),
         ("Failed", 3, 4, [("plan-failed", "plan main")], None),
     ],
 )
@@ -156,6 +239,8 @@ def test_every_plan_status(  # noqa: PLR0917 - the parameters of one case
     world.buy(ADOPTED, status="Active", start=NOW, hours=336, count=2, fee="30000.00")
     active = status == "Active"
     world.cluster(lite={"CurrentCount": 4 if active else 0, "TrainingPlanStatus": status})
+    if active:
+        world.sft_runs()
     assert world.attention() == kinds
     code, document = world.json()
     assert code == exit_status
@@ -213,20 +298,34 @@ def test_a_plan_approved_but_not_bought_is_drift(status_world) -> None:
 # --- idle, ending, unhealthy capacity -------------------------------------------------------
 
 
-def test_reserved_instances_idle_while_active_need_attention(status_world) -> None:
-    world = status_world.healthy()
-    world.plane.set_plan_counts(world.plan, available=3, in_use=1)
+def test_reserved_instances_that_run_no_job_need_attention(status_world) -> None:
+    """sft's first run is done and the second not launched: the four nova-lite nodes
+    are in the group (in use for SageMaker) but run no job: idle, and paid for."""
+    world = status_world.healthy(runs=False)
+    start = NOW - timedelta(days=1)
+    world.kube.add_object(
+        pytorchjob(RUN_1, "Succeeded", start=start, end=start + timedelta(hours=23))
+    )
+    world.finished("sft", RUN_1, start=start, end=start + timedelta(hours=23))
     code, document = world.json()
     assert code == 4
     (idle,) = document["attention"]
     assert idle == {
         "kind": "plan-idle",
         "subject": "plan main",
-        "message": "3 of 4 reserved instances are unused while the plan is Active (1 in use); "
-        "they are paid for whether or not a job runs; its jobs: sft",
+        "message": "4 of 4 reserved instances run no job while the plan is Active (4 in its "
+        "instance groups, 0 running a job); they are paid for whether or not a job runs; its "
+        "jobs: sft",
         "command": f"novapod launch {world.path} sft",
     }
-    assert document["plans"][0]["attention"] == ["plan-idle"]
+    main = document["plans"][0]
+    assert (main["attention"], main["instances"]["running_jobs"], main["instances"]["idle"]) == (
+        ["plan-idle"],
+        0,
+        4,
+    )
+    # On schedule all the same: the second run has its 24 h until the slot's end.
+    assert document["jobs"]["items"][0]["schedule"]["verdict"] == "on-time"
     status, out, _ = world.run()
     assert status == 4
     assert out.splitlines()[:5] == [
@@ -238,6 +337,49 @@ def test_reserved_instances_idle_while_active_need_attention(status_world) -> No
     ]
 
 
+def test_a_plan_whose_jobs_are_done_is_idle_with_nothing_to_launch(status_world) -> None:
+    world = status_world.healthy(runs=False)
+    world.sft_done(NOW - timedelta(days=3))
+    _, document = world.json()
+    (idle,) = document["attention"]
+    assert idle["message"].endswith("its jobs: sft; every one of them is done")
+    assert idle["command"] is None
+    assert document["jobs"]["items"][0]["state"] == "succeeded"
+    assert document["jobs"]["items"][0]["schedule"]["verdict"] == "done"
+
+
+def test_a_run_holding_some_of_the_plan_leaves_the_rest_idle(status_world) -> None:
+    world = status_world.healthy()
+    world.drop_pods(RUN_2, keep=1)  # three workers evicted, one still holds its node
+    _, document = world.json()
+    (idle,) = document["attention"]
+    assert idle["message"].startswith(
+        "3 of 4 reserved instances run no job while the plan is Active (4 in its instance "
+        "groups, 1 running a job)"
+    )
+    assert idle["command"] is None  # sft is running: nothing else to launch
+
+
+def test_without_the_cluster_idle_is_what_no_group_uses(status_world) -> None:
+    """The cluster's API refuses the caller: the runs come from S3, and a plan is idle by
+    DescribeTrainingPlan's available count, as before the jobs were read."""
+    world = status_world.healthy()
+    world.kube.refuse(401)
+    world.plane.set_plan_counts(world.plan, available=3, in_use=1)
+    code, document = world.json()
+    assert code == 4
+    (idle,) = document["attention"]
+    assert idle == {
+        "kind": "plan-idle",
+        "subject": "plan main",
+        "message": "3 of 4 reserved instances are unused while the plan is Active (1 in use); "
+        "they are paid for whether or not a job runs; its jobs: sft",
+        "command": f"novapod launch {world.path} sft",
+    }
+    assert document["plans"][0]["instances"]["idle"] == 3
+    assert document["plans"][0]["instances"]["running_jobs"] is None
+
+
 def test_a_plan_ending_soon_needs_attention_and_the_threshold_is_an_option(status_world) -> None:
     world = status_world
     start = NOW - timedelta(days=5)
@@ -245,6 +387,9 @@ def test_a_plan_ending_soon_needs_attention_and_the_threshold_is_an_option(statu
     world.plane.add_extension(world.plan, 24)  # ends NOW + 48 h
     world.buy(ADOPTED, status="Active", start=NOW, hours=336, count=2, fee="30000.00")
     world.cluster()
+    world.sft_done(start)
+    for index, node in enumerate(world.nodes_of("nova-lite")):  # a run launched by hand
+        world.kube.add_object(pod(f"by-hand-worker-{index}", node))
     _, document = world.json()
     (ending,) = document["attention"]
     assert ending["kind"] == "plan-ending"
@@ -519,7 +664,7 @@ def test_purchases_awaiting_reconciliation_need_attention(status_world) -> None:
 
 def test_the_most_urgent_finding_comes_first(status_world) -> None:
     world = status_world.healthy()
-    world.plane.set_plan_counts(world.plan, available=1, in_use=3)  # idle
+    world.drop_pods(RUN_2, keep=3)  # idle
     world.plane.hyperpod.nodes[CLUSTER][0]["InstanceStatus"] = {"Status": "Failure"}
     lite, spare = world.plane.hyperpod.clusters[CLUSTER]["RestrictedInstanceGroups"]
     world.plane.hyperpod.set_restricted_groups(CLUSTER, [lite, {**spare, "TargetCount": 1}])
@@ -530,12 +675,9 @@ def test_the_most_urgent_finding_comes_first(status_world) -> None:
 
 
 def test_watch_redraws_every_n_seconds_until_interrupted(status_world, monkeypatch) -> None:
-    world = status_world
-    world.buy(world.plan, status="Active", start=NOW, hours=144, count=4, fee="55000.00", in_use=0)
-    world.plane.add_extension(world.plan, 24)
-    world.buy(ADOPTED, status="Active", start=NOW, hours=336, count=2, fee="30000.00")
-    world.cluster()
-    rounds = iter([lambda: world.plane.set_plan_counts(world.plan, available=0, in_use=4)])
+    world = status_world.healthy()
+    world.drop_pods(RUN_2)  # round 1: sft's second run waits for its pods
+    rounds = iter([lambda: world.running(RUN_2, start=NOW, nodes=world.nodes_of("nova-lite"))])
 
     def sleep(seconds: float) -> None:
         world.slept.append(seconds)
@@ -563,7 +705,7 @@ def test_watch_without_json_redraws_text_and_keeps_the_last_status(status_world,
         calls.append(seconds)
         if len(calls) == 2:
             raise KeyboardInterrupt
-        world.plane.set_plan_counts(world.plan, available=2, in_use=2)
+        world.drop_pods(RUN_2, keep=2)
 
     monkeypatch.setattr(cli, "_status_sleep", sleep)
     status, out, _ = world.run("--watch", "0.5")
@@ -643,14 +785,28 @@ EXAMPLE_START = (
 
 
 def docs_example(world: StatusWorld, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The environment the operations page shows: a day into its plan, one reserved
-    instance idle, a node failing its health check, the system group scaled by hand."""
+    """The environment the operations page shows: a day into its plan, sft's first run
+    failed after six hours, its second (launched two hours later) runs on three of the
+    four nova-lite nodes, the fourth failing its health check, and the system group was
+    scaled by hand."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "dev.yaml").write_text(world.path.read_text())
     world.path = Path("config/dev.yaml")
-    world.healthy()
-    world.plane.set_plan_counts(world.plan, available=1, in_use=3)
+    world.healthy(runs=False)
+    start = NOW - timedelta(days=1)
+    world.kube.add_object(
+        pytorchjob(
+            RUN_1,
+            "Failed",
+            start=start,
+            end=start + timedelta(hours=6),
+            message=f"PyTorchJob {RUN_1} is failed because 1 Master replica(s) failed.",
+        )
+    )
+    world.output("sft", RUN_1, "tensorboard/events.out.tfevents", start + timedelta(minutes=5))
+    lite = world.nodes_of("nova-lite")
+    world.running(RUN_2, start=start + timedelta(hours=8), nodes=[lite[0], *lite[2:]])
     node = world.plane.hyperpod.nodes[CLUSTER][1]
     node["InstanceStatus"] = {"Status": "Failure", "Message": "deep health check: GPU ECC errors"}
     (system,) = world.plane.hyperpod.clusters[CLUSTER]["InstanceGroups"]

@@ -5,11 +5,12 @@ the policy is enough, and each of its statements is needed (least privilege)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trustme
 
 from novapod import cli
 from tests.conftest import ROOT, Synthesized, producer_value, resources
@@ -24,6 +25,8 @@ PLAN = "novapod-nova-lite-lite-sft-50d13e0b"
 PLAN_ARN = f"arn:aws:sagemaker:us-east-1:{EXAMPLE_ACCOUNT}:training-plan/{PLAN}"
 CLUSTER = "novapod-nova-lite"
 NOW = datetime(2027, 7, 12, tzinfo=UTC)
+ARTIFACTS = "novapod-nova-lite-storage-artifacts-1a2b3c"
+CA_PEM = trustme.CA().cert_pem.bytes()
 
 
 def _principal(result: Synthesized, cluster_arn: str) -> iam.Principal:
@@ -42,6 +45,8 @@ def _principal(result: Synthesized, cluster_arn: str) -> iam.Principal:
             value = producer_value(result, value)
         if isinstance(value, dict) and "Fn::GetAtt" in value:
             return attributes[tuple(value["Fn::GetAtt"])]
+        if isinstance(value, dict) and value.get("Ref") == "ArtifactsBucket":
+            return ARTIFACTS  # the storage stack's bucket, by its name
         if isinstance(value, dict):
             return {k: walk(v) for k, v in value.items()}
         if isinstance(value, list):
@@ -70,12 +75,16 @@ def deployed(control_plane: FakeControlPlane, monkeypatch: pytest.MonkeyPatch) -
     plane = control_plane
     plane.reset()
     plane.account = plane.hyperpod.account = EXAMPLE_ACCOUNT
-    plane.add_stack("novapod-nova-lite-storage", {"PurchaseLedgerTableName": LEDGER_TABLE})
+    plane.add_stack(
+        "novapod-nova-lite-storage",
+        {"PurchaseLedgerTableName": LEDGER_TABLE, "ArtifactsBucketName": ARTIFACTS},
+    )
+    plane.add_bucket(ARTIFACTS)
     plane.dynamodb.create_table(LEDGER_TABLE, partition_key="Environment", sort_key="Purchase")
     offering = plane.add_offering(
         "tpo-lite",
         zones=["us-east-1a"],
-        start=NOW - timedelta(days=1),
+        start=NOW,  # the plan starts now: its jobs are on schedule
         fee="55000.00",
         duration_hours=144,
     )
@@ -86,6 +95,10 @@ def deployed(control_plane: FakeControlPlane, monkeypatch: pytest.MonkeyPatch) -
     )
     arn = plane.hyperpod.add_cluster(CLUSTER, restricted_groups=[group])
     plane.hyperpod.add_nodes(CLUSTER, "nova-lite", 4)
+    # The EKS cluster's API is out of reach (a private endpoint): status reads the runs
+    # from S3, and says so; what IAM grants is what this test is about.
+    plane.hyperpod.add_eks_cluster(CLUSTER, endpoint="https://127.0.0.1:9", ca_pem=CA_PEM)
+    plane.put_object(ARTIFACTS, "nova/nova-lite/sft-lora/sft-lora-a1b2c/manifest.json", b"{}", NOW)
     monkeypatch.setattr(cli, "_status_now", lambda: NOW)
     yield arn
     plane.act_as(None)
@@ -99,6 +112,9 @@ def test_the_status_policy_is_enough(synthesized, deployed, control_plane, capsy
     assert (status, err) == (0, ""), out
     assert out.splitlines()[0].endswith(": healthy")
     assert "ListClusterNodes" in control_plane.operations()
+    assert "ListObjectsV2" in control_plane.operations()
+    assert ("eks", "DescribeCluster") in {(c.service, c.operation) for c in control_plane.calls}
+    assert "sft-lora-a1b2c  sft-lora  succeeded" in out  # its run, from S3
 
 
 @pytest.mark.parametrize(
@@ -108,6 +124,8 @@ def test_the_status_policy_is_enough(synthesized, deployed, control_plane, capsy
         ("QueryPurchaseLedger", "Query"),
         ("DescribeTrainingPlans", "DescribeTrainingPlan"),
         ("DescribeHyperPodCluster", "DescribeCluster"),
+        ("DescribeEksCluster", "DescribeCluster"),
+        ("ListJobOutputs", "ListObjectsV2"),
     ],
 )
 def test_each_statement_is_needed(  # noqa: PLR0917 - fixtures and one case

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from novapod.operate.status.collect import ACTIONS
+from novapod.operate.status.collect import ACTIONS, JOB_ACTIONS
 from tests.conftest import ROOT, joined, resources
 
 LITE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"
@@ -82,10 +82,22 @@ def test_the_status_policy_grants_the_calls_status_makes_on_this_environment_onl
             "resources": ["${HyperPodCluster.ClusterArn}"],
             "condition": None,
         },
+        # The jobs' runs: the EKS cluster's endpoint, and their outputs' listing only.
+        "DescribeEksCluster": {
+            "actions": ["eks:DescribeCluster"],
+            "resources": ["arn:aws:eks:us-east-1:111122223333:cluster/novapod-nova-lite"],
+            "condition": None,
+        },
+        "ListJobOutputs": {
+            "actions": ["s3:ListBucket"],
+            "resources": ["arn:aws:s3:::${ArtifactsBucket}"],  # the storage stack's bucket
+            "condition": {"StringEquals": {"s3:prefix": "nova/nova-lite/"}},
+        },
     }
-    # The actions are the calls `status` makes (collect.ACTIONS), plus the key it reads with.
+    # The actions are the calls `status` makes (collect.ACTIONS and, with jobs,
+    # JOB_ACTIONS), plus the key it reads with.
     granted = {a for s in found.values() for a in s["actions"]}
-    assert granted == {*ACTIONS, "kms:Decrypt", "kms:DescribeKey"}
+    assert granted == {*ACTIONS, *JOB_ACTIONS, "kms:Decrypt", "kms:DescribeKey"}
     output = template["Outputs"]["StatusPolicyArn"]
     assert output["Value"] == {
         "Ref": next(
@@ -102,6 +114,7 @@ def test_without_jobs_the_hyperpod_stack_has_it_and_adopted_plans_go_by_arn(synt
     template = result.templates["hyperpod"]
     assert "StatusPolicyArn" in template["Outputs"]
     found = statements(result, policy_of(template))
+    assert "DescribeEksCluster" not in found and "ListJobOutputs" not in found  # no jobs
     assert found["DescribeHyperPodCluster"]["resources"] == ["${HyperPodCluster.ClusterArn}"]
     assert found["QueryPurchaseLedger"]["resources"] == ["${PurchaseLedger.Arn}"]
     assert found["DescribeTrainingPlans"]["resources"] == [

@@ -5,7 +5,10 @@ the caller's credentials.
   names, instance groups with their types, counts and plans); pure.
 - `collect`: the facts, gathered through clients the caller passes in (CloudFormation
   for the ledger's name, DynamoDB for the purchase ledger, SageMaker for the plans, their
-  extension history, the HyperPod cluster and its nodes); the only module that calls AWS.
+  extension history, the HyperPod cluster and its nodes; S3, EKS and the cluster's
+  Kubernetes API, through `novapod.operate.cluster_api`, for the jobs' runs); the only
+  module that calls AWS.
+- `jobs`: each job's runs and where they stand against the plan's schedule; pure.
 - `assess`: from the facts and a time, each plan's and group's state, the drift from the
   config, and what needs attention (with the command that deals with it); pure.
 - `render`: the report as text tables or as JSON (the contract, whose schema is

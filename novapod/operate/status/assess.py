@@ -7,8 +7,14 @@ Plan statuses are those of DescribeTrainingPlan (Pending until paid and fulfille
 Scheduled, Active from the start, Expired after the end, Failed when the purchase fails:
 docs.aws.amazon.com/sagemaker/latest/dg/training-plan-details-using-api-cli-sdk.html),
 plus `NotBought` for a plan DescribeTrainingPlan does not find. A plan needs attention
-when it is Failed, when it is Active with instances nobody uses (AvailableInstanceCount >
-0: paid for, idle), with unhealthy instances, or when it ends within `ending_within`.
+when it is Failed, when it is Active with instances that run no job (paid for, idle),
+with unhealthy instances, or when it ends within `ending_within`. Idle: of a plan the
+config's jobs run on, when the cluster's API was read, the reserved instances that hold
+no pending or running pod of the jobs' namespace (`jobs.busy_nodes`); otherwise those no
+instance group uses (AvailableInstanceCount).
+
+Jobs (`jobs.py`): a job's newest run failed, or the job is late for its slot in the
+plan's schedule or at risk of outliving the plan.
 
 Instance groups: a group needs attention when its Status is Failed or Degraded (the
 model's InstanceGroupStatus), when a node is in Failure or NotFound (ClusterInstanceStatus),
@@ -36,10 +42,13 @@ from novapod.constructs.handler_core import ledger
 from novapod.constructs.handler_core.values import as_utc, iso
 from novapod.constructs.training_plan.handler.extension import counted, extended_hours
 from novapod.operate import purchases
+from novapod.operate.status import jobs as status_jobs
 from novapod.operate.status.collect import ClusterFacts, Facts, PlanFacts
 from novapod.operate.status.expected import ExpectedGroup, ExpectedPlan
 
-SCHEMA_VERSION = 1
+# 2: the jobs (`jobs`; attention run-failed, job-at-risk, job-late), the instances that
+# run a job (plans' instances.running_jobs and idle) and plan-idle judged by them.
+SCHEMA_VERSION = 2
 EXIT_HEALTHY = 0
 EXIT_ATTENTION = 4
 DEFAULT_ENDING_WITHIN = timedelta(hours=72)
@@ -54,9 +63,12 @@ AttentionKind = Literal[
     "group-failed",
     "unhealthy-nodes",
     "plan-failed",
+    "run-failed",
     "plan-unhealthy",
     "plan-ending",
+    "job-at-risk",
     "purchase-unsettled",
+    "job-late",
     "missing-nodes",
     "plan-expired-in-use",
     "plan-idle",
@@ -67,9 +79,12 @@ URGENCY: tuple[AttentionKind, ...] = (
     "group-failed",
     "unhealthy-nodes",
     "plan-failed",
+    "run-failed",
     "plan-unhealthy",
     "plan-ending",
+    "job-at-risk",
     "purchase-unsettled",
+    "job-late",
     "missing-nodes",
     "plan-expired-in-use",
     "plan-idle",
@@ -141,6 +156,7 @@ class Report:
     drift: list[Drift]
     purchases: list[dict[str, Any]]
     attention: list[Attention] = field(default_factory=list)
+    jobs: dict[str, Any] | None = None
 
     @property
     def exit_status(self) -> int:
@@ -162,6 +178,7 @@ class Report:
             "groups": self.groups,
             "drift": [d.json() for d in self.drift],
             "purchases": self.purchases,
+            "jobs": self.jobs,
         }
 
 
@@ -196,8 +213,29 @@ def assess(facts: Facts, *, ending_within: timedelta = DEFAULT_ENDING_WITHIN) ->
     commands = _Commands(facts)
     attention: list[Attention] = []
     drift: list[Drift] = []
+    verdicts = (
+        status_jobs.assess_jobs(
+            facts.expected,
+            facts.jobs,
+            _plan_windows(facts),
+            facts.observed_at,
+            config_path=facts.config_path,
+        )
+        if facts.jobs is not None
+        else []
+    )
+    busy = _running_jobs(facts)
     plans = [
-        _plan(facts, p, facts.expected.plan(p.name), ending_within, commands, attention, drift)
+        _plan(
+            facts,
+            p,
+            facts.expected.plan(p.name),
+            ending_within,
+            commands,
+            attention,
+            drift,
+            _PlanJobs(busy.get(p.name) if busy is not None else None, verdicts),
+        )
         for p in facts.plans
     ]
     cluster, groups = _cluster(facts, plans, commands, attention, drift)
@@ -224,6 +262,9 @@ def assess(facts: Facts, *, ending_within: timedelta = DEFAULT_ENDING_WITHIN) ->
                 commands.purchases(),
             )
         )
+    for verdict in verdicts:
+        for kind, message, command in verdict.attention:
+            attention.append(Attention(kind, f"job {verdict.job.name}", message, command))
     rows = {f"plan {p['name']}": p for p in plans} | {f"group {g['name']}": g for g in groups}
     for item in drift:
         attention.append(Attention("drift", item.subject, item.message, item.command))
@@ -244,7 +285,80 @@ def assess(facts: Facts, *, ending_within: timedelta = DEFAULT_ENDING_WITHIN) ->
         drift=drift,
         purchases=unsettled,
         attention=attention,
+        jobs=_jobs_section(facts, verdicts),
     )
+
+
+def _jobs_section(
+    facts: Facts, verdicts: Sequence[status_jobs.JobVerdict]
+) -> dict[str, Any] | None:
+    found = facts.jobs
+    if found is None:
+        return None
+    kubernetes = found.kubernetes
+    return {
+        "namespace": kubernetes.namespace,
+        "eks_cluster": kubernetes.eks_cluster,
+        "outputs": found.outputs_uri,
+        "kubernetes_read": kubernetes.read,
+        "note": kubernetes.note,
+        "items": [status_jobs.job_json(v) for v in verdicts],
+    }
+
+
+def _plan_windows(facts: Facts) -> dict[str, status_jobs.PlanWindow]:
+    """Each plan's status and window as DescribeTrainingPlan shows it (extensions included)."""
+    out = {}
+    for found in facts.plans:
+        plan = found.described or {}
+        out[found.name] = status_jobs.PlanWindow(
+            name=found.name,
+            status=str(plan.get("Status") or NOT_BOUGHT),
+            start=as_utc(plan.get("StartTime")),
+            end=as_utc(plan.get("EndTime")),
+            arn=plan.get("TrainingPlanArn"),
+        )
+    return out
+
+
+def _running_jobs(facts: Facts) -> dict[str, int] | None:
+    """Plan entry -> how many of its instances hold a pod of the jobs' namespace (a node of
+    a group on that plan), for the plans the config's jobs run on; None when the cluster's
+    API was not read. A plan no job of the config runs on is left out: what runs on it
+    (in another namespace, for another team) cannot be seen with the scientists' rights."""
+    busy = status_jobs.busy_nodes(facts.jobs)
+    if busy is None or facts.cluster is None:
+        return None
+    plan_of = {g.name: g.plan for g in facts.expected.groups}
+    out: dict[str, int] = {}
+    for node in facts.cluster.nodes:
+        plan = plan_of.get(str(node.get("InstanceGroupName")))
+        if plan is not None and str(node.get("InstanceId")) in busy:
+            out[plan] = out.get(plan, 0) + 1
+    return {p.name: out.get(p.name, 0) for p in facts.expected.plans if p.jobs}
+
+
+@dataclass(frozen=True)
+class _PlanJobs:
+    """What the jobs say of a plan: instances running a job (None: not known), verdicts."""
+
+    running: int | None
+    verdicts: Sequence[status_jobs.JobVerdict]
+
+    def next_launch(self, plan: str) -> str | None:
+        """The first of the plan's jobs that has runs left, none running and every
+        predecessor done: what to launch on idle capacity."""
+        done = {v.job.name for v in self.verdicts if v.remaining == 0}
+        for v in self.verdicts:
+            if v.job.plan != plan or not v.remaining or v.running or not v.job.launchable:
+                continue
+            if all(p in done for p in v.job.predecessors):
+                return v.job.name
+        return None
+
+    def all_done(self, plan: str) -> bool:
+        mine = [v for v in self.verdicts if v.job.plan == plan]
+        return bool(mine) and all(v.remaining == 0 for v in mine)
 
 
 # --- plans -------------------------------------------------------------------------------
@@ -263,6 +377,7 @@ def _plan(  # noqa: PLR0917 - one plan's verdict reads all of these
     commands: _Commands,
     attention: list[Attention],
     drift: list[Drift],
+    jobs: _PlanJobs | None = None,
 ) -> dict[str, Any]:
     assert wanted is not None
     now = facts.observed_at
@@ -329,15 +444,9 @@ def _plan(  # noqa: PLR0917 - one plan's verdict reads all of these
                 "stopped: extend it with an extend block on its entry (docs/operations.md)",
                 SEARCH_COMMAND.format(hours=24).replace("ARN", str(plan["TrainingPlanArn"])),
             )
-        if available:
-            jobs = ", ".join(wanted.jobs)
-            flag(
-                "plan-idle",
-                f"{available} of {total} reserved instances are unused while the plan is "
-                f"Active ({in_use or 0} in use); they are paid for whether or not a job runs"
-                + (f"; its jobs: {jobs}" if jobs else ""),
-                f"novapod launch {commands.config} {wanted.jobs[0]}" if wanted.jobs else None,
-            )
+        idle = _idle_finding(wanted, total, available, in_use, jobs, commands)
+        if idle is not None:
+            flag("plan-idle", *idle)
     extensions = [_extension(e) for e in history]
     ext_items = [e for e in found.ledger if e.kind == "extension"]
     if found.described is not None and seen_hours < wanted.extend_hours:
@@ -371,6 +480,8 @@ def _plan(  # noqa: PLR0917 - one plan's verdict reads all of these
             "available": available,
             "in_use": in_use,
             "unhealthy": unhealthy,
+            "running_jobs": jobs.running if jobs is not None else None,
+            "idle": _idle(status, total, available, jobs.running if jobs is not None else None),
         },
         "fee": _fee(plan, bought_item),
         "extensions": {
@@ -387,6 +498,52 @@ def _plan(  # noqa: PLR0917 - one plan's verdict reads all of these
         "attention": kinds,
         "note": note,
     }
+
+
+def _idle_finding(  # noqa: PLR0917 - what an Active plan's idleness reads
+    wanted: ExpectedPlan,
+    total: int | None,
+    available: int | None,
+    in_use: int | None,
+    jobs: _PlanJobs | None,
+    commands: _Commands,
+) -> tuple[str, str | None] | None:
+    """plan-idle's message and command for an Active plan, or None when nothing is idle:
+    instances that run no job when the cluster's jobs are known, else the available ones."""
+    running = jobs.running if jobs is not None else None
+    names = ", ".join(wanted.jobs)
+    if running is None:
+        if not available:
+            return None
+        # The cluster's jobs not known: idle is what no instance group uses.
+        return (
+            f"{available} of {total} reserved instances are unused while the plan is "
+            f"Active ({in_use or 0} in use); they are paid for whether or not a job runs"
+            + (f"; its jobs: {names}" if names else ""),
+            f"novapod launch {commands.config} {wanted.jobs[0]}" if wanted.jobs else None,
+        )
+    if total is None or total <= running:
+        return None
+    assert jobs is not None
+    next_job = jobs.next_launch(wanted.name)
+    return (
+        f"{total - running} of {total} reserved instances run no job while the plan "
+        f"is Active ({in_use or 0} in its instance groups, {running} running a job); "
+        "they are paid for whether or not a job runs"
+        + (f"; its jobs: {names}" if names else "")
+        + ("; every one of them is done" if jobs.all_done(wanted.name) else ""),
+        f"novapod launch {commands.config} {next_job}" if next_job else None,
+    )
+
+
+def _idle(status: str, total: int | None, available: int | None, running: int | None) -> int | None:
+    """Reserved instances that run no job while the plan is Active (without the cluster's
+    jobs, those no instance group uses); None when it is not Active or not known."""
+    if status != "Active":
+        return None
+    if running is None:
+        return available
+    return max(0, total - running) if total is not None else None
 
 
 def _extended(
@@ -464,16 +621,7 @@ def _extension(entry: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _span(delta: timedelta) -> str:
-    """`2d 5h`, `5h 10m`, `10m`: how long, for a human."""
-    minutes = max(0, int(delta.total_seconds() // 60))
-    days, rest = divmod(minutes, 24 * 60)
-    hours, minutes = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours}h"
-    if hours:
-        return f"{hours}h {minutes}m"
-    return f"{minutes}m"
+_span = status_jobs.span  # `2d 5h`, `5h 10m`, `10m`: how long, for a human
 
 
 # --- the cluster and its groups ---------------------------------------------------------

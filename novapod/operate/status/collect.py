@@ -25,6 +25,20 @@ a Describe, List or Query.
   InstanceGroupName, InstanceId, InstanceType, LaunchTime and InstanceStatus {Status,
   Message} (API_ListClusterNodes.html).
 
+With jobs (a config with `jobs` and a HyperPod cluster), their runs:
+
+- S3 ListObjectsV2 of the jobs' outputs prefix `nova/<env>/` in the artifacts bucket
+  (the storage stack's `ArtifactsBucketName` output), every page: each run's folder
+  `<job>/<run>/`, when it was first and last written, and the object that says it
+  finished, as `novapod launch` and `novapod results` find it (a training run's
+  `manifest.json` or `output/output.tar.gz`, an evaluation's `eval-result/results_*.json`).
+- EKS DescribeCluster of the HyperPod cluster's EKS cluster (its Orchestrator.Eks.ClusterArn)
+  for the API endpoint and CA, then the Kubernetes API with the caller's credentials
+  (`novapod.operate.cluster_api`): the PyTorchJobs and the pods of the jobs' namespace.
+  An API that does not answer (a private endpoint seen from outside the VPC), or refuses
+  the caller (no access entry, RBAC), is not an error: the runs are then read from S3
+  only, and `KubernetesFacts.note` says why. An EKS cluster that is not found is the same.
+
 Any other AWS error propagates (the CLI says which call failed and what it needs);
 a ledger that cannot be read raises `ledger.LedgerError`.
 """
@@ -39,8 +53,10 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 
 from novapod.capacity.naming import EXTENSION_NAME
+from novapod.constructs.bedrock_model.handler.manifest import ARCHIVE, MANIFEST, split_s3
 from novapod.constructs.handler_core import ledger
 from novapod.nova import launch
+from novapod.operate import cluster_api
 from novapod.operate.status.expected import Expected, expected
 
 if TYPE_CHECKING:
@@ -60,6 +76,9 @@ ACTIONS = (
     "sagemaker:DescribeCluster",
     "sagemaker:ListClusterNodes",
 )
+# With jobs, also these (ListObjectsV2 is authorized as s3:ListBucket, list_amazons3.html).
+JOB_ACTIONS = ("eks:DescribeCluster", "s3:ListBucket")
+EKS_NOT_FOUND = "ResourceNotFoundException"
 
 
 @dataclass(frozen=True)
@@ -78,6 +97,34 @@ class ClusterFacts:
 
 
 @dataclass(frozen=True)
+class RunOutput:
+    """What one run left under its job's output prefix."""
+
+    run: str
+    first_written: datetime
+    last_written: datetime
+    finished: datetime | None  # when the object saying it finished was written
+    finished_uri: str | None  # that object (manifest.json, output.tar.gz, results_*.json)
+
+
+@dataclass(frozen=True)
+class KubernetesFacts:
+    eks_cluster: str
+    namespace: str
+    read: bool  # False: not reached or refused; the runs come from S3 only
+    note: str | None  # why not read
+    pytorchjobs: tuple[Mapping[str, Any], ...] = ()
+    pods: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class JobsFacts:
+    outputs_uri: str  # s3://<artifacts bucket>/nova/<env>/
+    outputs: Mapping[str, tuple[RunOutput, ...]]  # job -> its runs' folders, by name
+    kubernetes: KubernetesFacts
+
+
+@dataclass(frozen=True)
 class Facts:
     expected: Expected
     config_path: str
@@ -86,6 +133,7 @@ class Facts:
     plans: tuple[PlanFacts, ...]
     ledger: tuple[ledger.Entry, ...]  # every item of the environment
     cluster: ClusterFacts | None  # None: the config has no HyperPod cluster
+    jobs: JobsFacts | None = None  # None: the config has no jobs on a HyperPod cluster
 
 
 def collect(
@@ -96,11 +144,18 @@ def collect(
     sagemaker: Any,
     dynamodb: Any,
     now: datetime,
+    s3: Any = None,
+    eks: Any = None,
+    sts: Any = None,
 ) -> Facts:
     """Every fact of one round; `launch.LaunchError` when the storage stack (and so the
-    ledger) is not deployed."""
+    ledger) is not deployed. The jobs' facts need the `s3`, `eks` and `sts` clients."""
     wanted = expected(config)
-    table = launch.deployed_names(cloudformation, config, ["PurchaseLedger"])["PurchaseLedger"]
+    with_jobs = bool(wanted.jobs) and s3 is not None and eks is not None and sts is not None
+    names = launch.deployed_names(
+        cloudformation, config, ["PurchaseLedger", *(["ArtifactsBucket"] if with_jobs else [])]
+    )
+    table = names["PurchaseLedger"]
     entries = tuple(ledger.Ledger(dynamodb, table, config.name).entries())
     plans = []
     for plan in wanted.plans:
@@ -133,6 +188,17 @@ def collect(
                 for node in page.get("ClusterNodeSummaries", [])
             )
         cluster = ClusterFacts(wanted.cluster_name, described, nodes)
+    jobs = None
+    if with_jobs:
+        assert wanted.namespace is not None and wanted.outputs is not None
+        outputs_uri = f"s3://{names['ArtifactsBucket']}/{wanted.outputs}"
+        jobs = JobsFacts(
+            outputs_uri=outputs_uri,
+            outputs=run_outputs(s3, outputs_uri, wanted),
+            kubernetes=kubernetes_facts(
+                eks, sts, eks_cluster_name(wanted, cluster), wanted.namespace
+            ),
+        )
     return Facts(
         expected=wanted,
         config_path=config_path,
@@ -141,7 +207,103 @@ def collect(
         plans=tuple(plans),
         ledger=entries,
         cluster=cluster,
+        jobs=jobs,
     )
+
+
+def eks_cluster_name(wanted: Expected, cluster: ClusterFacts | None) -> str:
+    """The EKS cluster the HyperPod cluster is orchestrated by (its DescribeCluster's
+    Orchestrator.Eks.ClusterArn ends in it), else the one novapod creates (`<prefix>`)."""
+    described = (cluster.described if cluster else None) or {}
+    arn = str(((described.get("Orchestrator") or {}).get("Eks") or {}).get("ClusterArn") or "")
+    return arn.rsplit("/", 1)[-1] if "/" in arn else wanted.prefix
+
+
+def run_outputs(s3: Any, outputs_uri: str, wanted: Expected) -> dict[str, tuple[RunOutput, ...]]:
+    """Each job's run folders below the outputs prefix (`<job>/<run>/...`), one listing of
+    the whole prefix; keys of other jobs' or no run's are left out."""
+    bucket, prefix = split_s3(outputs_uri)
+    evaluations = {j.name for j in wanted.jobs if j.technique == "evaluation"}
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            job, _, relative = str(item["Key"])[len(prefix) :].partition("/")
+            run, _, rest = relative.partition("/")
+            if wanted.job(job) is None or not run or not rest:
+                continue
+            written = item["LastModified"]
+            entry = seen.setdefault(
+                (job, run), {"first": written, "last": written, "finished": None, "uri": None}
+            )
+            entry["first"], entry["last"] = (
+                min(entry["first"], written),
+                max(entry["last"], written),
+            )
+            patterns = (launch.RESULTS,) if job in evaluations else (MANIFEST, ARCHIVE)
+            if any(p.match(relative) for p in patterns) and (
+                entry["finished"] is None or written > entry["finished"]
+            ):
+                entry["finished"], entry["uri"] = written, f"s3://{bucket}/{item['Key']}"
+    out: dict[str, list[RunOutput]] = {}
+    for (job, run), entry in sorted(seen.items()):
+        out.setdefault(job, []).append(
+            RunOutput(run, entry["first"], entry["last"], entry["finished"], entry["uri"])
+        )
+    return {job: tuple(runs) for job, runs in out.items()}
+
+
+def kubernetes_facts(eks: Any, sts: Any, eks_cluster: str, namespace: str) -> KubernetesFacts:
+    """The PyTorchJobs and pods of the jobs' namespace, read with the caller's credentials;
+    an API that cannot be read gives `read=False` and the sentence saying why."""
+
+    def unread(note: str) -> KubernetesFacts:
+        return KubernetesFacts(eks_cluster, namespace, read=False, note=note)
+
+    try:
+        described = eks.describe_cluster(name=eks_cluster)["cluster"]
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") == EKS_NOT_FOUND:
+            return unread(f"EKS cluster {eks_cluster} is not deployed")
+        raise
+    what = f"the Kubernetes API of EKS cluster {eks_cluster}"
+    try:
+        api = cluster_api.connect(described, sts)
+        pytorchjobs = cluster_api.list_items(
+            api, cluster_api.PYTORCHJOBS.format(namespace=namespace)
+        )
+        pods = cluster_api.list_items(api, cluster_api.PODS.format(namespace=namespace))
+    except cluster_api.Unreachable as error:
+        return unread(
+            f"{what} does not answer ({error}); with a private endpoint run novapod from "
+            "inside the VPC or from a network in eks.private_access_cidrs"
+        )
+    except cluster_api.Refused as error:
+        return unread(f"{what} refused the read: {kubernetes_refusal(error, namespace)}")
+    return KubernetesFacts(
+        eks_cluster,
+        namespace,
+        read=True,
+        note=None,
+        pytorchjobs=tuple(pytorchjobs),
+        pods=tuple(pods),
+    )
+
+
+def kubernetes_refusal(error: cluster_api.Refused, namespace: str) -> str:
+    """What a refusal of the API server means for the caller."""
+    if error.status == 401:
+        return (
+            "HTTP 401, your role has no access entry in the cluster (the roles in "
+            "nova.scientists have one)"
+        )
+    if error.status == 403:
+        return (
+            f"HTTP 403, RBAC does not let your role list PyTorchJobs and pods in namespace "
+            f"{namespace} ({error.message or 'Forbidden'})"
+        )
+    if error.status == 404:
+        return "HTTP 404, no PyTorchJob kind is served (is the training operator installed?)"
+    return str(error)
 
 
 def ledger_plan(entry: ledger.Entry) -> str | None:

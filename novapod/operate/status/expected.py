@@ -6,6 +6,11 @@ Names are derived exactly as the stacks derive them: a bought plan's SageMaker n
 last part of its ARN), an extension's approval name `naming.extension_name`, the HyperPod
 cluster `novapod-<env>` (novapod/environment.py), a group's count its own or its plan's
 and its type its own or its plan's (novapod/stacks/hyperpod.py).
+
+A job's schedule is where the planner put it in its plan (`novapod plan --json`: each
+plan's `schedule`, a job's slot in hours from the plan's start, its runs one after
+another of `hours_per_run` each); its output prefix is `render.output_uri` (what
+`novapod launch` and `novapod results` use), its namespace `nova.namespace`.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from typing import TYPE_CHECKING, Literal
 
 from novapod.capacity import extension as plan_extension
 from novapod.capacity.naming import extension_name
+from novapod.nova import render
+from novapod.nova.catalog import catalog
 
 if TYPE_CHECKING:
     from novapod.config import NovapodConfig
@@ -54,6 +61,24 @@ class ExpectedGroup:
 
 
 @dataclass(frozen=True)
+class ExpectedJob:
+    """One entry of `jobs`, as the planner sized and scheduled it."""
+
+    name: str
+    technique: str
+    runs: int
+    hours_per_run: float
+    instance_count: int
+    instance_group: str | None
+    plan: str | None  # the config's plan entry it runs on
+    start_hour: int | None  # its slot in the plan's schedule (None: not scheduled)
+    end_hour: int | None
+    predecessors: tuple[str, ...]  # after + the from job
+    output: str  # its output prefix, ${ArtifactsBucket} unresolved
+    launchable: bool  # HyperPod can run it (distillation cannot)
+
+
+@dataclass(frozen=True)
 class Expected:
     environment: str
     region: str
@@ -61,9 +86,15 @@ class Expected:
     cluster_name: str | None  # None: the config has no HyperPod cluster
     plans: tuple[ExpectedPlan, ...]
     groups: tuple[ExpectedGroup, ...]
+    jobs: tuple[ExpectedJob, ...] = ()
+    namespace: str | None = None  # the jobs' namespace, with a nova stack
+    outputs: str | None = None  # the jobs' outputs prefix in the artifacts bucket
 
     def plan(self, name: str | None) -> ExpectedPlan | None:
         return next((p for p in self.plans if p.name == name), None)
+
+    def job(self, name: str) -> ExpectedJob | None:
+        return next((j for j in self.jobs if j.name == name), None)
 
     def stack(self, part: str) -> str:
         return f"{self.prefix}-{part}"
@@ -132,6 +163,7 @@ def expected(config: NovapodConfig) -> Expected:
                     plan_arn=on.existing_arn if on else None,
                 )
             )
+    with_jobs = config.has_nova_stack
     return Expected(
         environment=config.name,
         region=config.region,
@@ -139,4 +171,40 @@ def expected(config: NovapodConfig) -> Expected:
         cluster_name=config.prefix if hyperpod is not None else None,
         plans=tuple(plans),
         groups=tuple(groups),
+        jobs=expected_jobs(config) if with_jobs else (),
+        namespace=config.nova_settings.namespace if with_jobs else None,
+        outputs=render.output_prefix(config) if with_jobs else None,
     )
+
+
+def expected_jobs(config: NovapodConfig) -> tuple[ExpectedJob, ...]:
+    """The config's jobs, sized by the planner and placed in their plans' schedules."""
+    plan = config.capacity_plan()
+    sized = {job.name: job for job in [*plan.jobs, *plan.on_demand]}
+    slots = {
+        slot.job: slot
+        for _, request in config.training_plan_requests()
+        for slot in request.schedule
+    }
+    techniques = catalog().techniques
+    out = []
+    for job in config.jobs:
+        size = sized[job.name]
+        slot = slots.get(job.name)
+        out.append(
+            ExpectedJob(
+                name=job.name,
+                technique=job.technique,
+                runs=size.runs,
+                hours_per_run=size.hours_per_run,
+                instance_count=size.instance_count,
+                instance_group=job.instance_group,
+                plan=config.job_plan(job),
+                start_hour=slot.start_hour if slot else None,
+                end_hour=slot.end_hour if slot else None,
+                predecessors=job.predecessors,
+                output=render.output_uri(config, job),
+                launchable=techniques[job.technique].not_launchable is None,
+            )
+        )
+    return tuple(out)

@@ -1,8 +1,8 @@
 """`novapod status` output: text for a terminal, JSON for scripts (the contract).
 
 Text: a header line, then what needs attention (most urgent first, each with its next
-command), then a table per section (plans, instance groups, drift, purchases to
-reconcile), rows that need attention first. JSON: `Report.json()`, keys sorted, as
+command), then a table per section (plans, instance groups, jobs and their runs, drift,
+purchases to reconcile), rows that need attention first. JSON: `Report.json()`, keys sorted, as
 docs/reference/status.schema.json describes it; `--watch` prints one document per line.
 """
 
@@ -136,6 +136,80 @@ def _group_rows(groups: Sequence[dict[str, Any]]) -> list[list[str]]:
     return rows
 
 
+SCHEDULE = {
+    "done": "done",
+    "at-risk": "at risk",
+    "late": "late",
+    "on-time": "on time",
+    "unscheduled": "-",
+}
+
+
+def _job_rows(jobs: Sequence[dict[str, Any]]) -> list[list[str]]:
+    rows = [
+        [
+            "job",
+            "plan",
+            "runs done/running/failed/left",
+            "state",
+            "planned (UTC)",
+            "projected end",
+            "schedule",
+            "notes",
+        ]
+    ]
+    for job in sorted(jobs, key=lambda j: not j["attention"]):
+        counts, schedule = job["counts"], job["schedule"]
+        planned = "-"
+        if schedule["planned_start"]:
+            planned = f"{_when(schedule['planned_start'])} -> {_when(schedule['planned_end'])}"
+        notes = [*job["attention"], *([job["note"]] if job["note"] else [])]
+        rows.append(
+            [
+                job["name"],
+                job["plan"] or "-",
+                f"{counts['succeeded']}/{counts['running']}/{counts['failed']}/"
+                f"{counts['not_started']}",
+                job["state"],
+                planned,
+                _when(schedule["projected_end"]),
+                SCHEDULE[schedule["verdict"]],
+                "; ".join(notes) or "ok",
+            ]
+        )
+    return rows
+
+
+def _run_rows(jobs: Sequence[dict[str, Any]]) -> list[list[str]]:
+    rows = [["run", "job", "state", "phase", "started", "ended", "notes"]]
+    for job in jobs:
+        for run in job["runs"]:
+            rows.append(
+                [
+                    run["name"],
+                    job["name"],
+                    run["state"],
+                    run["phase"] or "-",
+                    _when(run["start"]),
+                    _when(run["end"]),
+                    run["message"] or "",
+                ]
+            )
+    return rows
+
+
+def _jobs_lines(jobs: dict[str, Any]) -> list[str]:
+    source = "the cluster and S3" if jobs["kubernetes_read"] else "S3 only"
+    lines = ["", f"Jobs in namespace {jobs['namespace']} (runs from {source})"]
+    if jobs["note"]:
+        lines.append(f"  the cluster was not read: {jobs['note']}")
+    if jobs["items"]:
+        lines += table(_job_rows(jobs["items"]))
+    if any(job["runs"] for job in jobs["items"]):
+        lines += ["", "Runs", *table(_run_rows(jobs["items"]))]
+    return lines
+
+
 def to_text(report: Report) -> str:
     document = report.json()
     count = len(report.attention)
@@ -159,6 +233,8 @@ def to_text(report: Report) -> str:
         lines += ["", f"Instance groups of HyperPod cluster {cluster['name']}: {state}{failure}"]
         if report.groups:
             lines += table(_group_rows(report.groups))
+    if report.jobs is not None:
+        lines += _jobs_lines(report.jobs)
     if report.drift:
         lines += ["", "Drift from the config"]
         rows = [["what", "field", "config", "deployed", "to bring it back"]]

@@ -1,0 +1,458 @@
+"""The config's jobs, their runs and where they stand against their plan's schedule, for
+`novapod status` (and `novapod health`, which refuses a group that runs one). Pure: the
+facts `collect` gathered and a time in, rows and findings out.
+
+A run is the Helm release `novapod launch --run` starts, named `<job[:34]>-<5 [a-z0-9]>`
+(novapod/nova/cancel.py, run_pattern). It shows in the cluster as a PyTorchJob of that
+name (PPO: four, `<run>-rm`, `-cm`, `-am`, `-at`), and in S3 as the folder
+`<outputs>/<job>/<run>/`. Its state:
+
+- from its PyTorchJobs, when the cluster's API was read: the last condition whose status
+  is "True" of `status.conditions` (the Kubeflow training operator's JobConditionType:
+  Created, Running, Restarting, Suspended, Succeeded, Failed; kubeflow/training-operator
+  pkg/apis/kubeflow.org/v1/common_types.go). Failed if one of its PyTorchJobs failed,
+  succeeded once all succeeded, otherwise running (Created, Running, Restarting and
+  Suspended are all on their way). Its start is `status.startTime` (or the object's
+  creation), its end `status.completionTime` (or the Failed condition's time);
+- from S3 alone (its PyTorchJobs are gone: `novapod cancel`, `helm uninstall`, or a
+  clean-up): succeeded when it wrote what a finished run writes (`manifest.json` or
+  `output/output.tar.gz`; an evaluation's results file), ending then; otherwise failed
+  (it stopped without finishing) when the cluster was read, and `unknown` when it was not.
+
+A job needs `runs` succeeded runs, one after another of `hours_per_run` each, in its slot
+of the plan's schedule (`novapod plan --json`: `start_hour` to `end_hour` from the plan's
+start). At the pace it goes, its end is projected: a running run ends `hours_per_run`
+after its start (or now, when it overran), and each run still to go takes
+`hours_per_run` after that, or after the later of now, its slot's start and its
+predecessors' projected ends when none runs. Then it is:
+
+- `done`: every run succeeded;
+- `at-risk`: its projected end is after the plan's end (the plan's instances are taken
+  back then: extend the plan), or the plan has ended with runs left;
+- `late`: its projected end is more than `LATE_AFTER` past its slot's end;
+- `on-time`: otherwise; `unscheduled` when it has no slot (no plan, or the plan has no
+  start yet).
+
+A failed run needs attention while it is the job's newest (no later run has started);
+so does a job at risk or late. The jobs also say which instances run a job: the nodes
+(`hyperpod-<instance id>`, the name HyperPod gives a node in the EKS cluster) that hold a
+pending or running pod of the jobs' namespace.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from novapod.capacity.extension import SEARCH_COMMAND
+from novapod.constructs.handler_core.values import as_utc, iso
+from novapod.nova.cancel import RUN_NAME_PREFIX_CHARS, RUN_SUFFIX
+from novapod.operate.status.collect import JobsFacts, RunOutput
+from novapod.operate.status.expected import Expected, ExpectedJob
+
+RunState = Literal["running", "succeeded", "failed", "unknown"]
+JobState = Literal["not-started", "running", "waiting", "failed", "succeeded", "unknown"]
+Verdict = Literal["done", "at-risk", "late", "on-time", "unscheduled"]
+JobAttention = Literal["run-failed", "job-at-risk", "job-late"]
+# A job whose projected end is at most this past its slot is on time: launching a run
+# some minutes after the schedule says is not lateness.
+LATE_AFTER = timedelta(hours=1)
+# PPO's PyTorchJobs of a run (k8s_templates/PPO/training.yaml upstream, cancel.py).
+PPO_PARTS = ("rm", "cm", "am", "at")
+NODE_PREFIX = "hyperpod-"
+# Pod phases of a pod that holds its node (kubernetes.io/docs/concepts/workloads/pods/
+# pod-lifecycle/#pod-phase): Pending once scheduled (it has a nodeName), Running.
+HOLDING_PHASES = frozenset({"Pending", "Running"})
+DAY = timedelta(hours=24)
+
+
+@dataclass(frozen=True)
+class PlanWindow:
+    """What a job's plan says: its status, start and end (extensions included), ARN."""
+
+    name: str
+    status: str
+    start: datetime | None
+    end: datetime | None
+    arn: str | None
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str
+    state: RunState
+    phase: str | None  # the PyTorchJob condition, None when only S3 knows the run
+    start: datetime | None
+    end: datetime | None
+    message: str | None
+    finished_uri: str | None
+    first_written: datetime | None
+
+    @property
+    def order(self) -> tuple[datetime, str]:
+        moment = self.start or self.first_written or self.end
+        return (moment or datetime.min.replace(tzinfo=UTC), self.name)
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "state": self.state,
+            "phase": self.phase,
+            "start": iso(self.start) or None,
+            "end": iso(self.end) or None,
+            "output": self.finished_uri,
+            "message": self.message,
+        }
+
+
+@dataclass
+class JobVerdict:
+    job: ExpectedJob
+    runs: list[Run]
+    succeeded: int
+    running: list[Run]
+    state: JobState
+    verdict: Verdict
+    planned_start: datetime | None
+    planned_end: datetime | None
+    projected_end: datetime | None
+    plan: PlanWindow | None
+    attention: list[tuple[JobAttention, str, str | None]] = field(default_factory=list)
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.job.runs - self.succeeded)
+
+
+# --- runs -------------------------------------------------------------------------------
+
+
+def run_name(job: str, object_name: str) -> str | None:
+    """The run of `job` a PyTorchJob named `object_name` belongs to, or None."""
+    prefix = re.escape(job[:RUN_NAME_PREFIX_CHARS])
+    match = re.fullmatch(rf"({prefix}{RUN_SUFFIX})(?:-(?:{'|'.join(PPO_PARTS)}))?", object_name)
+    return match.group(1) if match else None
+
+
+def _time(value: Any) -> datetime | None:
+    """A Kubernetes timestamp (RFC 3339, `2027-07-09T12:10:00Z`)."""
+    return as_utc(value.replace("Z", "+00:00")) if isinstance(value, str) else None
+
+
+def condition(obj: Mapping[str, Any]) -> tuple[str | None, datetime | None, str | None]:
+    """(type, when, message) of a PyTorchJob's last condition whose status is True (the
+    operator appends them as the job moves on)."""
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    true = [c for c in conditions if isinstance(c, dict) and c.get("status") == "True"]
+    if not true:
+        return None, None, None
+    last = true[-1]
+    when = _time(last.get("lastTransitionTime")) or _time(last.get("lastUpdateTime"))
+    return str(last.get("type")), when, (str(last["message"]) if last.get("message") else None)
+
+
+def runs_of(job: ExpectedJob, facts: JobsFacts) -> list[Run]:
+    """The job's runs, oldest first, from its PyTorchJobs and its S3 folders."""
+    objects: dict[str, list[Mapping[str, Any]]] = {}
+    if facts.kubernetes.read:
+        for obj in facts.kubernetes.pytorchjobs:
+            name = run_name(job.name, str((obj.get("metadata") or {}).get("name") or ""))
+            if name is not None:
+                objects.setdefault(name, []).append(obj)
+    outputs = {o.run: o for o in facts.outputs.get(job.name, ())}
+    runs = [
+        _run(name, objects.get(name, []), outputs.get(name), facts.kubernetes.read, job)
+        for name in sorted(set(objects) | set(outputs))
+    ]
+    return sorted(runs, key=lambda r: r.order)
+
+
+def _run(
+    name: str,
+    objects: Sequence[Mapping[str, Any]],
+    output: RunOutput | None,
+    read: bool,
+    job: ExpectedJob,
+) -> Run:
+    finished = output.finished if output else None
+    uri = output.finished_uri if output else None
+    first = output.first_written if output else None
+    if not objects:
+        sign = "results" if job.technique == "evaluation" else "manifest.json"
+        if finished is not None:
+            return Run(name, "succeeded", None, None, finished, None, uri, first)
+        if read:
+            message = (
+                f"not in the cluster and no {sign} in S3: it stopped without finishing "
+                "(cancelled, or failed and removed)"
+            )
+            return Run(name, "failed", None, None, output.last_written if output else None,
+                       message, None, first)  # fmt: skip
+        message = f"in S3 without {sign}; the cluster was not read"
+        return Run(name, "unknown", None, None, None, message, None, first)
+    seen = [condition(o) for o in objects]
+    starts = [
+        _time((o.get("status") or {}).get("startTime"))
+        or _time((o.get("metadata") or {}).get("creationTimestamp"))
+        for o in objects
+    ]
+    start = min((s for s in starts if s is not None), default=None)
+    failed = [(when, why) for kind, when, why in seen if kind == "Failed"]
+    if failed:
+        failed_at, reason = failed[0]
+        return Run(name, "failed", "Failed", start, failed_at, reason, uri, first)
+    if all(kind == "Succeeded" for kind, _, _ in seen):
+        ends = [
+            _time((o.get("status") or {}).get("completionTime")) or when
+            for o, (_, when, _) in zip(objects, seen, strict=True)
+        ]
+        end = max((e for e in ends if e is not None), default=finished)
+        return Run(name, "succeeded", "Succeeded", start, end, None, uri, first)
+    phases = [kind for kind, _, _ in seen if kind is not None and kind != "Succeeded"]
+    phase = phases[-1] if phases else "Created"
+    note = next((m for kind, _, m in seen if kind == phase and m), None)
+    return Run(name, "running", phase, start, None, note, uri, first)
+
+
+# --- the schedule -----------------------------------------------------------------------
+
+
+def assess_jobs(
+    wanted: Expected,
+    facts: JobsFacts,
+    plans: Mapping[str, PlanWindow],
+    now: datetime,
+    *,
+    config_path: str,
+) -> list[JobVerdict]:
+    """Every job's runs and verdict, in config order."""
+    config = shlex.quote(config_path)
+    verdicts: dict[str, JobVerdict] = {}
+
+    def projected(name: str) -> datetime | None:
+        if name not in verdicts:
+            job = wanted.job(name)
+            if job is None:
+                return None
+            verdicts[name] = _verdict(job, facts, plans, now, projected)
+        found = verdicts[name]
+        return found.projected_end
+
+    for job in wanted.jobs:
+        projected(job.name)
+    out = [verdicts[job.name] for job in wanted.jobs]
+    for verdict in out:
+        verdict.attention = _attention(verdict, verdicts, now, config)
+    return out
+
+
+def _verdict(
+    job: ExpectedJob,
+    facts: JobsFacts,
+    plans: Mapping[str, PlanWindow],
+    now: datetime,
+    projected: Callable[[str], datetime | None],
+) -> JobVerdict:
+    runs = runs_of(job, facts)
+    succeeded = sum(1 for r in runs if r.state == "succeeded")
+    running = [r for r in runs if r.state == "running"]
+    unknown = [r for r in runs if r.state == "unknown"]
+    plan = plans.get(job.plan or "")
+    planned_start = planned_end = None
+    if plan is not None and plan.start is not None and job.start_hour is not None:
+        planned_start = plan.start + timedelta(hours=job.start_hour)
+        planned_end = plan.start + timedelta(hours=job.end_hour or job.start_hour)
+    hours = timedelta(hours=job.hours_per_run)
+    remaining = max(0, job.runs - succeeded)
+    if remaining == 0:
+        ends = [r.end for r in runs if r.state == "succeeded" and r.end is not None]
+        end = max(ends, default=None)
+    elif running or unknown:
+        current = (running or unknown)[-1]
+        started = current.start or current.first_written or now
+        end = max(started + hours, now) + hours * (remaining - 1)
+    else:
+        begin = max(now, planned_start) if planned_start is not None else now
+        for predecessor in job.predecessors:
+            before = projected(predecessor)
+            if before is not None:
+                begin = max(begin, before)
+        end = begin + hours * remaining
+    verdict: Verdict
+    if remaining == 0 or end is None:
+        verdict = "done"
+    elif plan is not None and (
+        plan.status == "Expired" or (plan.end is not None and end > plan.end)
+    ):
+        verdict = "at-risk"
+    elif planned_end is not None and end > planned_end + LATE_AFTER:
+        verdict = "late"
+    elif planned_end is not None:
+        verdict = "on-time"
+    else:
+        verdict = "unscheduled"
+    return JobVerdict(
+        job=job,
+        runs=runs,
+        succeeded=succeeded,
+        running=running,
+        state=_state(job, runs, succeeded, running),
+        verdict=verdict,
+        planned_start=planned_start,
+        planned_end=planned_end,
+        projected_end=end,
+        plan=plan,
+    )
+
+
+def _state(
+    job: ExpectedJob, runs: Sequence[Run], succeeded: int, running: Sequence[Run]
+) -> JobState:
+    if succeeded >= job.runs:
+        return "succeeded"
+    if running:
+        return "running"
+    if not runs:
+        return "not-started"
+    newest = runs[-1].state
+    if newest == "failed":
+        return "failed"
+    if newest == "unknown":
+        return "unknown"
+    return "waiting"
+
+
+def span(delta: timedelta) -> str:
+    """`2d 5h`, `5h 10m`, `10m`: how long, for a human."""
+    minutes = max(0, int(delta.total_seconds() // 60))
+    days, rest = divmod(minutes, 24 * 60)
+    hours, minutes = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    return f"{minutes}m"
+
+
+def _attention(
+    found: JobVerdict, verdicts: Mapping[str, JobVerdict], now: datetime, config: str
+) -> list[tuple[JobAttention, str, str | None]]:
+    job = found.job
+    out: list[tuple[JobAttention, str, str | None]] = []
+    runs_left = f"{found.remaining} of {job.runs} runs left"
+    ready = not found.running and all(
+        verdicts[p].remaining == 0 for p in job.predecessors if p in verdicts
+    )
+    launch = f"novapod launch {config} {job.name}" if job.launchable else None
+    newest = found.runs[-1] if found.runs else None
+    if newest is not None and newest.state == "failed" and found.remaining:
+        when = f" at {iso(newest.end)}" if newest.end else ""
+        out.append(
+            (
+                "run-failed",
+                f"run {newest.name} failed{when}"
+                + (f": {newest.message}" if newest.message else "")
+                + f"; {found.succeeded} of {job.runs} runs done; launch it again",
+                launch if ready else None,
+            )
+        )
+    end, plan = found.projected_end, found.plan
+    if found.verdict == "at-risk" and plan is not None:
+        if plan.status == "Expired" or (plan.end is not None and plan.end <= now):
+            message = f"plan {plan.name} has ended ({iso(plan.end)}) with {runs_left}"
+            command = None
+        else:
+            assert end is not None and plan.end is not None
+            over = end - plan.end
+            message = (
+                f"at this pace its last run ends {iso(end)}, {span(over)} after plan "
+                f"{plan.name} ends ({iso(plan.end)}); {runs_left}: extend the plan or "
+                "shorten its runs"
+            )
+            days = max(1, math.ceil(over / DAY))
+            command = (
+                SEARCH_COMMAND.format(hours=days * 24).replace("ARN", plan.arn)
+                if plan.arn
+                else None
+            )
+        out.append(("job-at-risk", message, command))
+    elif found.verdict == "late":
+        assert end is not None and found.planned_end is not None
+        waiting = [p for p in job.predecessors if p in verdicts and verdicts[p].remaining]
+        why = (
+            f"; it waits for {', '.join(waiting)}"
+            if waiting
+            else ("" if found.running else "; none is running")
+        )
+        out.append(
+            (
+                "job-late",
+                f"{span(end - found.planned_end)} behind the plan's schedule: planned to end "
+                f"{iso(found.planned_end)}, at this pace it ends {iso(end)}; {runs_left}{why}",
+                launch if ready else None,
+            )
+        )
+    return out
+
+
+# --- what the jobs' pods hold ---------------------------------------------------------
+
+
+def busy_nodes(facts: JobsFacts | None) -> dict[str, list[str]] | None:
+    """Instance ID -> the pods of the jobs' namespace it holds (pending or running), or
+    None when the cluster's API was not read."""
+    if facts is None or not facts.kubernetes.read:
+        return None
+    out: dict[str, list[str]] = {}
+    for pod in facts.kubernetes.pods:
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        phase = (pod.get("status") or {}).get("phase")
+        if node.startswith(NODE_PREFIX) and phase in HOLDING_PHASES:
+            name = str((pod.get("metadata") or {}).get("name") or "?")
+            out.setdefault(node.removeprefix(NODE_PREFIX), []).append(name)
+    return out
+
+
+def job_json(found: JobVerdict) -> dict[str, Any]:
+    job = found.job
+    counts = {
+        "succeeded": found.succeeded,
+        "running": len(found.running),
+        "failed": sum(1 for r in found.runs if r.state == "failed"),
+        "unknown": sum(1 for r in found.runs if r.state == "unknown"),
+    }
+    counts["not_started"] = max(
+        0, job.runs - counts["succeeded"] - counts["running"] - counts["unknown"]
+    )
+    late = None
+    if found.verdict == "late" and found.projected_end and found.planned_end:
+        late = int((found.projected_end - found.planned_end).total_seconds() // 3600)
+    return {
+        "name": job.name,
+        "technique": job.technique,
+        "plan": job.plan,
+        "instance_group": job.instance_group,
+        "instance_count": job.instance_count,
+        "runs_planned": job.runs,
+        "hours_per_run": job.hours_per_run,
+        "state": found.state,
+        "counts": counts,
+        "schedule": {
+            "verdict": found.verdict,
+            "planned_start": iso(found.planned_start) or None,
+            "planned_end": iso(found.planned_end) or None,
+            "projected_end": iso(found.projected_end) or None,
+            "plan_end": iso(found.plan.end) if found.plan and found.plan.end else None,
+            "hours_late": late,
+        },
+        "runs": [run.json() for run in found.runs],
+        "attention": [kind for kind, _, _ in found.attention],
+        "note": None
+        if job.launchable
+        else f"{job.technique} runs as a SageMaker training job, not on the cluster",
+    }
