@@ -105,6 +105,8 @@ def test_ppo_s_four_pytorchjobs_are_one_run_and_other_names_are_not_the_jobs(
     world.kube.add_object(pytorchjob(f"{RUN_1}-at", "Running", start=START + timedelta(minutes=3)))
     world.kube.add_object(pytorchjob("sft-by-hand", "Running", start=START))  # not a run name
     world.kube.add_object(pytorchjob("other-a1b2c", "Failed", start=START, end=START))
+    world.output("sft", "notes", "readme.txt", START)  # a folder written by hand: no run
+    world.output("other", "other-a1b2c", "manifest.json", START)  # no job of the config
     _, document = world.json()
     (run,) = sft(document)["runs"]
     assert (run["name"], run["state"], run["start"]) == (RUN_1, "running", "2027-07-09T12:00:00Z")

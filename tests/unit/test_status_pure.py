@@ -107,3 +107,56 @@ def test_the_schema_lists_the_kinds_in_their_order() -> None:
     schema = json.loads((ROOT / "docs" / "reference" / "status.schema.json").read_text())
     kinds = schema["properties"]["attention"]["items"]["properties"]["kind"]["enum"]
     assert kinds == list(assess.URGENCY)
+
+
+@pytest.mark.parametrize(
+    ("job", "name", "run"),
+    [
+        ("sft", "sft-a1b2c", "sft-a1b2c"),
+        ("sft", "sft-a1b2c-rm", "sft-a1b2c"),  # PPO's reward model, critic, anchor, actor
+        ("sft", "sft-a1b2c-at", "sft-a1b2c"),
+        ("sft", "sft-a1b2c-ag", None),  # PPO's actor generation is a StatefulSet, not a job
+        ("sft", "sft-eval-a1b2c", None),  # another job's run
+        ("sft", "sft-A1B2C", None),
+        ("a" * 40, "a" * 34 + "-x9y8z", "a" * 34 + "-x9y8z"),  # the launcher keeps 34 chars
+    ],
+)
+def test_the_run_a_pytorchjob_belongs_to(job, name, run) -> None:
+    from novapod.operate.status.jobs import run_name
+
+    assert run_name(job, name) == run
+
+
+def test_a_pytorchjob_s_state_is_its_last_true_condition() -> None:
+    from novapod.operate.status.jobs import condition
+
+    job = {
+        "status": {
+            "conditions": [
+                {
+                    "type": "Created",
+                    "status": "False",
+                    "lastTransitionTime": "2027-07-09T12:00:00Z",
+                },
+                {
+                    "type": "Running",
+                    "status": "False",
+                    "lastTransitionTime": "2027-07-09T12:01:00Z",
+                },
+                {
+                    "type": "Failed",
+                    "status": "True",
+                    "lastTransitionTime": "2027-07-09T18:00:00Z",
+                    "message": "1 Master replica(s) failed.",
+                },
+                {"type": "Restarting", "status": "False"},
+            ]
+        }
+    }
+    kind, when, message = condition(job)
+    assert (kind, when.isoformat(), message) == (
+        "Failed",
+        "2027-07-09T18:00:00+00:00",
+        "1 Master replica(s) failed.",
+    )
+    assert condition({"status": {}}) == (None, None, None)

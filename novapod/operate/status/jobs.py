@@ -164,7 +164,8 @@ def runs_of(job: ExpectedJob, facts: JobsFacts) -> list[Run]:
             name = run_name(job.name, str((obj.get("metadata") or {}).get("name") or ""))
             if name is not None:
                 objects.setdefault(name, []).append(obj)
-    outputs = {o.run: o for o in facts.outputs.get(job.name, ())}
+    # Folders named as the launcher names runs only (a folder written by hand is no run).
+    outputs = {o.run: o for o in facts.outputs.get(job.name, ()) if run_name(job.name, o.run)}
     runs = [
         _run(name, objects.get(name, []), outputs.get(name), facts.kubernetes.read, job)
         for name in sorted(set(objects) | set(outputs))
