@@ -1,9 +1,9 @@
 """The `novapod` command: validate a config, print its JSON Schema, plan capacity, write
 the Nova recipes of its jobs, launch them, read their evaluations, show what a deployed
-environment runs and pays for, review what a change to the synthesized stacks does,
-and print the sequence that destroys it.
+environment runs and pays for, check a group's nodes, review what a change to the
+synthesized stacks does, and print the sequence that destroys it.
 
-Only `offerings`, `launch`, `cancel`, `results`, `purchases`, `status` and
+Only `offerings`, `launch`, `cancel`, `results`, `purchases`, `status`, `health` and
 `pipeline-check` talk to AWS. The other commands never read AWS settings (profile, config
 and credentials files), so a broken or missing profile cannot stop them.
 """
@@ -58,7 +58,7 @@ from novapod.constructs.handler_core import ledger, values
 from novapod.constructs.training_plan.handler import decisions, offerings
 from novapod.nova import cancel, launch, render, results
 from novapod.nova.catalog import CatalogError
-from novapod.operate import destroy, pipeline_check, purchases
+from novapod.operate import destroy, health, pipeline_check, purchases
 from novapod.operate.status import assess as status_assess
 from novapod.operate.status import collect as status_collect
 from novapod.operate.status import render as status_render
@@ -577,6 +577,108 @@ def _status(args: argparse.Namespace) -> int:
     )
 
 
+# `health --wait` reads the time and waits between its polls through these (tests replace them).
+_health_now: Callable[[], datetime] = lambda: datetime.now(UTC)  # noqa: E731
+_health_sleep: Callable[[float], None] = time.sleep
+HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity", "MultiNodeTrainingValidation")
+
+
+def _health(args: argparse.Namespace) -> int:
+    path, _ = _config_path(args)
+    config = load_config(path, approvals=False, windows=False)
+    health.check_group(config, args.group)  # an unknown group needs no AWS call
+    asked = [c.strip() for c in (args.checks or "").split(",") if c.strip()]
+    unknown = [c for c in asked if c not in HEALTH_CHECKS]
+    if unknown:
+        raise health.HealthError(
+            f"--checks: {unknown[0]} is not a deep health check; choose from "
+            + ", ".join(HEALTH_CHECKS)
+        )
+    sagemaker, eks, sts = _aws_clients(config, "health", "sagemaker", "eks", "sts")
+    try:
+        found = health.target(config, sagemaker, args.group)
+        checks, notes = health.checks_for(found, asked)
+        if args.force:
+            notes.append("--force: not checked whether a job runs on the group")
+        else:
+            refusal = health.busy(config, found, eks=eks, sts=sts, config_path=path)
+            if refusal is not None:
+                raise health.HealthError(refusal)
+        health.start(sagemaker, found, checks)
+        started = _health_now()
+        tracker = health.Tracker.of(found)
+        tracker.observe(health.group_nodes(sagemaker, found.cluster, found.group))
+        timed_out = False
+        if args.wait:
+            deadline = started + timedelta(minutes=args.timeout)
+            while not tracker.done:
+                if _health_now() >= deadline:
+                    timed_out = True
+                    break
+                _health_sleep(args.interval)
+                tracker.observe(health.group_nodes(sagemaker, found.cluster, found.group))
+    except (BotoCoreError, ClientError) as error:
+        raise _aws_failed("health", error) from None
+    render = health.to_json if args.json else health.render_text
+    print(render(found, checks, started, tracker, notes, waited=args.wait, timed_out=timed_out))
+    return health.exit_status(tracker, waited=args.wait)
+
+
+def _add_health(commands: Any, config_help: str) -> None:
+    health_cmd = commands.add_parser(
+        "health",
+        help="start HyperPod's deep health check on a group's nodes and report each node",
+        description=(
+            "Start HyperPod's on-demand deep health check (SageMaker StartClusterHealthCheck) "
+            "on every node of instance group GROUP: InstanceStress (each node's GPUs or "
+            "Trainium devices, memory, EFA) and, on a p or trn group of two nodes or more, "
+            "InstanceConnectivity (NCCL or NCCOM across nodes). Refuses while a job runs on "
+            "the group (a pod of the jobs' namespace on its nodes, or a run of a job of the "
+            "config on it), since checked nodes take no workload, unless --force. Then shows "
+            "each node's status; --wait polls until every node has a result."
+        ),
+        epilog=(
+            "Exit 0 once the check started (with --wait: every node passed); 4 when a node "
+            "failed (HyperPod reboots or replaces it with node recovery Automatic) or --wait "
+            "timed out first; 2 for an unknown group, a group without nodes or of CPU "
+            "instances, a cluster not deployed, or a refusal (a job runs; or the cluster's "
+            "API cannot tell, outside the VPC); 1 when an AWS call fails. Needs "
+            "sagemaker:StartClusterHealthCheck (the HealthCheckPolicyArn output), "
+            "DescribeCluster and ListClusterNodes (StatusPolicyArn), and for the refusal "
+            "eks:DescribeCluster and an access entry of nova.scientists."
+        ),
+    )
+    health_cmd.add_argument("config", nargs="?", help=config_help)
+    health_cmd.add_argument("--group", required=True, help="the instance group to check")
+    health_cmd.add_argument(
+        "--wait", action="store_true", help="poll until every node has a result"
+    )
+    health_cmd.add_argument(
+        "--force", action="store_true", help="start even though a job runs on the group"
+    )
+    health_cmd.add_argument(
+        "--checks",
+        metavar="CHECKS",
+        help=f"comma-separated checks instead of the default ({', '.join(HEALTH_CHECKS)})",
+    )
+    health_cmd.add_argument(
+        "--timeout",
+        type=_positive,
+        default=240.0,
+        metavar="MINUTES",
+        help="with --wait: stop waiting after MINUTES (default: 240)",
+    )
+    health_cmd.add_argument(
+        "--interval",
+        type=_positive,
+        default=60.0,
+        metavar="SECONDS",
+        help="with --wait: seconds between polls (default: 60)",
+    )
+    health_cmd.add_argument("--json", action="store_true", help="print JSON")
+    health_cmd.set_defaults(run=_health)
+
+
 def _positive(text: str) -> float:
     try:
         value = float(text)
@@ -778,6 +880,28 @@ def _add_cancel(commands: Any, config_help: str) -> None:
     cancel_cmd.set_defaults(run=_cancel)
 
 
+def _add_results(commands: Any, config_help: str) -> None:
+    results_cmd = commands.add_parser(
+        "results",
+        help="evaluation metrics: one table per task, base model vs tuned jobs",
+        description=(
+            "Read each evaluation job's newest results_*.json from the artifacts bucket "
+            "and print one table per task and dataset: a row per evaluation (the model it "
+            "tested, from its `from`), a column per metric (stderr left out)."
+        ),
+        epilog=(
+            "Exit 0 when at least one evaluation has a result, 1 when none has (or an "
+            "AWS call failed), 2 for a config without evaluation jobs or an undeployed "
+            "storage stack. Evaluations without a result are listed as such."
+        ),
+    )
+    results_cmd.add_argument("config", nargs="?", help=config_help)
+    results_cmd.add_argument(
+        "--json", action="store_true", help="machine-readable output (sorted keys)"
+    )
+    results_cmd.set_defaults(run=_results)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="novapod",
@@ -817,6 +941,7 @@ def _parser() -> argparse.ArgumentParser:
     offerings.set_defaults(run=_offerings)
     _add_purchases(commands, config_help)
     _add_status(commands, config_help)
+    _add_health(commands, config_help)
     _add_destroy_plan(commands, config_help)
     recipes = commands.add_parser(
         "recipes", help="write the jobs' Nova recipes, launch specs and index (offline)"
@@ -860,25 +985,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     launch_cmd.set_defaults(run=_launch)
     _add_cancel(commands, config_help)
-    results_cmd = commands.add_parser(
-        "results",
-        help="evaluation metrics: one table per task, base model vs tuned jobs",
-        description=(
-            "Read each evaluation job's newest results_*.json from the artifacts bucket "
-            "and print one table per task and dataset: a row per evaluation (the model it "
-            "tested, from its `from`), a column per metric (stderr left out)."
-        ),
-        epilog=(
-            "Exit 0 when at least one evaluation has a result, 1 when none has (or an "
-            "AWS call failed), 2 for a config without evaluation jobs or an undeployed "
-            "storage stack. Evaluations without a result are listed as such."
-        ),
-    )
-    results_cmd.add_argument("config", nargs="?", help=config_help)
-    results_cmd.add_argument(
-        "--json", action="store_true", help="machine-readable output (sorted keys)"
-    )
-    results_cmd.set_defaults(run=_results)
+    _add_results(commands, config_help)
     review_cmd = commands.add_parser(
         "review",
         help="what a change to the synthesized stacks does (two cdk.out directories, offline)",
@@ -956,7 +1063,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as error:
         print(error.render(), file=sys.stderr)
         return EXIT_INVALID
-    except (launch.LaunchError, review.ReviewError) as error:
+    except (launch.LaunchError, review.ReviewError, health.HealthError) as error:
         print(f"novapod {args.command}: {error}", file=sys.stderr)
         return EXIT_INVALID
     except _AwsError as error:

@@ -154,3 +154,35 @@ def status_policy(
         "(read-only: plans, purchase ledger, cluster and nodes).",
     )
     return policy
+
+
+def health_policy(scope: Stack, *, config: NovapodConfig, cluster_arn: str) -> iam.ManagedPolicy:
+    """The one write `novapod health` makes, and its ARN as the `HealthCheckPolicyArn`
+    output of `scope`: `sagemaker:StartClusterHealthCheck` on the HyperPod cluster only
+    (resource type cluster, list_amazonsagemaker.html). It is not in the read-only
+    StatusPolicy: a deep health check takes the group's nodes out of service while it runs,
+    so it is for the operators who may do that. `health` also reads what `status` reads
+    of the cluster (DescribeCluster, ListClusterNodes) and, for its refusal while a job
+    runs, the EKS cluster: attach the StatusPolicy beside it."""
+    policy = iam.ManagedPolicy(
+        scope,
+        "HealthCheckPolicy",
+        description=f"novapod {config.name}: start HyperPod's deep health check on the "
+        "cluster's nodes (novapod health); attach to the operators' roles with the "
+        "StatusPolicy",
+        statements=[
+            iam.PolicyStatement(
+                sid="StartDeepHealthCheck",
+                actions=["sagemaker:StartClusterHealthCheck"],
+                resources=[cluster_arn],
+            )
+        ],
+    )
+    CfnOutput(
+        scope,
+        "HealthCheckPolicyArn",
+        value=policy.managed_policy_arn,
+        description="Attach this managed policy (with StatusPolicyArn's) to the roles that run "
+        "novapod health (starts deep health checks on the cluster's nodes).",
+    )
+    return policy

@@ -31,7 +31,7 @@ from novapod.constructs.execution_role import (
 from novapod.constructs.lifecycle_scripts import LifecycleScripts
 from novapod.constructs.network import VpcHandle
 from novapod.constructs.purchase_ledger import PurchaseLedger
-from novapod.constructs.status_policy import status_policy
+from novapod.constructs.status_policy import health_policy, status_policy
 from novapod.constructs.training_plan.construct import TrainingPlan
 
 CLUSTER_LOGICAL_ID = "HyperPodCluster"
@@ -144,6 +144,7 @@ class HyperPodStack(Stack):
                 ledger=ledger,
                 key=key,
             )
+            health_policy(self, config=config, cluster_arn=self.cluster.attr_cluster_arn)
 
     def _plan_vpc(self, plan_name: str | None) -> tuple[str | None, Any]:
         if plan_name is None:

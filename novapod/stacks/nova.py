@@ -34,7 +34,7 @@ from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.bedrock_model.construct import bedrock_models
 from novapod.constructs.nova_environment.construct import nova_environment
 from novapod.constructs.purchase_ledger import PurchaseLedger
-from novapod.constructs.status_policy import status_policy
+from novapod.constructs.status_policy import health_policy, status_policy
 from novapod.nova import render
 from novapod.nova.access import (
     BUNDLE_PREFIX,
@@ -161,6 +161,8 @@ class NovaStack(Stack):
             if ledger is not None
             else None
         )
+        # What `novapod health` starts, beside it (the operators attach both).
+        health_policy(self, config=config, cluster_arn=hyperpod_cluster_arn)
 
     def _objects(self, prefix: str) -> str:
         return self.artifacts_bucket.arn_for_objects(f"{prefix}*")

@@ -782,7 +782,11 @@ class FakeControlPlane:
             # cluster/<name>: list_amazonelastickubernetesservice.html).
             name = str(params.get("name", ""))
             return [iam.Request(action, f"arn:aws:eks:{REGION}:{self.account}:cluster/{name}")]
-        if service == "sagemaker" and operation in ("DescribeCluster", "ListClusterNodes"):
+        if service == "sagemaker" and operation in (
+            "DescribeCluster",
+            "ListClusterNodes",
+            "StartClusterHealthCheck",
+        ):
             # On the cluster (resource type cluster, list_amazonsagemaker.html), whose ARN
             # ends in the ID SageMaker gave it, also when the call names it by name.
             return [iam.Request(action, self.hyperpod.cluster_arn(str(params["ClusterName"])))]
@@ -1456,6 +1460,9 @@ _SAGEMAKER_OPERATIONS = {
     "DeleteTags": FakeControlPlane._delete_tags,
     "DescribeCluster": lambda plane, params: plane.hyperpod.describe_cluster(params),
     "ListClusterNodes": lambda plane, params: plane.hyperpod.list_cluster_nodes(params),
+    "StartClusterHealthCheck": lambda plane, params: plane.hyperpod.start_cluster_health_check(
+        params
+    ),
 }
 _EC2_OPERATIONS = {
     "DescribeAvailabilityZones": FakeControlPlane._describe_availability_zones,

@@ -18,6 +18,19 @@ API_ListClusterNodes.html). Node statuses are the model's ClusterInstanceStatus 
 (Running | Failure | Pending | ShuttingDown | SystemUpdating | DeepHealthCheckInProgress |
 NotFound | DetachInProgress | AttachInProgress in botocore 1.44); the plane checks every
 answer against the output shape.
+
+StartClusterHealthCheck (its request checked against botocore's model by the plane:
+ClusterName, 1 to 99 DeepHealthCheckConfigurations of an InstanceGroupName, 1 to 500
+InstanceIds or none for the whole group, 1 to 3 DeepHealthChecks of the model's
+DeepHealthCheckType) answers the cluster's ARN, or ResourceNotFound for an unknown cluster
+(the only error the API reference lists: API_StartClusterHealthCheck.html); a group the
+cluster does not have, or an instance ID not in its group, is a ValidationException (the
+fake's wording). The nodes it names turn DeepHealthCheckInProgress, as DescribeClusterNode
+and ListClusterNodes report a check in progress, and after `health_check_polls` listings
+take their scripted outcome (`health_outcome`): Running (passed), Failure with a message,
+or replaced (the node leaves the list and a new one comes up Pending), as HyperPod
+reboots or replaces the nodes that fail (sagemaker-hyperpod-eks-resiliency-deep-health-
+checks.html).
 """
 
 from __future__ import annotations
@@ -105,6 +118,12 @@ class HyperPodFake:
         self._statuses: dict[str, deque[tuple[str, str]]] = {}
         self.nodes: dict[str, list[dict[str, Any]]] = {}  # cluster name -> node summaries
         self.node_page_size = 100  # ListClusterNodes' MaxResults is at most 100
+        self.health_checks: list[dict[str, Any]] = []  # StartClusterHealthCheck requests
+        self.health_check_polls = 2  # listings a node stays DeepHealthCheckInProgress
+        # instance ID -> (outcome, message, listings left) of a check in progress
+        self._checking: dict[str, list[Any]] = {}
+        self._outcomes: dict[str, tuple[str, str]] = {}
+        self._added: dict[str, int] = {}  # nodes ever added per cluster
 
     # --- scripting ----------------------------------------------------------------------
 
@@ -137,6 +156,7 @@ class HyperPodFake:
         }
         self.script_statuses(name, statuses)
         self.nodes[name] = []
+        self._added[name] = 0
         return arn
 
     def script_statuses(self, name: str, statuses: Iterable[str | tuple[str, str]]) -> None:
@@ -173,7 +193,9 @@ class HyperPodFake:
             ]
             known = next((g for g in groups if g["InstanceGroupName"] == group), None)
             instance_type = known["InstanceType"] if known else "ml.p5.48xlarge"
-        index = len(nodes)
+        # Counted, not len(nodes): a node replaced leaves the list, its ID is not reused.
+        index = self._added.get(cluster, 0)
+        self._added[cluster] = index + 1
         digest = hashlib.sha256(f"{cluster}/{group}/{index}".encode()).hexdigest()
         instance_id = f"i-{digest[:17]}"
         node: dict[str, Any] = {
@@ -189,6 +211,12 @@ class HyperPodFake:
 
     def add_nodes(self, cluster: str, group: str, count: int, **kwargs: Any) -> list[str]:
         return [self.add_node(cluster, group, **kwargs) for _ in range(count)]
+
+    def health_outcome(self, instance_id: str, outcome: str, message: str = "") -> None:
+        """What a deep health check finds on a node: "Running" (it passes, the default),
+        "Failure" (with `message`) or "replaced"."""
+        assert outcome in ("Running", "Failure", "replaced"), outcome
+        self._outcomes[instance_id] = (outcome, message)
 
     def add_eks_cluster(
         self, name: str, *, endpoint: str, ca_pem: bytes, status: str = "ACTIVE"
@@ -230,8 +258,67 @@ class HyperPodFake:
             shown["FailureMessage"] = message
         return shown
 
+    def start_cluster_health_check(self, params: dict[str, Any]) -> dict[str, Any]:
+        cluster = self._cluster(str(params.get("ClusterName", "")))
+        name = cluster["ClusterName"]
+        groups = {
+            g["InstanceGroupName"]
+            for g in [*cluster["RestrictedInstanceGroups"], *cluster["InstanceGroups"]]
+        }
+        targets: list[dict[str, Any]] = []
+        for configuration in params["DeepHealthCheckConfigurations"]:
+            group = configuration["InstanceGroupName"]
+            if group not in groups:
+                raise self._error(
+                    "ValidationException",
+                    f"Instance group {group} does not exist in cluster {name}.",
+                    400,
+                )
+            members = [n for n in self.nodes[name] if n["InstanceGroupName"] == group]
+            wanted = configuration.get("InstanceIds")
+            if wanted:
+                known = {n["InstanceId"] for n in members}
+                unknown = [i for i in wanted if i not in known]
+                if unknown:
+                    raise self._error(
+                        "ValidationException",
+                        f"Instances {', '.join(unknown)} are not in instance group {group}.",
+                        400,
+                    )
+                members = [n for n in members if n["InstanceId"] in wanted]
+            targets += members
+        self.health_checks.append(params)
+        for node in targets:
+            node["InstanceStatus"] = {"Status": "DeepHealthCheckInProgress"}
+            outcome, message = self._outcomes.get(node["InstanceId"], ("Running", ""))
+            self._checking[node["InstanceId"]] = [outcome, message, self.health_check_polls]
+        return {"ClusterArn": cluster["ClusterArn"]}
+
+    def _advance_checks(self, cluster: str) -> None:
+        """One listing of the cluster's nodes: checks in progress move on."""
+        nodes = self.nodes[cluster]
+        for node in list(nodes):
+            checking = self._checking.get(node["InstanceId"])
+            if checking is None:
+                continue
+            checking[2] -= 1
+            if checking[2] > 0:
+                continue
+            del self._checking[node["InstanceId"]]
+            outcome, message = checking[0], checking[1]
+            if outcome == "replaced":
+                nodes.remove(node)
+                self.add_node(cluster, node["InstanceGroupName"], status="Pending")
+            else:
+                node["InstanceStatus"] = {
+                    "Status": outcome,
+                    **({"Message": message} if message else {}),
+                }
+
     def list_cluster_nodes(self, params: dict[str, Any]) -> dict[str, Any]:
         cluster = self._cluster(str(params.get("ClusterName", "")))
+        if not params.get("NextToken"):
+            self._advance_checks(cluster["ClusterName"])
         nodes = list(self.nodes.get(cluster["ClusterName"], []))
         contains = params.get("InstanceGroupNameContains")
         if contains:

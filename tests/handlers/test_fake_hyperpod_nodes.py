@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import boto3
 import botocore.session
 import pytest
+from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from tests.fakes.hyperpod import restricted_group, standard_group
@@ -124,3 +125,141 @@ def test_describe_training_plan_shows_scripted_counts(world: World) -> None:
     # TrainingPlanSummary has no UnhealthyInstanceCount: the list never shows it.
     (summary,) = sagemaker.list_training_plans()["TrainingPlanSummaries"]
     assert "UnhealthyInstanceCount" not in summary
+
+
+# --- StartClusterHealthCheck ------------------------------------------------------------------
+
+
+def _client() -> object:
+    return boto3.client("sagemaker", region_name="us-east-1")
+
+
+def test_the_deep_health_check_types_are_the_model_s() -> None:
+    # A new check type in botocore's model must be offered by novapod health (--checks).
+    from novapod.cli import HEALTH_CHECKS
+
+    assert tuple(MODEL.shape_for("DeepHealthCheckType").enum) == HEALTH_CHECKS
+
+
+def test_a_health_check_runs_on_the_group_s_nodes_then_each_takes_its_outcome(
+    world: World,
+) -> None:
+    _cluster(world)
+    first, second = world.plane.hyperpod.add_nodes(CLUSTER, "rig", 2)
+    (system,) = world.plane.hyperpod.add_nodes(CLUSTER, "system", 1)
+    world.plane.hyperpod.health_outcome(second, "Failure", "GPU count mismatch")
+    sagemaker = _client()
+    answer = sagemaker.start_cluster_health_check(  # type: ignore[attr-defined]
+        ClusterName=CLUSTER,
+        DeepHealthCheckConfigurations=[
+            {"InstanceGroupName": "rig", "DeepHealthChecks": ["InstanceStress"]}
+        ],
+    )
+    assert answer["ClusterArn"] == world.plane.hyperpod.clusters[CLUSTER]["ClusterArn"]
+
+    def statuses() -> dict[str, str]:
+        listed = sagemaker.list_cluster_nodes(ClusterName=CLUSTER)  # type: ignore[attr-defined]
+        return {
+            n["InstanceId"]: n["InstanceStatus"]["Status"] for n in listed["ClusterNodeSummaries"]
+        }
+
+    assert statuses() == {
+        first: "DeepHealthCheckInProgress",
+        second: "DeepHealthCheckInProgress",
+        system: "Running",  # another group: not checked
+    }
+    assert statuses() == {first: "Running", second: "Failure", system: "Running"}
+
+
+def test_only_the_named_instances_are_checked_and_a_replaced_node_leaves(world: World) -> None:
+    _cluster(world)
+    first, second = world.plane.hyperpod.add_nodes(CLUSTER, "rig", 2)
+    world.plane.hyperpod.health_outcome(first, "replaced")
+    world.plane.hyperpod.health_check_polls = 1
+    sagemaker = _client()
+    sagemaker.start_cluster_health_check(  # type: ignore[attr-defined]
+        ClusterName=CLUSTER,
+        DeepHealthCheckConfigurations=[
+            {
+                "InstanceGroupName": "rig",
+                "InstanceIds": [first],
+                "DeepHealthChecks": ["InstanceStress"],
+            }
+        ],
+    )
+    nodes = sagemaker.list_cluster_nodes(ClusterName=CLUSTER)["ClusterNodeSummaries"]  # type: ignore[attr-defined]
+    shown = {
+        n["InstanceId"]: n["InstanceStatus"]["Status"]
+        for n in nodes
+        if n["InstanceGroupName"] == "rig"
+    }
+    assert first not in shown and shown[second] == "Running"
+    assert sorted(shown.values()) == ["Pending", "Running"]  # its replacement comes up
+
+
+@pytest.mark.parametrize(
+    ("configuration", "code", "message"),
+    [
+        (
+            {"InstanceGroupName": "rig", "DeepHealthChecks": ["GpuBurn"]},
+            "ValidationException",
+            "Value 'GpuBurn' at 'deepHealthCheckConfigurations.1.member.deepHealthChecks.1.member' "
+            "failed to satisfy constraint: Member must satisfy enum value set",
+        ),
+        (
+            {"InstanceGroupName": "rig", "DeepHealthChecks": []},
+            "ValidationException",
+            "deepHealthCheckConfigurations.1.member.deepHealthChecks",
+        ),
+        (
+            {"InstanceGroupName": "other", "DeepHealthChecks": ["InstanceStress"]},
+            "ValidationException",
+            "Instance group other does not exist in cluster novapod-dev.",
+        ),
+        (
+            {
+                "InstanceGroupName": "rig",
+                "InstanceIds": ["i-0123456789abcdef0"],
+                "DeepHealthChecks": ["InstanceStress"],
+            },
+            "ValidationException",
+            "Instances i-0123456789abcdef0 are not in instance group rig.",
+        ),
+        (
+            {
+                "InstanceGroupName": "rig",
+                "InstanceIds": ["node-1"],
+                "DeepHealthChecks": ["InstanceStress"],
+            },
+            "ValidationException",
+            "Value 'node-1' at 'deepHealthCheckConfigurations.1.member.instanceIds.1.member' failed "
+            "to satisfy constraint: Member must satisfy regular expression pattern",
+        ),
+    ],
+    ids=["unknown-check", "no-check", "unknown-group", "instance-of-no-group", "bad-instance-id"],
+)
+def test_a_health_check_request_is_checked(world: World, configuration, code, message) -> None:
+    _cluster(world)
+    world.plane.hyperpod.add_nodes(CLUSTER, "rig", 2)
+    # Without botocore's own checks, so that what the fake refuses is what is tested.
+    unchecked = boto3.client(
+        "sagemaker", region_name="us-east-1", config=Config(parameter_validation=False)
+    )
+    with pytest.raises(ClientError) as raised:
+        unchecked.start_cluster_health_check(
+            ClusterName=CLUSTER, DeepHealthCheckConfigurations=[configuration]
+        )
+    error = raised.value.response["Error"]
+    assert error["Code"] == code and message in error["Message"], error
+    assert world.plane.hyperpod.health_checks == []
+
+
+def test_a_health_check_of_an_unknown_cluster_is_resource_not_found(world: World) -> None:
+    with pytest.raises(ClientError) as raised:
+        _client().start_cluster_health_check(  # type: ignore[attr-defined]
+            ClusterName="nope",
+            DeepHealthCheckConfigurations=[
+                {"InstanceGroupName": "rig", "DeepHealthChecks": ["InstanceStress"]}
+            ],
+        )
+    assert raised.value.response["Error"]["Code"] == "ResourceNotFound"

@@ -29,9 +29,12 @@ ARTIFACTS = "novapod-nova-lite-storage-artifacts-1a2b3c"
 CA_PEM = trustme.CA().cert_pem.bytes()
 
 
-def _principal(result: Synthesized, cluster_arn: str) -> iam.Principal:
-    """The nova stack's StatusPolicy as a role's statements, its references to the other
-    stacks (the ledger, the key, the cluster) resolved to the fake's resources."""
+def _principal(
+    result: Synthesized, cluster_arn: str, policies: tuple[str, ...] = ("StatusPolicy",)
+) -> iam.Principal:
+    """The nova stack's StatusPolicy (or the `policies` named) as a role's statements, its
+    references to the other stacks (the ledger, the key, the cluster) resolved to the
+    fake's resources."""
     attributes = {
         ("PurchaseLedger", "Arn"): (
             f"arn:aws:dynamodb:us-east-1:{EXAMPLE_ACCOUNT}:table/{LEDGER_TABLE}"
@@ -54,12 +57,13 @@ def _principal(result: Synthesized, cluster_arn: str) -> iam.Principal:
         return value
 
     template = result.templates["nova"]  # the example has jobs: the policy is there
-    (policy,) = [
-        r
+    raw = [
+        statement
+        for name in policies
         for k, r in resources(template, "AWS::IAM::ManagedPolicy").items()
-        if k.startswith("StatusPolicy")
+        if k.startswith(name)
+        for statement in walk(r["Properties"]["PolicyDocument"]["Statement"])
     ]
-    raw = walk(policy["Properties"]["PolicyDocument"]["Statement"])
     resolved = iam.resolve(raw, account=EXAMPLE_ACCOUNT, region="us-east-1")
     return iam.Principal("PlatformEngineer", tuple(iam.parse_statement(s) for s in resolved))
 
@@ -136,3 +140,28 @@ def test_each_statement_is_needed(  # noqa: PLR0917 - fixtures and one case
     err = capsys.readouterr().err
     assert err.startswith("novapod status: "), err
     assert call in err and ("AccessDenied" in err), err
+
+
+def test_health_needs_the_health_check_policy_beside_the_status_policy(
+    synthesized, deployed, control_plane, capsys
+) -> None:
+    """`novapod health` reads what the StatusPolicy allows and starts the check with the
+    HealthCheckPolicy; the StatusPolicy alone may not start it."""
+    both = _principal(synthesized, deployed, ("StatusPolicy", "HealthCheckPolicy"))
+    argv = ["health", str(LITE), "--group", "nova-lite", "--force"]
+    control_plane.act_as(both)
+    assert cli.main(argv) == 0, capsys.readouterr()
+    capsys.readouterr()
+    assert len(control_plane.calls_to("StartClusterHealthCheck")) == 1
+    control_plane.act_as(_principal(synthesized, deployed))
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "novapod health: an AWS call failed: An error occurred (AccessDeniedException) when "
+        "calling the StartClusterHealthCheck operation: "
+    ), err
+    # Without --force it asks the cluster's API first, with the StatusPolicy's
+    # eks:DescribeCluster; the private endpoint does not answer here, so it refuses.
+    control_plane.act_as(both)
+    assert cli.main(argv[:-1]) == 2
+    assert "cannot tell whether group nova-lite runs a job" in capsys.readouterr().err

@@ -120,3 +120,43 @@ def test_without_jobs_the_hyperpod_stack_has_it_and_adopted_plans_go_by_arn(synt
     assert found["DescribeTrainingPlans"]["resources"] == [
         "arn:aws:sagemaker:us-east-1:111122223333:training-plan/team-p5-january"
     ]
+
+
+def health_policy_of(template: dict[str, Any]) -> dict[str, Any]:
+    (policy,) = [
+        r for k, r in resources(template, "AWS::IAM::ManagedPolicy").items()
+        if k.startswith("HealthCheckPolicy")
+    ]  # fmt: skip
+    return policy
+
+
+def test_the_health_check_policy_starts_deep_health_checks_on_this_cluster_only(synth) -> None:
+    """`novapod health`'s one write is its own policy, beside the read-only StatusPolicy
+    (in the nova stack with jobs, in the hyperpod stack without)."""
+    for path, kind in ((LITE, "nova"), (ADOPT, "hyperpod")):
+        result = synth(path)
+        template = result.templates[kind]
+        found = statements(result, health_policy_of(template))
+        assert found == {
+            "StartDeepHealthCheck": {
+                "actions": ["sagemaker:StartClusterHealthCheck"],
+                "resources": ["${HyperPodCluster.ClusterArn}"],
+                "condition": None,
+            }
+        }, path
+        output = template["Outputs"]["HealthCheckPolicyArn"]
+        assert output["Value"] == {
+            "Ref": next(
+                k
+                for k in resources(template, "AWS::IAM::ManagedPolicy")
+                if k.startswith("HealthCheckPolicy")
+            )
+        }
+        # Never in the read-only policy.
+        granted = {
+            a
+            for s in policy_of(template)["Properties"]["PolicyDocument"]["Statement"]
+            for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+        }
+        assert "sagemaker:StartClusterHealthCheck" not in granted
+    assert "HealthCheckPolicyArn" not in synth(LITE).templates["hyperpod"]["Outputs"]
