@@ -53,7 +53,7 @@ from novapod.config.loading import (
     load_pipeline,
     parse_config,
 )
-from novapod.config.monitoring import Monitoring
+from novapod.config.monitoring import Monitoring, Notifications
 from novapod.config.network import (
     ALL_ENDPOINTS,
     GATEWAY_ENDPOINTS,
@@ -126,6 +126,7 @@ __all__ = [
     "Monitoring",
     "Name",
     "Network",
+    "Notifications",
     "Nova",
     "NovapodConfig",
     "Pipeline",

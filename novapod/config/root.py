@@ -32,7 +32,7 @@ from novapod.config.capacity import (
 from novapod.config.eks import Eks
 from novapod.config.hyperpod import HyperPod, RestrictedGroup
 from novapod.config.jobs import Job, jobs_problems
-from novapod.config.monitoring import Monitoring
+from novapod.config.monitoring import Monitoring, Notifications
 from novapod.config.network import ALL_ENDPOINTS, Network
 from novapod.config.nova import Nova
 from novapod.config.storage import Storage
@@ -97,8 +97,11 @@ class NovapodConfig(_Model):
     )
     monitoring: Monitoring = Field(
         Monitoring(),
-        description="The scheduled check of the plans and instance groups into CloudWatch "
-        "metrics (with training plans or a HyperPod cluster).",
+        description="The scheduled check of the plans and instance groups: metrics, the "
+        "alerts it sends (with training plans or a HyperPod cluster).",
+    )
+    notifications: Notifications = Field(
+        Notifications(), description="Who receives the environment's alerts."
     )
     compliance: list[CompliancePack] = Field(
         default_factory=list,
@@ -202,7 +205,8 @@ class NovapodConfig(_Model):
 
     @property
     def has_monitor(self) -> bool:
-        """The scheduled check: with plans or a cluster to watch, unless turned off."""
+        """The scheduled check and the alerts: with plans or a cluster to watch, unless
+        turned off."""
         watched = bool(self.capacity.training_plans) or self.hyperpod is not None
         return self.monitoring.enabled and watched
 

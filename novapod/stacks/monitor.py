@@ -1,6 +1,7 @@
 """MonitorStack: the environment's scheduled check of its training plans and HyperPod
-instance groups (novapod/constructs/monitor/), built when the config has plans or a
-cluster and `monitoring.enabled`.
+instance groups and its alerts (novapod/constructs/monitor/: the SNS topic, its email
+subscriptions, the EventBridge rules for HyperPod's events), built when the config has
+plans or a cluster and `monitoring.enabled`.
 
 A stack of its own, `<prefix>-monitor`, that nothing depends on: a failed deploy of it
 rolls back only itself, and `monitoring.enabled: false` (or destroying it) removes it
@@ -24,6 +25,7 @@ from constructs import Construct
 
 from novapod.capacity.extension import plan_name
 from novapod.config import NovapodConfig
+from novapod.constructs.monitor.alerts import Alerts
 from novapod.constructs.monitor.construct import ScheduledCheck, WatchedPlan
 from novapod.constructs.network import PrivatePlacement
 
@@ -49,7 +51,8 @@ def watched_plans(stack: Stack, config: NovapodConfig) -> list[WatchedPlan]:
 
 
 class MonitorStack(Stack):
-    """Exposes `check` (ScheduledCheck)."""
+    """Exposes `alerts` (Alerts: the topic, its subscriptions, HyperPod's event rules) and
+    `check` (ScheduledCheck)."""
 
     def __init__(
         self,
@@ -64,13 +67,27 @@ class MonitorStack(Stack):
         super().__init__(scope, id_, **kwargs)
         key = kms.Key.from_key_arn(self, "Key", key_arn)
         closed = config.network.closed
+        cluster_name = config.prefix if config.hyperpod is not None else None
+        self.alerts = Alerts(
+            self,
+            "Alerts",
+            environment=config.name,
+            prefix=config.prefix,
+            cluster_name=cluster_name,
+            emails=config.notifications.emails,
+            key=key,
+        )
+        monitoring = config.monitoring
         self.check = ScheduledCheck(
             self,
             "Check",
             environment=config.name,
             plans=watched_plans(self, config),
-            cluster_name=config.prefix if config.hyperpod is not None else None,
-            every_minutes=config.monitoring.every_minutes,
+            cluster_name=cluster_name,
+            every_minutes=monitoring.every_minutes,
+            idle_alert_minutes=monitoring.idle_alert_minutes,
+            ending_alert_days=monitoring.ending_alert_days,
+            topic=self.alerts.topic,
             placement=None if closed else placement,
             log_retention_days=config.eks.log_retention_days if config.eks else 365,
             key=key,

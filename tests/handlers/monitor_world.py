@@ -33,11 +33,25 @@ def schedule(template: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def settings(result: Synthesized, names: dict[str, str] | None = None) -> dict[str, Any]:
+TOPIC = "novapod-nova-lite-alerts"
+STATE_TABLE = "novapod-nova-lite-monitor-state"
+
+
+def names(result: Synthesized) -> dict[str, str]:
+    """What CloudFormation names the monitor stack's topic and state table, as the fake
+    has them: logical ID -> the topic's ARN (its Ref) or the table's name (its Ref)."""
+    template = result.templates["monitor"]
+    (topic,) = resources(template, "AWS::SNS::Topic")
+    (table,) = resources(template, "AWS::DynamoDB::Table")
+    arn = f"arn:aws:sns:us-east-1:{EXAMPLE_ACCOUNT}:{TOPIC}"
+    return {topic: arn, table: STATE_TABLE}
+
+
+def settings(result: Synthesized) -> dict[str, Any]:
     """The schedule's input, as the function receives it: each `${Ref}` the template
-    leaves to CloudFormation replaced by `names[<logical ID>]`."""
+    leaves to CloudFormation replaced by what it names in the fake."""
     text = joined(schedule(result.templates["monitor"])["Properties"]["Target"]["Input"])
-    for logical_id, value in (names or {}).items():
+    for logical_id, value in names(result).items():
         text = text.replace("${" + logical_id + "}", value)
     assert "${" not in text, text
     parsed: dict[str, Any] = json.loads(text)
@@ -46,18 +60,22 @@ def settings(result: Synthesized, names: dict[str, str] | None = None) -> dict[s
 
 def principal(result: Synthesized) -> iam.Principal:
     """The check function's role, its statements' references resolved to the fake's
-    resources."""
+    resources (the topic, the state table; the others to ARNs of their own)."""
     template = result.templates["monitor"]
     role = template["Resources"][function_id(template)]["Properties"]["Role"]["Fn::GetAtt"][0]
+    named = names(result)
+    table_arn = f"arn:aws:dynamodb:us-east-1:{EXAMPLE_ACCOUNT}:table/{STATE_TABLE}"
 
     def walk(value: Any) -> Any:
         if isinstance(value, dict) and "Fn::GetStackOutput" in value:
             return walk(producer_value(result, value))
         if isinstance(value, dict) and "Fn::GetAtt" in value:
             logical_id, attribute = value["Fn::GetAtt"]
+            if named.get(logical_id) == STATE_TABLE and attribute == "Arn":
+                return table_arn
             return f"arn:aws:fake:us-east-1:{EXAMPLE_ACCOUNT}:{logical_id}/{attribute}"
         if isinstance(value, dict) and "Ref" in value and not value["Ref"].startswith("AWS::"):
-            return f"arn:aws:fake:us-east-1:{EXAMPLE_ACCOUNT}:{value['Ref']}"
+            return named.get(value["Ref"], f"arn:aws:fake:::{value['Ref']}")
         if isinstance(value, dict):
             return {k: walk(v) for k, v in value.items()}
         if isinstance(value, list):
@@ -77,10 +95,16 @@ def principal(result: Synthesized) -> iam.Principal:
 @dataclass
 class Deployed:
     """The example in the fake: its plan Active since a day, 4 instances, and its
-    cluster's restricted group of 4 nodes."""
+    cluster's restricted group of 4 nodes; the monitor's topic and state table."""
 
     plane: FakeControlPlane
     cluster_arn: str
+
+    def published(self) -> list[str]:
+        return [m.message for m in self.plane.monitoring.published]
+
+    def state(self) -> dict[str, Any] | None:
+        return self.plane.dynamodb.item(STATE_TABLE, {"Environment": "nova-lite"})
 
     def plan_counts(self, *, available: int, in_use: int, unhealthy: int = 0) -> None:
         self.plane.set_plan_counts(PLAN, available=available, in_use=in_use, unhealthy=unhealthy)
@@ -89,6 +113,8 @@ class Deployed:
 def deploy(plane: FakeControlPlane, *, plan_status: str = "Active") -> Deployed:
     plane.reset()
     plane.account = plane.hyperpod.account = EXAMPLE_ACCOUNT
+    plane.monitoring.add_topic(TOPIC)
+    plane.dynamodb.create_table(STATE_TABLE, partition_key="Environment")
     offering = plane.add_offering(
         "tpo-lite",
         zones=["us-east-1a"],

@@ -193,3 +193,11 @@ def test_a_run_is_bounded_below_the_function_s_timeout() -> None:
     # Two plans, the cluster and one page of nodes, the metrics, the state's read and
     # write, and three alerts, each retried to its limit.
     assert index.worst_case_seconds(10) <= TIMEOUT.to_seconds()
+
+
+def test_a_state_that_cannot_be_read_is_a_first_run() -> None:
+    state = decisions.State(seen={"p": "Active"}, sent={"plan/p/status/Active": "t"}, sequence=4)
+    again = decisions.read_state(state.text(), 4)
+    assert again == state
+    for text in (None, "", "not json", "[]", '{"version": 2, "seen": {"p": "Active"}}'):
+        assert decisions.read_state(text, 7) == decisions.State(sequence=7)

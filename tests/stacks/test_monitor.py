@@ -4,6 +4,7 @@ statement by statement."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,10 @@ def only(template: dict[str, Any], type_: str) -> tuple[str, dict[str, Any]]:
     return logical_id, resource
 
 
+def schedule_of(template: dict[str, Any]) -> dict[str, Any]:
+    return only(template, "AWS::Scheduler::Schedule")[1]
+
+
 def role_statements(result: Synthesized, role_id: str) -> dict[str, dict[str, Any]]:
     """Sid -> actions, resources (rendered) and condition of every statement of a role's
     policies in the monitor stack."""
@@ -46,9 +51,20 @@ def role_statements(result: Synthesized, role_id: str) -> dict[str, dict[str, An
             out[s.get("Sid", "-")] = {
                 "actions": sorted(actions),
                 "resources": sorted(joined(r, result) for r in found),
-                "condition": s.get("Condition"),
+                "condition": rendered(s.get("Condition"), result),
             }
     return out
+
+
+def rendered(value: Any, result: Synthesized) -> Any:
+    """A condition with its intrinsics rendered as text (`${AWS::Region}`)."""
+    if isinstance(value, dict) and {"Fn::Join", "Ref", "Fn::GetAtt"} & set(value):
+        return joined(value, result)
+    if isinstance(value, dict):
+        return {k: rendered(v, result) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rendered(v, result) for v in value]
+    return value
 
 
 @pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: Path(p).stem)
@@ -61,6 +77,7 @@ def test_the_monitor_is_built_with_plans_or_a_cluster(synth, path) -> None:
 
 def test_monitoring_enabled_false_removes_the_monitor_only() -> None:
     data = load_yaml(LITE.read_text(encoding="utf-8")) | {"monitoring": {"enabled": False}}
+    data.pop("notifications")  # nothing would send them: an error (tests/unit)
     off = parse_config(data, source=str(LITE), now=VALIDATION_TIME)
     assert stack_kinds(off) == tuple(k for k in stack_kinds(load_config(LITE)) if k != "monitor")
 
@@ -86,8 +103,7 @@ def test_the_schedule_runs_the_check_every_few_minutes(synth) -> None:
     result = synth(LITE)
     template = result.templates["monitor"]
     function_id, _ = only(template, "AWS::Lambda::Function")
-    _, schedule = only(template, "AWS::Scheduler::Schedule")
-    props = schedule["Properties"]
+    props = schedule_of(template)["Properties"]
     assert props["ScheduleExpression"] == "rate(5 minutes)"  # monitoring.every_minutes
     assert props["FlexibleTimeWindow"] == {"Mode": "OFF"}
     assert props["State"] == "ENABLED"
@@ -159,7 +175,7 @@ def test_the_function_runs_once_at_a_time_in_the_private_subnets(synth) -> None:
 
 
 @pytest.mark.parametrize("path", MONITORED, ids=lambda p: Path(p).stem)
-def test_the_check_s_role_reads_the_plans_and_the_cluster_and_puts_novapod_metrics(
+def test_the_check_s_role_reads_plans_and_cluster_puts_metrics_publishes_and_keeps_state(
     synth, path
 ) -> None:
     result = synth(path)
@@ -168,6 +184,8 @@ def test_the_check_s_role_reads_the_plans_and_the_cluster_and_puts_novapod_metri
     _, function = only(template, "AWS::Lambda::Function")
     role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
     log_id, _ = only(template, "AWS::Logs::LogGroup")
+    topic_id, _ = only(template, "AWS::SNS::Topic")
+    table_id, _ = only(template, "AWS::DynamoDB::Table")
     found = role_statements(result, role_id)
     region, account = config.region, config.account
     expected: dict[str, dict[str, Any]] = {
@@ -183,6 +201,31 @@ def test_the_check_s_role_reads_the_plans_and_the_cluster_and_puts_novapod_metri
         },
         "AttachToVpc": found["AttachToVpc"],  # provider.attach_to_vpc, tested there
         "DescribeNetworkInterfaces": found["DescribeNetworkInterfaces"],
+        "PublishAlerts": {
+            "actions": ["sns:Publish"],
+            "resources": [f"${{{topic_id}}}"],
+            "condition": None,
+        },
+        "PublishAlertsKey": {
+            "actions": ["kms:Decrypt", "kms:GenerateDataKey"],
+            "resources": ["${EncryptionKey.Arn}"],
+            "condition": {"StringEquals": {"kms:ViaService": "sns.${AWS::Region}.amazonaws.com"}},
+        },
+        "CheckState": {
+            "actions": ["dynamodb:GetItem", "dynamodb:PutItem"],
+            "resources": [f"${{{table_id}.Arn}}"],
+            "condition": {
+                "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [config.name]},
+                "Null": {"dynamodb:LeadingKeys": "false"},
+            },
+        },
+        "CheckStateKey": {
+            "actions": ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"],
+            "resources": ["${EncryptionKey.Arn}"],
+            "condition": {
+                "StringEquals": {"kms:ViaService": "dynamodb.${AWS::Region}.amazonaws.com"}
+            },
+        },
     }
     if config.capacity.training_plans:
         arns = sorted(
@@ -203,3 +246,169 @@ def test_the_check_s_role_reads_the_plans_and_the_cluster_and_puts_novapod_metri
             "condition": None,
         }
     assert found == expected
+
+
+# --- the alerts -----------------------------------------------------------------------------
+
+EMAILS = ["platform-team@example.com"]  # single-rig-purchase.yaml's notifications.emails
+STORAGE_KEY = {"Fn::GetAtt": ["EncryptionKey", "Arn"]}
+
+
+def test_the_topic_is_encrypted_with_the_storage_key_and_refuses_plain_http(synth) -> None:
+    result = synth(LITE)
+    template = result.templates["monitor"]
+    topic_id, topic = only(template, "AWS::SNS::Topic")
+    assert producer_value(result, topic["Properties"]["KmsMasterKeyId"]) == STORAGE_KEY
+    assert topic["Properties"]["DisplayName"] == "novapod nova-lite"
+    _, policy = only(template, "AWS::SNS::TopicPolicy")
+    assert policy["Properties"]["Topics"] == [{"Ref": topic_id}]
+    assert policy["Properties"]["PolicyDocument"]["Statement"] == [
+        {
+            "Action": "sns:Publish",
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            "Effect": "Deny",
+            "Principal": "*",
+            "Resource": {"Ref": topic_id},
+            "Sid": "AllowPublishThroughSSLOnly",
+        }
+    ]
+
+
+@pytest.mark.parametrize("path", MONITORED, ids=lambda p: Path(p).stem)
+def test_the_config_s_addresses_are_subscribed(synth, path) -> None:
+    result = synth(path)
+    template = result.templates["monitor"]
+    topic_id, _ = only(template, "AWS::SNS::Topic")
+    subscribed = [
+        (s["Properties"]["Protocol"], s["Properties"]["Endpoint"], s["Properties"]["TopicArn"])
+        for s in resources(template, "AWS::SNS::Subscription").values()
+    ]
+    emails = load_config(path).notifications.emails
+    assert subscribed == [("email", e, {"Ref": topic_id}) for e in emails]
+    if path == LITE:
+        assert emails == EMAILS
+
+
+def test_the_rules_send_hyperpod_s_events_of_the_cluster_to_the_topic(synth) -> None:
+    result = synth(LITE)
+    template = result.templates["monitor"]
+    topic_id, _ = only(template, "AWS::SNS::Topic")
+    rules = {r["Properties"]["Name"]: r for r in resources(template, "AWS::Events::Rule").values()}
+    base = {"source": ["aws.sagemaker"], "account": ["111122223333"]}
+    cluster = "novapod-nova-lite"
+    assert {name: r["Properties"]["EventPattern"] for name, r in rules.items()} == {
+        "novapod-nova-lite-cluster-state": base
+        | {
+            "detail-type": ["SageMaker HyperPod Cluster State Change"],
+            "detail": {
+                "ClusterName": [cluster],
+                "ClusterStatus": ["Deleting", "Failed", "RollingBack"],
+            },
+        },
+        "novapod-nova-lite-node-health": base
+        | {
+            "detail-type": ["SageMaker HyperPod Cluster Node Health Event"],
+            "detail": {"ClusterName": [cluster], "HealthSummary": {"HealthStatus": ["Unhealthy"]}},
+        },
+        "novapod-nova-lite-cluster-event": base
+        | {
+            "detail-type": ["SageMaker HyperPod Cluster Event"],
+            "detail": {"EventDetails": {"ClusterName": [cluster], "EventLevel": ["Error"]}},
+        },
+    }
+    sentences = {}
+    for name, rule in rules.items():
+        assert rule["Properties"]["State"] == "ENABLED"
+        (target,) = rule["Properties"]["Targets"]
+        assert target["Arn"] == {"Ref": topic_id}
+        transformer = target["InputTransformer"]
+        text = json.loads(transformer["InputTemplate"])  # a JSON string: sent as text
+        for key in transformer["InputPathsMap"]:
+            assert f"<{key}>" in text
+        sentences[name] = (text, transformer["InputPathsMap"])
+    assert sentences["novapod-nova-lite-node-health"] == (
+        "novapod nova-lite: node <node> of HyperPod cluster novapod-nova-lite is Unhealthy: "
+        "<reason> (repair action <repair>; <advice>); next: aws sagemaker "
+        "describe-cluster-node --cluster-name novapod-nova-lite --node-id <node>",
+        {
+            "node": "$.detail.InstanceId",
+            "reason": "$.detail.HealthSummary.HealthStatusReason",
+            "repair": "$.detail.HealthSummary.RepairAction",
+            "advice": "$.detail.HealthSummary.Recommendation",
+        },
+    )
+    assert sentences["novapod-nova-lite-cluster-state"][0] == (
+        "novapod nova-lite: HyperPod cluster novapod-nova-lite is <status> (<failure>); next: "
+        "aws sagemaker describe-cluster --cluster-name novapod-nova-lite"
+    )
+    assert sentences["novapod-nova-lite-cluster-event"][0].endswith(
+        "next: aws sagemaker list-cluster-events --cluster-name novapod-nova-lite"
+    )
+
+
+def test_the_rules_deliver_with_a_role_for_them_only(synth) -> None:
+    result = synth(LITE)
+    template = result.templates["monitor"]
+    topic_id, _ = only(template, "AWS::SNS::Topic")
+    roles = {
+        t["RoleArn"]["Fn::GetAtt"][0]
+        for r in resources(template, "AWS::Events::Rule").values()
+        for t in r["Properties"]["Targets"]
+    }
+    (role_id,) = roles
+    trust = template["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]
+    (statement,) = trust["Statement"]
+    assert statement["Principal"] == {"Service": "events.amazonaws.com"}
+    assert statement["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": "111122223333"},
+        "ArnEquals": {
+            "aws:SourceArn": [
+                f"arn:aws:events:us-east-1:111122223333:rule/novapod-nova-lite-{suffix}"
+                for suffix in ("cluster-state", "node-health", "cluster-event")
+            ]
+        },
+    }
+    assert role_statements(result, role_id) == {
+        "PublishAlerts": {
+            "actions": ["sns:Publish"],
+            "resources": [f"${{{topic_id}}}"],
+            "condition": None,
+        },
+        "PublishAlertsKey": {
+            "actions": ["kms:Decrypt", "kms:GenerateDataKey"],
+            "resources": ["${EncryptionKey.Arn}"],
+            "condition": {"StringEquals": {"kms:ViaService": "sns.${AWS::Region}.amazonaws.com"}},
+        },
+    }
+
+
+def test_the_state_table_is_encrypted_and_disposable_and_the_check_is_told_of_it(synth) -> None:
+    result = synth(LITE)
+    template = result.templates["monitor"]
+    topic_id, _ = only(template, "AWS::SNS::Topic")
+    table_id, table = only(template, "AWS::DynamoDB::Table")
+    props = table["Properties"]
+    assert props["KeySchema"] == [{"AttributeName": "Environment", "KeyType": "HASH"}]
+    assert props["BillingMode"] == "PAY_PER_REQUEST"
+    assert props["SSESpecification"]["SSEEnabled"] is True
+    assert producer_value(result, props["SSESpecification"]["KMSMasterKeyId"]) == STORAGE_KEY
+    assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert table["DeletionPolicy"] == "Delete"  # disposable: goes with the stack
+    text = joined(schedule_of(template)["Properties"]["Target"]["Input"])
+    parsed = json.loads(text)
+    assert (parsed["topic_arn"], parsed["state_table"]) == (f"${{{topic_id}}}", f"${{{table_id}}}")
+    assert (parsed["idle_alert_minutes"], parsed["ending_alert_days"]) == (60, 3)
+
+
+def test_without_a_cluster_there_are_no_event_rules() -> None:
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_kms as kms
+
+    from novapod.constructs.monitor.alerts import Alerts
+
+    stack = Stack(App(), "S", env={"account": "111122223333", "region": "us-east-1"})
+    key = kms.Key.from_key_arn(stack, "K", "arn:aws:kms:us-east-1:111122223333:key/k")
+    alerts = Alerts(
+        stack, "A", environment="e", prefix="novapod-e", cluster_name=None, emails=[], key=key
+    )
+    assert (alerts.rules, alerts.events_role) == ({}, None)

@@ -1,6 +1,9 @@
 """The environment's scheduled check: an EventBridge Scheduler schedule that invokes a small
 Lambda function (code in `handler/`) every few minutes, which samples the training plans
-and the HyperPod cluster's instance groups into CloudWatch metrics.
+and the HyperPod cluster's instance groups into CloudWatch metrics and alerts through the
+environment's topic (`alerts.py`) on what SageMaker does not publish. What it has sent is
+one item of a small DynamoDB table of its own (strongly consistent reads, a conditional
+write), so a run never alerts twice for the same occurrence.
 
 Least privilege, statement by statement (the Service Authorization Reference,
 docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsagemaker.html and
@@ -14,6 +17,10 @@ list_amazoncloudwatch.html):
   roles and schedule would lengthen every first deploy; both calls only read;
 - `cloudwatch:PutMetricData`, which has no resource type: Resource "*" with the
   `cloudwatch:namespace` condition key, so the function writes only novapod's metrics;
+- `sns:Publish` on the alert topic, and its key through SNS (`alerts.grant_publish`);
+- `dynamodb:GetItem` and `PutItem` on the state table, this environment's item only
+  (dynamodb:LeadingKeys), and its key through DynamoDB (`purchase_ledger.
+  grant_environment_items`, as the purchase handlers are granted the ledger);
 - its own log group, and what Lambda needs in the VPC (`provider.attach_to_vpc`).
 
 The schedule's role may invoke this one function (`lambda:InvokeFunction` on its ARN) and
@@ -36,15 +43,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_scheduler as scheduler
+from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from novapod.capacity.extension import SEARCH_COMMAND
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.log_retention import log_group
+from novapod.constructs.monitor.alerts import grant_publish
 from novapod.constructs.network import PrivatePlacement
 from novapod.constructs.provider import (
     MEMORY_MB,
@@ -56,6 +67,7 @@ from novapod.constructs.provider import (
     handler_code,
     https_egress_group,
 )
+from novapod.constructs.purchase_ledger import grant_environment_items
 
 HANDLER_ROOT = Path(__file__).resolve().parent
 NAMESPACE = "novapod"
@@ -63,6 +75,9 @@ NAMESPACE = "novapod"
 # outlives the function, and one run at a time.
 TIMEOUT = Duration.minutes(5)
 RESERVED_CONCURRENCY = 1
+# What the function does with its state item (handler/index.py).
+STATE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
+STATE_KEY = "Environment"
 
 
 @dataclass(frozen=True)
@@ -83,8 +98,8 @@ def rate(minutes: int) -> str:
 
 
 class ScheduledCheck(Construct):
-    """Attributes: `function`, `role`, `log_group`, `schedule`, `schedule_role`, and
-    `security_group` (None outside the VPC)."""
+    """Attributes: `function`, `role`, `log_group`, `schedule`, `schedule_role`,
+    `state_table` and `security_group` (None outside the VPC)."""
 
     def __init__(
         self,
@@ -95,6 +110,9 @@ class ScheduledCheck(Construct):
         plans: Sequence[WatchedPlan],
         cluster_name: str | None,
         every_minutes: int,
+        idle_alert_minutes: int,
+        ending_alert_days: int,
+        topic: sns.ITopic,
         placement: PrivatePlacement | None,
         log_retention_days: int,
         key: kms.IKey,
@@ -165,6 +183,16 @@ class ScheduledCheck(Construct):
             "Authorization Reference lists no resource type for it); the statement is "
             "limited to the novapod namespace by the cloudwatch:namespace condition key.",
         )
+        grant_publish(self.role, topic, key, "PublishAlerts")
+        self.state_table = self._state_table(key)
+        grant_environment_items(
+            self.role,
+            table=self.state_table,
+            key=key,
+            environment=environment,
+            actions=STATE_ACTIONS,
+            sid="CheckState",
+        )
         acknowledge(
             self.function,
             "LambdaDLQ",
@@ -195,6 +223,11 @@ class ScheduledCheck(Construct):
                 {"name": p.name, "plan_name": p.plan_name, "jobs": list(p.jobs)} for p in plans
             ],
             "cluster": cluster_name,
+            "idle_alert_minutes": idle_alert_minutes,
+            "ending_alert_days": ending_alert_days,
+            "topic_arn": topic.topic_arn,
+            "state_table": self.state_table.table_name,
+            "extend_command": SEARCH_COMMAND.format(hours=24),
         }
         self.schedule_role = iam.Role(
             self,
@@ -239,3 +272,28 @@ class ScheduledCheck(Construct):
             ),
         )
         self.schedule.node.add_dependency(default_policy(self.schedule_role))
+
+    def _state_table(self, key: kms.IKey) -> dynamodb.Table:
+        """One item per environment: the alerts sent, the plans seen, when each began to
+        idle. Disposable: removed with the stack (a new table re-sends the alerts whose
+        condition still holds)."""
+        table = dynamodb.Table(
+            self,
+            "State",
+            partition_key=dynamodb.Attribute(name=STATE_KEY, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
+            encryption_key=key,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        acknowledge(
+            table,
+            "DynamoDBInBackupPlan",
+            "The table holds only which alerts the check has sent and when plans began to "
+            "idle; point-in-time recovery is on, and a lost table only re-sends the alerts "
+            "whose condition still holds.",
+        )
+        return table

@@ -1,14 +1,26 @@
 """Lambda entry point of the environment's scheduled check (EventBridge Scheduler invokes
 `check` every few minutes with the settings the construct wrote as the schedule's input).
 
-One run reads each plan (SageMaker DescribeTrainingPlan; ResourceNotFound: not bought,
-the error the API reference documents), the HyperPod cluster (DescribeCluster;
-ResourceNotFound: not deployed) and its nodes (ListClusterNodes, every page), then puts
-the metrics of what it read (CloudWatch PutMetricData, in the settings' namespace, at
-most 1000 a request). A read that fails leaves its plan or the cluster out of this run
-and the others are still sampled; the run then fails (one JSON line says which call
-failed and why), so the function's Errors metric counts it, and the next run, minutes
-later, samples again. Nothing here changes the environment.
+One run:
+
+1. reads each plan (SageMaker DescribeTrainingPlan; ResourceNotFound: not bought, the
+   error the API reference documents), the HyperPod cluster (DescribeCluster;
+   ResourceNotFound: not deployed) and its nodes (ListClusterNodes, every page);
+2. puts the metrics of what it read (CloudWatch PutMetricData, in the settings'
+   namespace, at most 1000 a request);
+3. reads the state the last run left (DynamoDB GetItem, strongly consistent: the item
+   of this environment in the monitor stack's table), decides the alerts it owes
+   (`decisions.decide`), publishes each (SNS Publish, one sentence) and writes the new
+   state with a conditional PutItem on the item's `Sequence` (a run that finds the item
+   moved by another leaves it be: the next run takes it from there).
+
+An alert is recorded as sent only once its Publish answered: one that failed is owed
+again by the next run, one that was sent is never sent again while its condition
+holds. Without the state (its read failed) a run sends nothing: it cannot know what was
+sent. A read or call that fails leaves its part out and the others are still done; the
+run then fails (one JSON line names each failed call), so the function's Errors metric
+counts it, and the next run, minutes later, starts again. Nothing here changes the
+environment but the metrics, the alerts and the state item.
 
 Every AWS call has connect and read timeouts and botocore's standard retries
 (`worst_case_seconds` bounds a run; the construct's timeout is above it).
@@ -17,19 +29,23 @@ Every AWS call has connect and read timeouts and botocore's standard retries
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
-from ...handler_core import aws, errors
+from ...handler_core import aws, errors, values
 from ...handler_core.values import log as _log
 from ...handler_core.values import utc_now as _now
 from . import decisions
-from .decisions import ClusterSample, PlanSample, Samples, Settings
+from .decisions import ClusterSample, PlanSample, Samples, Settings, State
 
 CONNECT_TIMEOUT_SECONDS: float = 3
 READ_TIMEOUT_SECONDS: float = 5
 MAX_ATTEMPTS = 3
 MAX_BACKOFF_SECONDS = 20  # botocore standard mode: pause before retry n <= min(2**n, 20) s
 NOT_FOUND = "ResourceNotFound"
+CONDITION_FAILED = "ConditionalCheckFailedException"
+# The state item: one per environment, keyed by its name.
+STATE_KEY = "Environment"
 
 
 class CheckError(Exception):
@@ -60,9 +76,11 @@ def check(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
             cloudwatch.put_metric_data(Namespace=settings.namespace, MetricData=batch)
         except aws.ERRORS as exc:
             failures.append(errors.failed("CloudWatch PutMetricData", exc))
+    sent = _alert(samples, settings, now, failures)
     summary = {
         "plans": {p.settings.name: p.status for p in samples.plans if p.error is None},
         "metrics": len(data),
+        "alerts": sent,
         "failures": failures,
     }
     if failures:
@@ -71,11 +89,75 @@ def check(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
     _log(
         "sampled",
         f"{len(data)} metrics of {len(samples.plans)} plans"
-        + (f" and cluster {settings.cluster}" if settings.cluster else ""),
+        + (f" and cluster {settings.cluster}" if settings.cluster else "")
+        + f", {len(sent)} alerts",
         environment=settings.environment,
         **summary,
     )
     return summary
+
+
+def _alert(samples: Samples, settings: Settings, now: datetime, failures: list[str]) -> list[str]:
+    """Publish the alerts this run owes and record them; the keys of those sent."""
+    dynamodb = _client("dynamodb")
+    key = {STATE_KEY: {"S": settings.environment}}
+    try:
+        item = dynamodb.get_item(TableName=settings.state_table, Key=key, ConsistentRead=True)
+    except aws.ERRORS as exc:
+        failures.append(errors.failed("DynamoDB GetItem of the check's state", exc))
+        return []
+    found = item.get("Item") or {}
+    previous = decisions.read_state(
+        (found.get("State") or {}).get("S"), int((found.get("Sequence") or {}).get("N") or 0)
+    )
+    decision = decisions.decide(samples, previous, now, settings)
+    sns = _client("sns")
+    sent, unsent = [], []
+    for alert in decision.alerts:
+        try:
+            sns.publish(TopicArn=settings.topic_arn, Subject=alert.subject, Message=alert.message)
+        except aws.ERRORS as exc:
+            failures.append(errors.failed(f"SNS Publish of {alert.key}", exc))
+            unsent.append(alert.key)
+            continue
+        sent.append(alert.key)
+        _log("alert", alert.message, key=alert.key, environment=settings.environment)
+    state = decisions.without(decision.state, unsent)
+    if previous.sequence and state.text() == previous.text():
+        return sent  # nothing new to record
+    _write_state(dynamodb, settings, state, now, failures)
+    return sent
+
+
+def _write_state(
+    dynamodb: Any, settings: Settings, state: State, now: datetime, failures: list[str]
+) -> None:
+    """The new state, if the item is still the one this run read (its Sequence)."""
+    if state.sequence:
+        condition: dict[str, Any] = {
+            "ConditionExpression": "#sequence = :sequence",
+            "ExpressionAttributeNames": {"#sequence": "Sequence"},
+            "ExpressionAttributeValues": {":sequence": {"N": str(state.sequence)}},
+        }
+    else:
+        condition = {"ConditionExpression": f"attribute_not_exists({STATE_KEY})"}
+    item = {
+        STATE_KEY: {"S": settings.environment},
+        "Sequence": {"N": str(state.sequence + 1)},
+        "State": {"S": state.text()},
+        "UpdatedAt": {"S": values.iso(now)},
+    }
+    try:
+        dynamodb.put_item(TableName=settings.state_table, Item=item, **condition)
+    except aws.ERRORS as exc:
+        if errors.error_code(exc) == CONDITION_FAILED:
+            _log(
+                "state-moved",
+                "another run wrote the check's state first; the next run takes it from there",
+                environment=settings.environment,
+            )
+            return
+        failures.append(errors.failed("DynamoDB PutItem of the check's state", exc))
 
 
 def _sample(settings: Settings, sagemaker: Any, failures: list[str]) -> Samples:
