@@ -233,7 +233,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             key_arn=Fn.get_stack_output(storage.stack_name, "KeyArn"),
             env=env,
             description=f"novapod {config.name}: the scheduled check of the plans and "
-            "instance groups (CloudWatch metrics) and the alerts",
+            "instance groups (metrics, dashboard) and the alerts",
         )
         monitor.add_stack_dependency(storage, "the key of its log group")
         if eks is not None:

@@ -22,8 +22,8 @@ class Monitoring(_Model):
 
     enabled: bool = Field(
         True,
-        description="Build the check and the alerts; false removes them (nothing else "
-        "depends on them).",
+        description="Build the check, its dashboard and the alerts; false removes them "
+        "(nothing else depends on them).",
     )
     every_minutes: int = Field(5, ge=1, le=60, description="Minutes between two runs of the check.")
     idle_alert_minutes: int = Field(

@@ -98,7 +98,7 @@ class NovapodConfig(_Model):
     monitoring: Monitoring = Field(
         Monitoring(),
         description="The scheduled check of the plans and instance groups: metrics, the "
-        "alerts it sends (with training plans or a HyperPod cluster).",
+        "dashboard and the alerts (with training plans or a HyperPod cluster).",
     )
     notifications: Notifications = Field(
         Notifications(), description="Who receives the environment's alerts."

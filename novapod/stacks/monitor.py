@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Stack
+from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
@@ -27,6 +27,7 @@ from novapod.capacity.extension import plan_name
 from novapod.config import NovapodConfig
 from novapod.constructs.monitor.alerts import Alerts
 from novapod.constructs.monitor.construct import ScheduledCheck, WatchedPlan
+from novapod.constructs.monitor.dashboard import EnvironmentDashboard
 from novapod.constructs.network import PrivatePlacement
 
 CLOSED_NETWORK_REASON = (
@@ -51,8 +52,10 @@ def watched_plans(stack: Stack, config: NovapodConfig) -> list[WatchedPlan]:
 
 
 class MonitorStack(Stack):
-    """Exposes `alerts` (Alerts: the topic, its subscriptions, HyperPod's event rules) and
-    `check` (ScheduledCheck)."""
+    """Exposes `alerts` (Alerts: the topic, its subscriptions, HyperPod's event rules),
+    `check` (ScheduledCheck) and `dashboard` (EnvironmentDashboard). Its outputs are for
+    people (the topic to subscribe more endpoints to, the dashboard's address); no stack
+    reads them."""
 
     def __init__(
         self,
@@ -92,4 +95,36 @@ class MonitorStack(Stack):
             log_retention_days=config.eks.log_retention_days if config.eks else 365,
             key=key,
             outside_vpc_reason=CLOSED_NETWORK_REASON if closed else "",
+        )
+        hyperpod = config.hyperpod
+        groups = (
+            [g.name for g in hyperpod.restricted_instance_groups]
+            + [g.name for g in hyperpod.instance_groups]
+            if hyperpod is not None
+            else []
+        )
+        self.dashboard = EnvironmentDashboard(
+            self,
+            "Dashboard",
+            environment=config.name,
+            dashboard_name=config.prefix,
+            plans=[spec.name for spec in config.capacity.training_plans],
+            groups=groups,
+            every_minutes=monitoring.every_minutes,
+            function=self.check.function,
+            log_group=self.check.log_group,
+        )
+        CfnOutput(
+            self,
+            "AlertTopicArn",
+            value=self.alerts.topic.topic_arn,
+            description="The environment's alert topic (notifications.emails are subscribed; "
+            "subscribe other endpoints here)",
+        )
+        CfnOutput(
+            self,
+            "DashboardUrl",
+            value=f"https://{self.region}.console.aws.amazon.com/cloudwatch/home?region="
+            f"{self.region}#dashboards/dashboard/{config.prefix}",
+            description="The environment's CloudWatch dashboard: plans, groups, the check",
         )

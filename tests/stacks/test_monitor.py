@@ -96,7 +96,8 @@ def test_nothing_depends_on_the_monitor(synth, path) -> None:
     for kind, template in result.templates.items():
         if kind != "monitor":
             assert monitor not in str(template), kind  # no value read from it
-    assert not result.templates["monitor"].get("Outputs")
+    # For people only: the topic to subscribe more endpoints to, the dashboard's address.
+    assert set(result.templates["monitor"]["Outputs"]) == {"AlertTopicArn", "DashboardUrl"}
 
 
 def test_the_schedule_runs_the_check_every_few_minutes(synth) -> None:
@@ -412,3 +413,67 @@ def test_without_a_cluster_there_are_no_event_rules() -> None:
         stack, "A", environment="e", prefix="novapod-e", cluster_name=None, emails=[], key=key
     )
     assert (alerts.rules, alerts.events_role) == ({}, None)
+
+
+# --- the dashboard --------------------------------------------------------------------------
+
+
+def dashboard_body(result: Synthesized) -> tuple[str, dict[str, Any]]:
+    _, dashboard = only(result.templates["monitor"], "AWS::CloudWatch::Dashboard")
+    props = dashboard["Properties"]
+    return props["DashboardName"], json.loads(joined(props["DashboardBody"]))
+
+
+@pytest.mark.parametrize("path", MONITORED, ids=lambda p: Path(p).stem)
+def test_the_dashboard_shows_each_plan_and_group_and_the_check(synth, path) -> None:
+    result = synth(path)
+    config = load_config(path)
+    name, body = dashboard_body(result)
+    assert name == config.prefix
+    assert body["start"] == "-P7D"
+    text, *graphs, runs, alerts = body["widgets"]
+    assert text["type"] == "text" and f"# novapod {config.name}" in text["properties"]["markdown"]
+    plans = [spec.name for spec in config.capacity.training_plans]
+    groups = [g.name for g in config.hyperpod.restricted_instance_groups] + [
+        g.name for g in config.hyperpod.instance_groups
+    ]
+    assert [g["properties"]["title"] for g in graphs] == [
+        f"plan {p}: reserved vs in use" for p in plans
+    ] + [f"group {g}: nodes" for g in groups]
+    env = config.name
+    for graph, plan in zip(graphs, plans, strict=False):
+        assert [m[:6] for m in graph["properties"]["metrics"]] == [
+            ["novapod", metric, "Environment", env, "Plan", plan]
+            for metric in (
+                "TotalInstances",
+                "InUseInstances",
+                "IdleInstances",
+                "UnhealthyInstances",
+            )
+        ]
+        assert {m[6]["stat"] for m in graph["properties"]["metrics"]} == {"Maximum"}
+    for graph, group in zip(graphs[len(plans) :], groups, strict=True):
+        assert [m[:6] for m in graph["properties"]["metrics"]] == [
+            ["novapod", metric, "Environment", env, "InstanceGroup", group]
+            for metric in ("DesiredNodes", "CurrentNodes", "UnhealthyNodes")
+        ]
+    function_id, _ = only(result.templates["monitor"], "AWS::Lambda::Function")
+    assert [m[:4] for m in runs["properties"]["metrics"]] == [
+        ["AWS/Lambda", "Invocations", "FunctionName", f"${{{function_id}}}"],
+        ["AWS/Lambda", "Errors", "FunctionName", f"${{{function_id}}}"],
+    ]
+    log_id, _ = only(result.templates["monitor"], "AWS::Logs::LogGroup")
+    assert alerts["type"] == "log"
+    query = alerts["properties"]["query"]
+    assert query.startswith(f"SOURCE '${{{log_id}}}' | fields @timestamp, message")
+    assert '| filter step = "alert"' in query
+
+
+def test_the_dashboard_draws_the_metrics_the_check_puts() -> None:
+    from novapod.constructs.monitor import dashboard
+    from novapod.constructs.monitor.handler import decisions
+
+    drawn = {m for m, _ in dashboard.PLAN_METRICS} | {m for m, _ in dashboard.GROUP_METRICS}
+    put = {m for m, _ in decisions.PLAN_METRICS} | {"IdleInstances"} | set(decisions.GROUP_METRICS)
+    # All but AvailableInstances, which IdleInstances draws while it costs (Active).
+    assert drawn == put - {"AvailableInstances"}
