@@ -56,6 +56,23 @@ def role_statements(result: Synthesized, role_id: str) -> dict[str, dict[str, An
     return out
 
 
+def publish_statements(topic_id: str) -> dict[str, dict[str, Any]]:
+    """What publishing to the alert topic takes (alerts.grant_publish): the topic, its key
+    through SNS only."""
+    return {
+        "PublishAlerts": {
+            "actions": ["sns:Publish"],
+            "resources": [f"${{{topic_id}}}"],
+            "condition": None,
+        },
+        "PublishAlertsKey": {
+            "actions": ["kms:Decrypt", "kms:GenerateDataKey"],
+            "resources": ["${EncryptionKey.Arn}"],
+            "condition": {"StringEquals": {"kms:ViaService": "sns.${AWS::Region}.amazonaws.com"}},
+        },
+    }
+
+
 def rendered(value: Any, result: Synthesized) -> Any:
     """A condition with its intrinsics rendered as text (`${AWS::Region}`)."""
     if isinstance(value, dict) and {"Fn::Join", "Ref", "Fn::GetAtt"} & set(value):
@@ -202,16 +219,7 @@ def test_the_check_s_role_reads_plans_and_cluster_puts_metrics_publishes_and_kee
         },
         "AttachToVpc": found["AttachToVpc"],  # provider.attach_to_vpc, tested there
         "DescribeNetworkInterfaces": found["DescribeNetworkInterfaces"],
-        "PublishAlerts": {
-            "actions": ["sns:Publish"],
-            "resources": [f"${{{topic_id}}}"],
-            "condition": None,
-        },
-        "PublishAlertsKey": {
-            "actions": ["kms:Decrypt", "kms:GenerateDataKey"],
-            "resources": ["${EncryptionKey.Arn}"],
-            "condition": {"StringEquals": {"kms:ViaService": "sns.${AWS::Region}.amazonaws.com"}},
-        },
+        **publish_statements(topic_id),
         "CheckState": {
             "actions": ["dynamodb:GetItem", "dynamodb:PutItem"],
             "resources": [f"${{{table_id}.Arn}}"],
@@ -369,18 +377,7 @@ def test_the_rules_deliver_with_a_role_for_them_only(synth) -> None:
             ]
         },
     }
-    assert role_statements(result, role_id) == {
-        "PublishAlerts": {
-            "actions": ["sns:Publish"],
-            "resources": [f"${{{topic_id}}}"],
-            "condition": None,
-        },
-        "PublishAlertsKey": {
-            "actions": ["kms:Decrypt", "kms:GenerateDataKey"],
-            "resources": ["${EncryptionKey.Arn}"],
-            "condition": {"StringEquals": {"kms:ViaService": "sns.${AWS::Region}.amazonaws.com"}},
-        },
-    }
+    assert role_statements(result, role_id) == publish_statements(topic_id)
 
 
 def test_the_state_table_is_encrypted_and_disposable_and_the_check_is_told_of_it(synth) -> None:
@@ -477,3 +474,51 @@ def test_the_dashboard_draws_the_metrics_the_check_puts() -> None:
     put = {m for m, _ in decisions.PLAN_METRICS} | {"IdleInstances"} | set(decisions.GROUP_METRICS)
     # All but AvailableInstances, which IdleInstances draws while it costs (Active).
     assert drawn == put - {"AvailableInstances"}
+
+
+def test_in_a_closed_network_the_check_runs_outside_the_vpc_and_says_why() -> None:
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_kms as kms
+    from aws_cdk import aws_sns as sns
+
+    from novapod.constructs.monitor.construct import ScheduledCheck
+    from novapod.stacks.monitor import CLOSED_NETWORK_REASON
+
+    app = App()
+    stack = Stack(app, "S", env={"account": "111122223333", "region": "us-east-1"})
+    key = kms.Key.from_key_arn(stack, "K", "arn:aws:kms:us-east-1:111122223333:key/k")
+    topic = sns.Topic.from_topic_arn(stack, "T", "arn:aws:sns:us-east-1:111122223333:t")
+    ScheduledCheck(
+        stack,
+        "Check",
+        environment="e",
+        plans=[],
+        cluster_name=None,
+        every_minutes=5,
+        idle_alert_minutes=60,
+        ending_alert_days=3,
+        topic=topic,
+        placement=None,
+        log_retention_days=365,
+        key=key,
+        outside_vpc_reason=CLOSED_NETWORK_REASON,
+    )
+    template = app.synth().get_stack_by_name("S").template
+    _, function = only(template, "AWS::Lambda::Function")
+    assert "VpcConfig" not in function["Properties"]
+    assert not resources(template, "AWS::EC2::SecurityGroup")
+    skipped = {s["id"]: s["comment"] for s in function["Metadata"]["checkov"]["skip"]}
+    assert skipped["CKV_AWS_117"] == CLOSED_NETWORK_REASON  # and cdk-nag's LambdaInsideVPC
+    statements = [
+        s
+        for policy in resources(template, "AWS::IAM::Policy").values()
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    assert not [
+        s for s in statements if s.get("Sid") in ("AttachToVpc", "DescribeNetworkInterfaces")
+    ]
+    assert not [
+        s
+        for s in statements
+        if s.get("Sid") in ("DescribeTrainingPlans", "DescribeHyperPodCluster")
+    ]

@@ -9,10 +9,11 @@ docs.aws.amazon.com/eventbridge/latest/userguide/eb-custom-bus-target-sns.html, 
 role"); the key policy lets this account's IAM policies grant its use (the root
 statement of the storage stack's key), so the publishers' roles hold those grants, the
 key's use limited to calls SNS makes (kms:ViaService). The key policy needs no statement
-for EventBridge: the rules deliver with a role of their own (EventBridge has supported
-an execution role for every target since March 2025), assumed by EventBridge for these
-rules only (aws:SourceAccount, aws:SourceArn: the condition keys of "Using IAM policy
-conditions in Amazon EventBridge", policy-keys-eventbridge.html).
+for EventBridge: the rules deliver with a role of their own (EventBridge takes an
+execution role for every target since March 2025: aws.amazon.com/about-aws/whats-new/
+2025/03/amazon-eventbridge-iam-execution-role-all-targets/), assumed by EventBridge for
+these rules only (aws:SourceAccount, aws:SourceArn: the condition keys of "Using IAM
+policy conditions in Amazon EventBridge", policy-keys-eventbridge.html).
 
 HyperPod sends three detail types to the default event bus (source aws.sagemaker; the
 "SageMaker HyperPod cluster events reference" and "Events that Amazon SageMaker AI sends

@@ -56,6 +56,7 @@ from novapod.capacity.extension import SEARCH_COMMAND
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.log_retention import log_group
 from novapod.constructs.monitor.alerts import grant_publish
+from novapod.constructs.monitor.handler import decisions
 from novapod.constructs.network import PrivatePlacement
 from novapod.constructs.provider import (
     MEMORY_MB,
@@ -71,13 +72,13 @@ from novapod.constructs.purchase_ledger import grant_environment_items
 
 HANDLER_ROOT = Path(__file__).resolve().parent
 NAMESPACE = "novapod"
-# Above the worst case of a run (handler/index.py worst_case_seconds, tested): a run never
-# outlives the function, and one run at a time.
+# The worst case of a run of ten calls, each retried to its limit (handler/index.py
+# worst_case_seconds, tested): two plans, the cluster and a page of nodes, the metrics,
+# the state's read and write and three alerts. One run at a time.
 TIMEOUT = Duration.minutes(5)
 RESERVED_CONCURRENCY = 1
 # What the function does with its state item (handler/index.py).
 STATE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
-STATE_KEY = "Environment"
 
 
 @dataclass(frozen=True)
@@ -280,7 +281,9 @@ class ScheduledCheck(Construct):
         table = dynamodb.Table(
             self,
             "State",
-            partition_key=dynamodb.Attribute(name=STATE_KEY, type=dynamodb.AttributeType.STRING),
+            partition_key=dynamodb.Attribute(
+                name=decisions.STATE_KEY, type=dynamodb.AttributeType.STRING
+            ),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
             encryption_key=key,

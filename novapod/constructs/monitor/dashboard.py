@@ -58,10 +58,11 @@ class EnvironmentDashboard(Construct):
         super().__init__(scope, id_)
         period = Duration.minutes(every_minutes)
 
-        def metrics(
-            names: Sequence[tuple[str, str]], dimension: str, value: str
-        ) -> list[cloudwatch.IMetric]:
-            return [
+        def counts(
+            title: str, names: Sequence[tuple[str, str]], dimension: str, value: str, unit: str
+        ) -> list[cloudwatch.IWidget]:
+            """One row: a graph of the counts the check puts for one plan or group."""
+            metrics: list[cloudwatch.IMetric] = [
                 cloudwatch.Metric(
                     namespace=NAMESPACE,
                     metric_name=name,
@@ -71,6 +72,12 @@ class EnvironmentDashboard(Construct):
                     label=label,
                 )
                 for name, label in names
+            ]
+            axis = cloudwatch.YAxisProps(min=0, label=unit, show_units=False)
+            return [
+                cloudwatch.GraphWidget(
+                    title=title, left=metrics, left_y_axis=axis, width=WIDTH, height=6
+                )
             ]
 
         rows: list[list[cloudwatch.IWidget]] = [
@@ -87,27 +94,11 @@ class EnvironmentDashboard(Construct):
             ]
         ]
         rows += [
-            [
-                cloudwatch.GraphWidget(
-                    title=f"plan {plan}: reserved vs in use",
-                    left=metrics(PLAN_METRICS, "Plan", plan),
-                    left_y_axis=cloudwatch.YAxisProps(min=0, label="instances", show_units=False),
-                    width=WIDTH,
-                    height=6,
-                )
-            ]
+            counts(f"plan {plan}: reserved vs in use", PLAN_METRICS, "Plan", plan, "instances")
             for plan in plans
         ]
         rows += [
-            [
-                cloudwatch.GraphWidget(
-                    title=f"group {group}: nodes",
-                    left=metrics(GROUP_METRICS, "InstanceGroup", group),
-                    left_y_axis=cloudwatch.YAxisProps(min=0, label="nodes", show_units=False),
-                    width=WIDTH,
-                    height=6,
-                )
-            ]
+            counts(f"group {group}: nodes", GROUP_METRICS, "InstanceGroup", group, "nodes")
             for group in groups
         ]
         rows.append(

@@ -52,6 +52,8 @@ TRANSITIONS = ("Active", "Expired", "Failed")
 NOT_BOUGHT = "NotBought"
 # The state's version: a state of another version is read as no state.
 STATE_VERSION = 1
+# The state item's key attribute: one item per environment, keyed by its name.
+STATE_KEY = "Environment"
 
 
 class SettingsError(Exception):

@@ -44,8 +44,6 @@ MAX_ATTEMPTS = 3
 MAX_BACKOFF_SECONDS = 20  # botocore standard mode: pause before retry n <= min(2**n, 20) s
 NOT_FOUND = "ResourceNotFound"
 CONDITION_FAILED = "ConditionalCheckFailedException"
-# The state item: one per environment, keyed by its name.
-STATE_KEY = "Environment"
 
 
 class CheckError(Exception):
@@ -100,7 +98,7 @@ def check(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
 def _alert(samples: Samples, settings: Settings, now: datetime, failures: list[str]) -> list[str]:
     """Publish the alerts this run owes and record them; the keys of those sent."""
     dynamodb = _client("dynamodb")
-    key = {STATE_KEY: {"S": settings.environment}}
+    key = {decisions.STATE_KEY: {"S": settings.environment}}
     try:
         item = dynamodb.get_item(TableName=settings.state_table, Key=key, ConsistentRead=True)
     except aws.ERRORS as exc:
@@ -140,9 +138,9 @@ def _write_state(
             "ExpressionAttributeValues": {":sequence": {"N": str(state.sequence)}},
         }
     else:
-        condition = {"ConditionExpression": f"attribute_not_exists({STATE_KEY})"}
+        condition = {"ConditionExpression": f"attribute_not_exists({decisions.STATE_KEY})"}
     item = {
-        STATE_KEY: {"S": settings.environment},
+        decisions.STATE_KEY: {"S": settings.environment},
         "Sequence": {"N": str(state.sequence + 1)},
         "State": {"S": state.text()},
         "UpdatedAt": {"S": values.iso(now)},
