@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from novapod.review import mermaid
+from novapod.review.iam import condition_changes
 from novapod.review.report import GATES
 from novapod.review.semantics import CAP_TITLE
 from novapod.review.values import amount
@@ -338,6 +339,18 @@ def _security(page: _Page, security: Mapping[str, Any]) -> None:
         for entry in security["iam"]:
             page.item(_iam_line(entry), "IAM broadenings")
         page.line()
+    if security.get("iam_new_principals"):
+        page.line("**IAM of new roles and stacks**")
+        page.line()
+        page.line(
+            "A stack or role the base does not have: all it is granted is new, so each role "
+            "(or other principal) is one summary; `--format json` lists every action and "
+            "resource."
+        )
+        page.line()
+        for entry in security["iam_new_principals"]:
+            page.item(_new_principal_line(entry), "new IAM principals")
+        page.line()
     if security["security_groups"]:
         page.line("**Security-group openings**")
         page.line()
@@ -398,7 +411,50 @@ def _iam_line(entry: Mapping[str, Any]) -> str:
         text += f": adds {'; '.join(grants)}"
     if entry["condition_widened"]:
         text += f"{';' if grants else ':'} its condition allows more"
+        if "previous_condition" in entry:  # a report from before the field: only that
+            changes = condition_changes(entry["previous_condition"], entry["condition"])
+            text += f" ({'; '.join(code(change) for change in changes)})"
     return text
+
+
+def _count(number: int, what: str) -> str:
+    return f"{number} {what}{'' if number == 1 else 's'}"
+
+
+def _new_principal_line(entry: Mapping[str, Any]) -> str:
+    """One new role or principal: "- `stack` role `Id`, assumed by `Service:…`: 3 statements
+    grant 5 actions in kms, s3 on 2 resources; on any resource (`*`): …"."""
+    stack = code(entry["stack"])
+    if entry["kind"] == "role":
+        who = f"role {code(entry['logical_id'])}"
+        if entry["role_name"]:
+            who += f" (named {code(entry['role_name'])})"
+    else:
+        who = f"principal {code(entry['principal'])}"
+    if entry["assumed_by"]:
+        who += f", assumed by {_listing(entry['assumed_by'])}"
+    parts = []
+    if entry["statements"]:
+        resources = _count(len(entry["resources"]), "resource")
+        wildcards = len(entry["wildcard_resources"])
+        if wildcards:
+            resources += f" ({wildcards} with {'a wildcard' if wildcards == 1 else 'wildcards'})"
+        parts.append(
+            f"{_count(entry['statements'], 'statement')} "
+            f"grant{'s' if entry['statements'] == 1 else ''} "
+            f"{_count(len(entry['actions']), 'action')} in {', '.join(entry['services'])} "
+            f"on {resources}"
+        )
+    if entry["on_any_resource"]:
+        parts.append(f"on any resource (`*`): {_listing(entry['on_any_resource'])}")
+    if entry["negated"]:
+        negated = "/".join("Not" + key.capitalize().rstrip("s") for key in entry["negated"])
+        parts.append(f"{negated} in some statements (all but what they list)")
+    if entry["conditional_statements"]:
+        parts.append(f"{_count(entry['conditional_statements'], 'statement')} with a condition")
+    if entry["managed_policies"]:
+        parts.append(f"managed policies {_listing(entry['managed_policies'])}")
+    return f"- {stack} {who}: " + ("; ".join(parts) or "no permissions of its own") + "."
 
 
 def _other(page: _Page, stacks: Iterable[Mapping[str, Any]], shown: set[tuple[str, str]]) -> None:

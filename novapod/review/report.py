@@ -3,7 +3,8 @@
 Top-level keys, each list sorted so that the same inputs give the same bytes:
   format     "novapod-review/1"
   engine     the diff engine and its version
-  summary    changed (bool), stacks by status, counts per section
+  summary    changed (bool), stacks by status, counts per section; `purchases` counts
+             the training plans bought (entries with purchase: true), nothing else
   gates      gate name -> whether the change trips it (see GATES)
   purchases  training plans bought / adopted / updated / removed, Bedrock imports; a
              plan's cap_changes: fee caps raised, lowered or in another currency under
@@ -13,7 +14,9 @@ Top-level keys, each list sorted so that the same inputs give the same bytes:
   instance_groups  each HyperPod instance group an in-place cluster update adds,
              removes or changes: count, type and training plan, old -> new, and the
              effect on the jobs running on it (groups.py)
-  security   iam (broadenings), security_groups (openings), endpoints
+  security   iam (broadenings), iam_new_principals (one summary per role or principal of
+             a stack or role the base does not have), security_groups (openings),
+             endpoints
   schedules  training-plan schedules added or changed (schedules.py), each with the
              schedule before and after, as the capacity stack recorded them
   stacks     every stack: status and every resource change the engine found
@@ -26,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from novapod.review import groups, schedules, semantics
+from novapod.review import groups, iam, schedules, semantics
 from novapod.review.assembly import StackArtifact, read_stacks
 from novapod.review.engine import PACKAGE, diff_templates
 
@@ -70,7 +73,7 @@ def build(base_dir: Path, head_dir: Path) -> dict[str, Any]:
         "purchases": [],
         "stateful": [],
         "instance_groups": [],
-        "security": {"iam": [], "security_groups": [], "endpoints": []},
+        "security": {"iam": [], "iam_new_principals": [], "security_groups": [], "endpoints": []},
         "schedules": [],
         "stacks": [],
     }
@@ -79,6 +82,10 @@ def build(base_dir: Path, head_dir: Path) -> dict[str, Any]:
         report["schedules"] += schedules.schedule_changes(
             name, base_stacks.get(name), head_stacks.get(name)
         )
+    # A plan's ARN joins the statements that read it once the plan is bought; that
+    # purchase is listed (and gated) under Purchases, not again as a broadening.
+    security = report["security"]
+    security["iam"] = iam.without_purchase_grants(security["iam"], report["purchases"])
     _sort(report)
     report["summary"] = _summary(report)
     report["gates"] = tripped(report)
@@ -122,7 +129,11 @@ def _add_stack(
         endpoint = semantics.endpoint_change(name, entry, before, after)
         if endpoint is not None:
             report["security"]["endpoints"].append(endpoint)
-    report["security"]["iam"] += semantics.iam_broadenings(name, diff["iam"])
+    broadenings, summaries = iam.new_grants(
+        name, diff["iam"], iam.new_roles(old, new), stack_added=status == "added"
+    )
+    report["security"]["iam"] += broadenings
+    report["security"]["iam_new_principals"] += summaries
     report["security"]["security_groups"] += semantics.security_group_openings(
         name, diff["security_groups"]
     )
@@ -152,7 +163,7 @@ def _sort(report: dict[str, Any]) -> None:
         key=lambda e: (e["stack"], e["logical_id"], e["kind"], e["group"])
     )
     for section in report["security"].values():
-        section.sort(key=lambda e: (e["stack"], _key(e)))
+        section.sort(key=lambda e: (e["stack"], e.get("principal", ""), _key(e)))
     report["stacks"].sort(key=lambda s: s["stack"])
 
 
@@ -164,12 +175,13 @@ def _summary(report: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "changed": any(stacks[s] for s in ("added", "changed", "removed")),
         "stacks": stacks,
-        "purchases": len(report["purchases"]),
+        "purchases": sum(1 for e in report["purchases"] if e["purchase"]),
         "stateful": {
             c: sum(1 for e in report["stateful"] if e["category"] == c)
             for c in semantics.CATEGORIES
         },
         "iam_broadenings": len(security["iam"]),
+        "iam_new_principals": len(security["iam_new_principals"]),
         "security_group_openings": len(security["security_groups"]),
         "endpoint_changes": len(security["endpoints"]),
         "instance_group_changes": len(report["instance_groups"]),
@@ -188,6 +200,9 @@ def tripped(report: Mapping[str, Any]) -> dict[str, bool]:
         ),
         "stateful-replacement": bool(categories & {"will-replace", "destroy"}),
         "may-replace": "may-replace" in categories,
-        "iam-broadening": bool(report["security"]["iam"]),
+        # A new role or stack grants more than nothing: its summaries count too.
+        "iam-broadening": bool(
+            report["security"]["iam"] or report["security"].get("iam_new_principals")
+        ),
         "security-group-opening": bool(report["security"]["security_groups"]),
     }

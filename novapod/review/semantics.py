@@ -5,17 +5,16 @@ about them (novapod/review/diff.js). The engine decides whether a change replace
 resource; these functions decide what that means here: a new training-plan name is a new
 non-refundable purchase, a raised fee cap under an unchanged name (the approval) lets a
 purchase cost more, replacing the HyperPod cluster deletes each restricted group's
-FSx for Lustre, an added IAM statement is a broadening only where it grants something the
-removed one did not.
+FSx for Lustre. What IAM grants is read in iam.py; security groups and endpoints here.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from novapod.review.values import amount, decimal, integer, readable, render
+from novapod.review.values import canonical as _canonical
 
 TRAINING_PLAN = "Custom::NovapodTrainingPlan"  # novapod/constructs/training_plan/construct.py
 BEDROCK_MODEL = "Custom::NovapodBedrockModel"  # novapod/constructs/bedrock_model/construct.py
@@ -90,10 +89,6 @@ EKS_ENDPOINT_ACCESS = ("EndpointPrivateAccess", "EndpointPublicAccess", "PublicA
 
 def _properties(resource: Mapping[str, Any] | None) -> dict[str, Any]:
     return dict((resource or {}).get("Properties") or {})
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 # --- every resource -------------------------------------------------------------------
@@ -516,132 +511,6 @@ def _removed_groups(
 
 
 # --- 3. security ----------------------------------------------------------------------
-
-
-def _values(targets: Mapping[str, Any]) -> list[str]:
-    return sorted(readable(str(v)) for v in targets.get("values", []))
-
-
-def _statement_view(statement: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "sid": statement.get("sid"),
-        "effect": statement.get("effect"),
-        "actions": _values(statement["actions"]),
-        "resources": _values(statement["resources"]),
-        "principals": _values(statement["principals"]),
-        "not": sorted(
-            key for key in ("actions", "resources", "principals") if statement[key].get("not")
-        ),
-        "condition": statement.get("condition"),
-    }
-
-
-def _overlap(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
-    return sum(len(set(a[key]) & set(b[key])) for key in ("actions", "resources", "principals"))
-
-
-def _condition_pairs(condition: Any) -> dict[tuple[str, str], set[str]] | None:
-    if condition is None:
-        return {}
-    if not isinstance(condition, Mapping):
-        return None
-    out: dict[tuple[str, str], set[str]] = {}
-    for operator, tests in condition.items():
-        if not isinstance(tests, Mapping):
-            return None
-        for key, value in tests.items():
-            values = value if isinstance(value, list) else [value]
-            out[str(operator), str(key)] = {_canonical(v) for v in values}
-    return out
-
-
-def condition_widens(old: Any, new: Any) -> bool:
-    """Whether a statement's new condition may allow a request the old one refused.
-
-    Conditions are ANDed: the new one is no wider when it keeps every old test and each
-    kept test allows no more values (fewer for a positive operator such as StringEquals,
-    more for a negated one such as StringNotEquals; others must stay equal). Tests it adds
-    only restrict. Anything else counts as widening.
-    """
-    before, after = _condition_pairs(old), _condition_pairs(new)
-    if before is None or after is None:
-        return _canonical(old) != _canonical(new)
-    for (operator, key), values in before.items():
-        kept = after.get((operator, key))
-        if kept is None:
-            return True
-        if "Not" in operator:
-            if not kept >= values:
-                return True
-        elif operator.startswith(("Null", "Bool")):
-            if kept != values:
-                return True
-        elif not kept <= values:
-            return True
-    return False
-
-
-def _match(added: Mapping[str, Any], removed: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    """The removed statement this added one most likely replaces (same sid, or most overlap)."""
-    candidates = [r for r in removed if r["effect"] == added["effect"] and r["not"] == added["not"]]
-    if added["sid"]:
-        same_sid = [r for r in candidates if r["sid"] == added["sid"]]
-        if same_sid:
-            return same_sid[0]
-    scored = sorted(
-        (
-            (_overlap(added, r), _canonical(r), r)
-            for r in candidates
-            if r["principals"] == added["principals"]
-        ),
-        key=lambda item: (-item[0], item[1]),
-    )
-    return scored[0][2] if scored and scored[0][0] > 0 else None
-
-
-def iam_broadenings(stack: str, iam: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Added Allow statements (what each grants beyond the one it replaces), Deny removals
-    and managed-policy attachments, from the engine's IAM statement changes."""
-    added = [_statement_view(s) for s in iam.get("statement_additions", [])]
-    removed = [_statement_view(s) for s in iam.get("statement_removals", [])]
-    out: list[dict[str, Any]] = []
-    for statement in added:
-        if statement["effect"] != "Allow":
-            continue  # an added Deny narrows
-        match = _match(statement, removed)
-        new = {
-            key: sorted(set(statement[key]) - set(match[key] if match else ()))
-            for key in ("actions", "resources", "principals")
-        }
-        condition_widened = match is not None and condition_widens(
-            match["condition"], statement["condition"]
-        )
-        if match is not None and not any(new.values()) and not condition_widened:
-            continue  # regrouped or narrowed: nothing granted that was not granted before
-        out.append(
-            {
-                "stack": stack,
-                "kind": "statement-widened" if match else "statement-added",
-                **statement,
-                "added_actions": new["actions"],
-                "added_resources": new["resources"],
-                "added_principals": new["principals"],
-                "condition_widened": condition_widened,
-            }
-        )
-    for statement in removed:
-        if statement["effect"] == "Deny":
-            out.append({"stack": stack, "kind": "deny-removed", **statement})
-    for attachment in iam.get("managed_policy_additions", []):
-        out.append(
-            {
-                "stack": stack,
-                "kind": "managed-policy-attached",
-                "principals": [readable(str(attachment.get("identity")))],
-                "policy": readable(str(attachment.get("policy"))),
-            }
-        )
-    return out
 
 
 def _peer(rule: Mapping[str, Any]) -> str:

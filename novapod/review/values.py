@@ -28,6 +28,11 @@ def readable(text: str) -> str:
     return _STACK_OUTPUT.sub(shorten, text)
 
 
+def canonical(value: Any) -> str:
+    """A value as compact JSON with sorted keys: equal values give equal text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
 def render(value: Any) -> str:
     """A template value as text: literals as they are, Ref/GetAtt/Join/Sub readable."""
     if isinstance(value, str):
@@ -54,7 +59,7 @@ def render(value: Any) -> str:
             return str(inner[0] if isinstance(inner, list) else inner)
     if isinstance(value, list):
         return "[" + ", ".join(render(item) for item in value) + "]"
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return canonical(value)
 
 
 def integer(value: Any) -> int | str | None:

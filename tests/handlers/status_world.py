@@ -23,6 +23,7 @@ from novapod.operate.status.expected import expected
 from tests.conftest import ROOT
 from tests.fakes.aws_control_plane import FakeControlPlane
 from tests.fakes.hyperpod import restricted_group, standard_group
+from tests.handlers.ledger_rows import ledger_row
 
 ACCOUNT = "123456789012"
 TABLE = "novapod-dev-storage-PurchaseLedger-1A2B3C"
@@ -83,21 +84,7 @@ def write_config(tmp_path: Path, text: str = CONFIG) -> tuple[Path, str, str]:
 
 
 def ledger_item(purchase: str, state: str, **fields: object) -> dict[str, object]:
-    kind, _, name = purchase.partition("#")
-    return {
-        "Environment": "dev",
-        "Purchase": purchase,
-        "Kind": kind,
-        "Name": name,
-        "State": state,
-        "Sequence": 3,
-        "Attempt": 1,
-        "RequestId": "req-1",
-        "Claimant": "c1",
-        "UpdatedAt": "2027-06-20T08:00:00Z",
-        "Fields": dict(fields),
-        "Attempts": [],
-    }
+    return ledger_row(purchase, state, updated_at="2027-06-20T08:00:00Z", **fields)
 
 
 @dataclass

@@ -10,6 +10,7 @@ import pytest
 
 from novapod.cli import main
 from tests.fakes.aws_control_plane import FakeControlPlane
+from tests.handlers.ledger_rows import ledger_row
 
 CONFIG = """
 name: dev
@@ -32,21 +33,7 @@ def fake(control_plane: FakeControlPlane) -> FakeControlPlane:
 
 
 def item(purchase: str, state: str, **fields: object) -> dict[str, object]:
-    kind, _, name = purchase.partition("#")
-    return {
-        "Environment": "dev",
-        "Purchase": purchase,
-        "Kind": kind,
-        "Name": name,
-        "State": state,
-        "Sequence": 3,
-        "Attempt": 1,
-        "RequestId": "req-1",
-        "Claimant": "c1",
-        "UpdatedAt": "2030-01-01T00:00:00Z",
-        "Fields": dict(fields),
-        "Attempts": [],
-    }
+    return ledger_row(purchase, state, updated_at="2030-01-01T00:00:00Z", **fields)
 
 
 def config(tmp_path: Path) -> str:

@@ -2,8 +2,9 @@
 small edits of it, each synthesized once per session through the `synth` fixture.
 
 No hand-written templates: every pair is what `cdk synth` writes for two configs, or
-(`plan_edit`) a copy of the base's cloud assembly whose training-plan properties are
-edited as JSON, for a change that only moves values the handler reads (a fee cap).
+(`template_edit`, `plan_edit`) a copy of a synthesized cloud assembly with one template
+edited as JSON, for a change that only moves values the handler reads (a fee cap) or
+one no config makes (an action added to a policy statement).
 """
 
 from __future__ import annotations
@@ -186,25 +187,44 @@ def plan_properties(template: dict[str, Any]) -> dict[str, Any]:
     return properties
 
 
+TemplateEdit = Callable[[str, str, str, Callable[[dict[str, Any]], None]], Path]
+
+
 @pytest.fixture(scope="session")
-def plan_edit(
+def template_edit(
     variant: Callable[[str], Synthesized], tmp_path_factory: pytest.TempPathFactory
-) -> Callable[[str, Callable[[dict[str, Any]], None]], Path]:
-    """plan_edit(label, edit) -> a copy of the base's cdk.out (asset folders left out) in
-    which `edit` changed the capacity stack's training-plan properties; no synthesis."""
-    folder = tmp_path_factory.mktemp("review-plan-edits")
+) -> TemplateEdit:
+    """template_edit(label, variant, kind, edit) -> a copy of the variant's cdk.out (asset
+    folders left out) in which `edit` changed the template of stack `kind` (capacity,
+    nova-base, ...) in place; no synthesis."""
+    folder = tmp_path_factory.mktemp("review-template-edits")
     written: dict[str, Path] = {}
 
-    def make(label: str, change: Callable[[dict[str, Any]], None]) -> Path:
+    def make(label: str, change: str, kind: str, edit: Callable[[dict[str, Any]], None]) -> Path:
         if label not in written:
-            base = variant("base")
+            source = variant(change)
             outdir = folder / label
-            shutil.copytree(base.outdir, outdir, ignore=shutil.ignore_patterns("asset.*"))
-            path = outdir / f"{base.stack_names['capacity']}.template.json"
+            shutil.copytree(source.outdir, outdir, ignore=shutil.ignore_patterns("asset.*"))
+            path = outdir / f"{source.stack_names[kind]}.template.json"
             template = json.loads(path.read_text())
-            change(plan_properties(template))
+            edit(template)
             path.write_text(json.dumps(template, indent=1))
             written[label] = outdir
         return written[label]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def plan_edit(
+    template_edit: TemplateEdit,
+) -> Callable[[str, Callable[[dict[str, Any]], None]], Path]:
+    """plan_edit(label, edit) -> a copy of the base's cdk.out (asset folders left out) in
+    which `edit` changed the capacity stack's training-plan properties; no synthesis."""
+
+    def make(label: str, change: Callable[[dict[str, Any]], None]) -> Path:
+        return template_edit(
+            f"plan-{label}", "base", "capacity", lambda template: change(plan_properties(template))
+        )
 
     return make

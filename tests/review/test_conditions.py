@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from novapod.review.semantics import condition_widens
+from novapod.review.iam import condition_changes, condition_widens
 
 PREFIXES = {"StringEquals": {"s3:prefix": ["a/", "b/"]}}
 
@@ -38,3 +38,21 @@ def test_bool_and_null_must_stay_equal() -> None:
     old = {"Bool": {"aws:SecureTransport": "false"}}
     assert condition_widens(old, {"Bool": {"aws:SecureTransport": "true"}}) is True
     assert condition_widens(None, old) is False  # a condition added where there was none
+
+
+def test_changes_show_each_differing_test_old_to_new() -> None:
+    wider = {
+        "StringEquals": {"s3:prefix": ["a/", "b/", "c/"]},
+        "Bool": {"aws:SecureTransport": "true"},
+    }
+    assert condition_changes(PREFIXES, wider) == [
+        "StringEquals s3:prefix: [a/, b/] → [a/, b/, c/]",
+        "Bool aws:SecureTransport: none → true",
+    ]
+    assert condition_changes(PREFIXES, None) == ["StringEquals s3:prefix: [a/, b/] → none"]
+    # A condition that is no map of tests (an intrinsic) is shown whole.
+    fn_if = {"Fn::If": ["Cond", PREFIXES, {"Ref": "AWS::NoValue"}]}
+    assert condition_changes(PREFIXES, fn_if) == [
+        '{"StringEquals":{"s3:prefix":["a/","b/"]}} → '
+        + '{"Fn::If":["Cond",{"StringEquals":{"s3:prefix":["a/","b/"]}},{"Ref":"AWS::NoValue"}]}'
+    ]
