@@ -28,6 +28,7 @@ from novapod.nova.kubernetes import nova_access
 from novapod.stacks.capacity import CapacityStack
 from novapod.stacks.eks import EksStack
 from novapod.stacks.hyperpod import HyperPodStack
+from novapod.stacks.monitor import MonitorStack
 from novapod.stacks.network import NetworkStack
 from novapod.stacks.nova import NovaStack
 from novapod.stacks.nova_base import NovaBaseStack
@@ -61,6 +62,7 @@ class EnvironmentStacks:
     hyperpod: HyperPodStack | None
     nova: NovaStack | None = None
     nova_base: NovaBaseStack | None = None
+    monitor: MonitorStack | None = None
 
 
 def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentStacks:
@@ -219,6 +221,23 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         nova.add_stack_dependency(hyperpod, "the HyperPod cluster and its execution roles")
         nova.add_stack_dependency(storage, "the buckets and the key")
         nova.add_stack_dependency(nova_base, "the custom resources' functions and MLflow")
+    monitor = None
+    if "monitor" in kinds:
+        # Nothing depends on it; it is built while the clusters are (novapod/stacks/monitor.py).
+        monitor = MonitorStack(
+            scope,
+            name["monitor"],
+            stack_name=name["monitor"],
+            config=config,
+            placement=network.placement,
+            key_arn=Fn.get_stack_output(storage.stack_name, "KeyArn"),
+            env=env,
+            description=f"novapod {config.name}: the scheduled check of the plans and "
+            "instance groups (metrics, dashboard) and the alerts",
+        )
+        monitor.add_stack_dependency(storage, "the key of its log group")
+        if eks is not None:
+            monitor.add_stack_dependency(eks, "the NAT routes its function's calls take")
     for key, value in config.resource_tags.items():
         Tags.of(scope).add(key, value)
     if eks is not None:
@@ -232,6 +251,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         hyperpod=hyperpod,
         nova=nova,
         nova_base=nova_base,
+        monitor=monitor,
     )
 
 

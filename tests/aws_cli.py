@@ -16,6 +16,10 @@ from botocore.validate import ParamValidator  # type: ignore[import-untyped]
 # Options of the CLI itself, not of the operation.
 CLI_OPTIONS = {"--region", "--query", "--output", "--max-items"}
 SERVICES = {"s3api": "s3"}
+# The CLI's own names of some members (aws/aws-cli, awscli/customizations/argrename.py,
+# ARGUMENT_RENAMES): (service, operation, CLI option) -> the member's name in the model.
+RENAMED = {("sns", "subscribe", "notification-endpoint"): "endpoint"}
+CLI_NAMES = {(service, operation, m): o for (service, operation, o), m in RENAMED.items()}
 
 
 def api_call(command: str) -> tuple[str, str, dict[str, Any]]:
@@ -37,6 +41,9 @@ def api_call(command: str) -> tuple[str, str, dict[str, Any]]:
             rest.pop(0)
             continue
         key = option[2:]
+        cli_name = CLI_NAMES.get((service, words[2], key))
+        assert cli_name is None, f"the CLI calls {option} --{cli_name}: {command}"
+        key = RENAMED.get((service, words[2], key), key)
         if key.startswith("no-") and key[3:] in members:
             params[members[key[3:]]] = False
             continue

@@ -5,10 +5,11 @@
 `network.vpc.private_subnet_prefix: ...`. Nothing else escapes the loader, so the CLI
 and `app.py` can print the lines and exit with status 2 before any stack exists.
 
-One module per section (network, storage, capacity, eks, hyperpod, jobs, nova), the root model in
-`root`, the rules that read more than one section in `checks`, and the loader, the
-error messages and the JSON Schema in `loading`, `messages` and `schema`. A pipeline file
-(CDK Pipelines, `load_pipeline`) has its models in `pipeline`.
+One module per section (network, storage, capacity, eks, hyperpod, jobs, nova,
+monitoring), the root model in `root`, the rules that read more than one section in
+`checks`, and the loader, the error messages and the JSON Schema in `loading`, `messages`
+and `schema`. A pipeline file (CDK Pipelines, `load_pipeline`) has its models in
+`pipeline`.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from novapod.config.loading import (
     load_pipeline,
     parse_config,
 )
+from novapod.config.monitoring import Monitoring, Notifications
 from novapod.config.network import (
     ALL_ENDPOINTS,
     GATEWAY_ENDPOINTS,
@@ -121,8 +123,10 @@ __all__ = [
     "Lustre",
     "LustreThroughput",
     "Mlflow",
+    "Monitoring",
     "Name",
     "Network",
+    "Notifications",
     "Nova",
     "NovapodConfig",
     "Pipeline",

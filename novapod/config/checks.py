@@ -24,6 +24,7 @@ from novapod.config.capacity import Capacity, TrainingPlanSpec
 from novapod.config.eks import Eks
 from novapod.config.hyperpod import HyperPod, RestrictedGroup, StandardGroup
 from novapod.config.jobs import Job, batch_size_problem, max_length_problem, replicas_problem
+from novapod.config.monitoring import Notifications
 from novapod.config.network import GATEWAY_ENDPOINTS, RIG_ENDPOINTS, Network
 from novapod.config.nova import DEFAULT_NAMESPACE, TRAINING_OPERATOR_NAMESPACE, Nova
 from novapod.config.storage import Storage
@@ -62,6 +63,10 @@ class CheckedConfig(Protocol):
     @property
     def has_nova_stack(self) -> bool: ...
     @property
+    def notifications(self) -> Notifications: ...
+    @property
+    def has_monitor(self) -> bool: ...
+    @property
     def job_endpoints(self) -> Mapping[str, str]: ...
     def training_plan_requests(self) -> list[tuple[TrainingPlanSpec, PlanRequest]]: ...
     def restricted_group(self, name: str | None) -> RestrictedGroup | None: ...
@@ -98,6 +103,7 @@ def problems(
     found += nova_problems(config)
     found += bedrock_deployment_problems(config)
     found += job_endpoint_problems(config)
+    found += notification_problems(config)
     if not windows:
         found = [f for f in found if not isinstance(f, _EndedWindowError)]
     if not approvals:
@@ -105,6 +111,16 @@ def problems(
     if any(not isinstance(f, _ApprovalError) for f in found):
         return [_without_name(f) if isinstance(f, _ApprovalError) else f for f in found]
     return found
+
+
+def notification_problems(config: CheckedConfig) -> Iterator[_FieldError]:
+    """Addresses to alert need something that alerts: the monitor stack."""
+    if config.notifications.emails and not config.has_monitor:
+        yield _at(
+            "notifications.emails",
+            "nothing sends alerts in this environment: alerts come with training plans or "
+            "a HyperPod cluster to watch, and monitoring.enabled true",
+        )
 
 
 def approval_problems(config: CheckedConfig, now: datetime) -> list[_ApprovalError]:

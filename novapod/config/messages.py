@@ -14,6 +14,7 @@ from novapod.config.capacity import TRAINING_PLAN_ARN
 from novapod.config.eks import PRINCIPAL_ARN
 from novapod.config.fields import INSTANCE_TYPE_PATTERN, ZONE_ID_PATTERN, ZONE_NAME
 from novapod.config.jobs import FROM_PATTERN, JOB_NAME_PATTERN, LAMBDA_ARN, S3_LOCATION
+from novapod.config.monitoring import EMAIL_PATTERN
 from novapod.config.nova import MODEL_NAME_PATTERN, ROLE_ARN
 from novapod.config.pipeline import BRANCH, CONNECTION_ARN, PIPELINE_NAME, REPOSITORY
 from novapod.config.root import NAME_PATTERN, TAG_TEXT
@@ -98,6 +99,7 @@ _PATTERN_WORDS = {
     TRAINING_PLAN_ARN: (
         "a training plan ARN such as arn:aws:sagemaker:us-east-1:111122223333:training-plan/my-plan"
     ),
+    EMAIL_PATTERN: "an email address such as platform-team@example.com",
     TAG_TEXT: "tag text: letters, digits, spaces and _ . : / = + - @",
     r"^[A-Z]{3}$": "an ISO 4217 currency code such as USD",
     JOB_NAME_PATTERN: f"a job name: {_DNS_LABEL_WORDS}, at most 34 characters",

@@ -32,6 +32,7 @@ from novapod.config.capacity import (
 from novapod.config.eks import Eks
 from novapod.config.hyperpod import HyperPod, RestrictedGroup
 from novapod.config.jobs import Job, jobs_problems
+from novapod.config.monitoring import Monitoring, Notifications
 from novapod.config.network import ALL_ENDPOINTS, Network
 from novapod.config.nova import Nova
 from novapod.config.storage import Storage
@@ -93,6 +94,14 @@ class NovapodConfig(_Model):
         None,
         description="The Nova environment stack (with jobs and hyperpod): namespace, "
         "scientists, MLflow, Bedrock imports.",
+    )
+    monitoring: Monitoring = Field(
+        Monitoring(),
+        description="The scheduled check of the plans and instance groups: metrics, the "
+        "dashboard and the alerts (with training plans or a HyperPod cluster).",
+    )
+    notifications: Notifications = Field(
+        Notifications(), description="Who receives the environment's alerts."
     )
     compliance: list[CompliancePack] = Field(
         default_factory=list,
@@ -193,6 +202,13 @@ class NovapodConfig(_Model):
     def has_nova_stack(self) -> bool:
         """The Nova environment stack serves jobs on a HyperPod cluster."""
         return bool(self.jobs) and self.hyperpod is not None
+
+    @property
+    def has_monitor(self) -> bool:
+        """The scheduled check and the alerts: with plans or a cluster to watch, unless
+        turned off."""
+        watched = bool(self.capacity.training_plans) or self.hyperpod is not None
+        return self.monitoring.enabled and watched
 
     @property
     def job_endpoints(self) -> dict[str, str]:

@@ -15,8 +15,9 @@ if TYPE_CHECKING:
     from novapod.config.root import NovapodConfig
 
 # Every kind of stack, in an order they deploy in: each after the stacks it depends on
-# (nova-base needs only network and storage, so it is built while the clusters are).
-STACK_KINDS = ("network", "storage", "capacity", "eks", "nova-base", "hyperpod", "nova")
+# (nova-base needs only network and storage, so it is built while the clusters are; the
+# monitor, which nothing depends on, last, so it is destroyed first).
+STACK_KINDS = ("network", "storage", "capacity", "eks", "nova-base", "hyperpod", "nova", "monitor")
 # CloudFormation refuses to delete these until termination protection is turned off.
 TERMINATION_PROTECTED = frozenset({"storage"})
 
@@ -44,6 +45,8 @@ def stack_kinds(config: NovapodConfig) -> tuple[str, ...]:
         # The Nova environment serves jobs on the HyperPod cluster.
         "nova-base": config.has_nova_stack,
         "nova": config.has_nova_stack,
+        # The scheduled check of the plans and groups (novapod/stacks/monitor.py).
+        "monitor": config.has_monitor,
     }
     return tuple(kind for kind in STACK_KINDS if present[kind])
 

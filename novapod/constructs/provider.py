@@ -231,19 +231,9 @@ class HandlerProvider(Construct):
         return log_group(self, id_, days=self._days, key=self._key)
 
     def _role(self, id_: str, log_group: logs.ILogGroup, what: str) -> iam.Role:
-        role = iam.Role(
-            self,
-            id_,
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"novapod {self._purpose}: {what}",
+        return function_role(
+            self, id_, log_group=log_group, description=f"novapod {self._purpose}: {what}"
         )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[log_group.log_group_arn],
-            )
-        )
-        return role
 
     def _function(
         self,
@@ -282,20 +272,12 @@ class HandlerProvider(Construct):
         """Both handler functions in the private subnets, in a group of their own."""
         # HTTPS out only: the AWS APIs they call, through the VPC's NAT route or
         # endpoints; nothing may connect to them.
-        group = ec2.CfnSecurityGroup(
+        group = https_egress_group(
             self,
             "SecurityGroup",
             vpc_id=placement.vpc_id,
-            group_description=f"novapod {self._purpose} handlers: HTTPS to AWS APIs",
-            security_group_egress=[
-                ec2.CfnSecurityGroup.EgressProperty(
-                    ip_protocol="tcp",
-                    from_port=HTTPS,
-                    to_port=HTTPS,
-                    cidr_ip="0.0.0.0/0",
-                    description="HTTPS to AWS service APIs",
-                )
-            ],
+            description=f"novapod {self._purpose} handlers: HTTPS to AWS APIs",
+            destination="HTTPS to AWS service APIs",
         )
         for function in (self.on_event, self.is_complete):
             attach_to_vpc(function, subnet_ids=placement.subnet_ids, security_group=group)
@@ -367,6 +349,48 @@ HANDLER_DLQ_REASON = (
     "CloudFormation; a dead-letter queue receives only failed asynchronous invocations "
     "(docs.aws.amazon.com/lambda/latest/api/API_DeadLetterConfig.html)."
 )
+
+
+def function_role(
+    scope: Construct, id_: str, *, log_group: logs.ILogGroup, description: str
+) -> iam.Role:
+    """A Lambda function's role that may write only to its own log group (no
+    AWSLambdaBasicExecutionRole, which may write to every log group)."""
+    role = iam.Role(
+        scope,
+        id_,
+        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        description=description,
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(
+            actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+            resources=[log_group.log_group_arn],
+        )
+    )
+    return role
+
+
+def https_egress_group(
+    scope: Construct, id_: str, *, vpc_id: str, description: str, destination: str
+) -> ec2.CfnSecurityGroup:
+    """A function's own security group: HTTPS out to anywhere (`destination` says what it
+    reaches), nothing in."""
+    return ec2.CfnSecurityGroup(
+        scope,
+        id_,
+        vpc_id=vpc_id,
+        group_description=description,
+        security_group_egress=[
+            ec2.CfnSecurityGroup.EgressProperty(
+                ip_protocol="tcp",
+                from_port=HTTPS,
+                to_port=HTTPS,
+                cidr_ip="0.0.0.0/0",
+                description=destination,
+            )
+        ],
+    )
 
 
 def attach_to_vpc(

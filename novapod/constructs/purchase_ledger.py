@@ -79,26 +79,45 @@ class PurchaseLedger(Construct):
     def _grant(
         self, principal: iam.IGrantable, environment: str, actions: tuple[str, ...], sid: str
     ) -> None:
-        principal.grant_principal.add_to_principal_policy(
-            iam.PolicyStatement(
-                sid=sid,
-                actions=list(actions),
-                resources=[self.table.table_arn],
-                # ForAllValues holds for a request without the key too; Null makes sure
-                # the request names a partition (GetItem, PutItem and Query always do).
-                conditions={
-                    "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [environment]},
-                    "Null": {"dynamodb:LeadingKeys": "false"},
-                },
-            )
+        grant_environment_items(
+            principal,
+            table=self.table,
+            key=self.key,
+            environment=environment,
+            actions=actions,
+            sid=sid,
         )
-        principal.grant_principal.add_to_principal_policy(
-            iam.PolicyStatement(
-                sid=f"{sid}Key",
-                actions=list(KEY_ACTIONS),
-                resources=[self.key.key_arn],
-                conditions={
-                    "StringEquals": {"kms:ViaService": f"dynamodb.{Aws.REGION}.amazonaws.com"}
-                },
-            )
+
+
+def grant_environment_items(
+    principal: iam.IGrantable,
+    *,
+    table: dynamodb.ITable,
+    key: kms.IKey,
+    environment: str,
+    actions: tuple[str, ...],
+    sid: str,
+) -> None:
+    """`actions` on the items of a table keyed by environment, this environment's only,
+    and the use of the key that encrypts the table, through DynamoDB only."""
+    principal.grant_principal.add_to_principal_policy(
+        iam.PolicyStatement(
+            sid=sid,
+            actions=list(actions),
+            resources=[table.table_arn],
+            # ForAllValues holds for a request without the key too; Null makes sure
+            # the request names a partition (GetItem, PutItem and Query always do).
+            conditions={
+                "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [environment]},
+                "Null": {"dynamodb:LeadingKeys": "false"},
+            },
         )
+    )
+    principal.grant_principal.add_to_principal_policy(
+        iam.PolicyStatement(
+            sid=f"{sid}Key",
+            actions=list(KEY_ACTIONS),
+            resources=[key.key_arn],
+            conditions={"StringEquals": {"kms:ViaService": f"dynamodb.{Aws.REGION}.amazonaws.com"}},
+        )
+    )

@@ -32,7 +32,7 @@ CDK = ROOT / "node_modules" / ".bin" / "cdk"
 # (the purchase handler), Nova jobs (the Nova stacks' handlers and catalog), EKS (the
 # bootstrap's build scripts): every kind of file the package ships that synthesis reads.
 CONFIG = next(p for p in EXAMPLES if p.name == "rig-plus-standard.yaml")
-KINDS = ("network", "storage", "capacity", "eks", "hyperpod", "nova-base", "nova")
+KINDS = ("network", "storage", "capacity", "eks", "hyperpod", "nova-base", "nova", "monitor")
 # Package data a synthesis needs (pyproject.toml: [tool.setuptools.package-data]).
 SHIPPED = (
     "novapod/data/feature_flags.json",

@@ -63,7 +63,7 @@ from typing import Any, Literal, get_args
 from urllib.parse import parse_qsl, quote_plus, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.fakes import bedrock, dynamodb, hyperpod, iam, service_model
+from tests.fakes import bedrock, dynamodb, hyperpod, iam, monitoring, service_model
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -78,7 +78,9 @@ STACK_NAME_PATTERN = "[a-zA-Z][-a-zA-Z0-9]*|arn:[-a-zA-Z0-9:/._+]*"
 # The SigV4 credential scope names the service a request is signed for.
 _CREDENTIAL_SCOPE = re.compile(r"Credential=[^/,]+/\d{8}/[^/,]+/([^/,]+)/aws4_request")
 
-Service = Literal["sagemaker", "ec2", "cloudformation", "s3", "bedrock", "eks", "dynamodb"]
+Service = Literal[
+    "sagemaker", "ec2", "cloudformation", "s3", "bedrock", "eks", "dynamodb", "monitoring", "sns"
+]
 
 FaultKind = Literal[
     "throttle", "server_error", "error", "slow", "hang", "reset", "lose_response", "rival"
@@ -278,6 +280,10 @@ class FakeControlPlane:
             # DynamoDB tables (tests/fakes/dynamodb.py), in the plane's account as it is
             # at each call.
             self.dynamodb = dynamodb.FakeDynamoDB(account=lambda: self.account, region=REGION)
+            # CloudWatch metrics and SNS topics (tests/fakes/monitoring.py).
+            self.monitoring = monitoring.FakeMonitoring(
+                _ApiError, account=lambda: self.account, region=REGION
+            )
 
     def start(self) -> FakeControlPlane:
         plane = self
@@ -660,6 +666,14 @@ class FakeControlPlane:
                 return self._work_cloudformation(operation, params)
             if service == "bedrock":
                 return self._work_bedrock(operation, params)
+            if service == "monitoring":
+                self.monitoring.work_cloudwatch(operation, params)
+                # PutMetricData has no output shape: an empty body.
+                return _Answer(200, monitoring.JSON_CONTENT_TYPE, b"")
+            if service == "sns":
+                payload = self.monitoring.work_sns(operation, params)
+                self._check_answer("sns", operation, payload)
+                return _xml_answer(200, self.monitoring.sns_document(operation, payload))
             if service == "eks":
                 payload = self.hyperpod.work_eks(operation, params)
                 self._check_answer("eks", operation, payload)
@@ -747,6 +761,9 @@ class FakeControlPlane:
             decision = iam.authorize(self.principal.statements, request)
             if decision == "allowed":
                 continue
+            if service in ("monitoring", "sns"):
+                message = iam.denial_message(self.account, self.principal, request, decision)
+                raise self.monitoring.denied(service, message)
             if service == "ec2":
                 # EC2 answers 403 and an encoded message, see docs.aws.amazon.com/AWSEC2/
                 # latest/APIReference/query-api-troubleshooting.html#unauthorized-operation
@@ -775,6 +792,8 @@ class FakeControlPlane:
         the managed policy AmazonSageMakerTrainingPlanCreateAccess).
         """
         action = f"{service}:{operation}"
+        if service in ("monitoring", "sns"):
+            return self.monitoring.authorizations(service, operation, params)
         if service == "cloudformation":
             return self._cloudformation_authorizations(action, params)
         if service == "eks" and operation == "DescribeCluster":
@@ -1532,6 +1551,17 @@ _FAULT_ERRORS: dict[str, dict[str, tuple[str, str, int]]] = {
         ),
         "server_error": ("InternalServerError", "Internal server error", 500),
     },
+    # CloudWatch and SNS (query protocol, or query-compatible): Throttling (HTTP 400), and
+    # CloudWatch's InternalServiceError and SNS's InternalError (HTTP 500), as their API
+    # references list them (API_PutMetricData.html, API_Publish.html).
+    "monitoring": {
+        "throttle": ("Throttling", "Rate exceeded", 400),
+        "server_error": ("InternalServiceError", "An internal error occurred", 500),
+    },
+    "sns": {
+        "throttle": ("Throttling", "Rate exceeded", 400),
+        "server_error": ("InternalError", "An internal error occurred", 500),
+    },
     "s3": {
         "throttle": ("SlowDown", "Please reduce your request rate.", 503),
         "server_error": (
@@ -1617,7 +1647,10 @@ class _Handler(BaseHTTPRequestHandler):
         if service == "dynamodb":
             target = self.headers.get("X-Amz-Target") or ""
             return service, dynamodb.operation_of(target), json.loads(body or b"{}")
-        if service in ("ec2", "cloudformation"):
+        if service == "monitoring":
+            target = self.headers.get("X-Amz-Target") or ""
+            return service, monitoring.cloudwatch_operation(target), json.loads(body or b"{}")
+        if service in ("ec2", "cloudformation", "sns"):
             params = dict(parse_qsl(body.decode(), keep_blank_values=True))
             operation = params.pop("Action", "")
             params.pop("Version", None)
@@ -1673,6 +1706,19 @@ def _api_error_answer(service: Service, error: _ApiError) -> _Answer:
         kind = "Sender" if error.status < 500 else "Receiver"
         document = (
             f'<ErrorResponse xmlns="{CLOUDFORMATION_NAMESPACE}"><Error><Type>{kind}</Type>'
+            f"<Code>{escape(error.code)}</Code><Message>{escape(error.message)}</Message>"
+            f"</Error><RequestId>{uuid.uuid4()}</RequestId></ErrorResponse>"
+        )
+        return _xml_answer(error.status, document)
+    if service == "monitoring":
+        body = json.dumps({"__type": error.code, "message": error.message}).encode()
+        headers = monitoring.cloudwatch_error(error.code)
+        return _Answer(error.status, monitoring.JSON_CONTENT_TYPE, body, headers)
+    if service == "sns":
+        # The query protocol's ErrorResponse, in SNS's namespace (API_Publish.html errors).
+        kind = "Sender" if error.status < 500 else "Receiver"
+        document = (
+            f'<ErrorResponse xmlns="{monitoring.SNS_NAMESPACE}"><Error><Type>{kind}</Type>'
             f"<Code>{escape(error.code)}</Code><Message>{escape(error.message)}</Message>"
             f"</Error><RequestId>{uuid.uuid4()}</RequestId></ErrorResponse>"
         )

@@ -1,5 +1,5 @@
-"""Every custom-resource handler's Lambda asset: its own package and the handler core,
-importing nothing else (provider.handler_code)."""
+"""Every handler's Lambda asset (the custom resources' and the scheduled check's): its own
+package and the handler core, importing nothing else (provider.handler_code)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ HANDLERS = {
     "nova_environment": ("on_event", "is_complete"),
     "cluster_bootstrap": ("on_event", "is_complete"),
     "recipe_bundle": ("on_event",),
+    "monitor": ("check",),
 }
 
 

@@ -259,11 +259,11 @@ def test_identical_inputs_report_no_changes(review_of, variant, capsys) -> None:
     assert variant("base").outdir != variant("same").outdir
     report = review_of("base", "same")
     assert report["summary"]["changed"] is False
-    assert len(report["summary"]["stacks"]["unchanged"]) == 7
+    assert len(report["summary"]["stacks"]["unchanged"]) == 8
     assert all(s["status"] == "unchanged" and not s["resources"] for s in report["stacks"])
     assert report["purchases"] == report["stateful"] == []
     assert not any(report["gates"].values())
-    assert "No changes: all 7 stacks synthesize the same templates." in review.render(report)
+    assert "No changes: all 8 stacks synthesize the same templates." in review.render(report)
     status, _, _ = cli(
         capsys,
         "--base", str(variant("base").outdir),

@@ -167,7 +167,7 @@ def test_a_schedule_that_moves_under_the_same_templates_is_drawn(variant, tmp_pa
     assert report["summary"]["changed"] is False
     assert [e["change"] for e in report["schedules"]] == ["changed"]
     markdown = review.render(report)
-    assert "No changes: all 7 stacks synthesize the same templates." in markdown
+    assert "No changes: all 8 stacks synthesize the same templates." in markdown
     before, after = BLOCK.findall(markdown)
     # eval (the second job) ran from hour 120, day 6 00:00; now from hour 124.
     assert "run 1 of 4 :j2r1, 2024-01-06 00:00," in before

@@ -27,7 +27,7 @@ from tests.pipeline_synth import (
 pytestmark = pytest.mark.slow
 ENVIRONMENTS = {"mixed": False, "nova-jobs": True}  # stage -> production
 EXAMPLES_DIR = ROOT / "config" / "examples"
-KINDS = ["network", "storage", "capacity", "eks", "nova-base", "hyperpod", "nova"]
+KINDS = ["network", "storage", "capacity", "eks", "nova-base", "hyperpod", "nova", "monitor"]
 REVIEW = "/novapod-review/#{codepipeline.PipelineExecutionId}/"
 CONNECTION = "connection/0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d"
 CONNECTIONS = {  # the example's, and the legacy variant's

@@ -69,9 +69,10 @@ def test_the_default_config_is_destroyed_eks_storage_network() -> None:
     assert plan.validate_as_of is None
 
 
-def test_nova_jobs_destroys_nova_first_and_keeps_mlflow_bedrock_and_plans() -> None:
+def test_nova_jobs_destroys_the_monitor_and_nova_first_and_keeps_mlflow_bedrock_and_plans() -> None:
     plan = plan_of(NOVA_JOBS)
     assert plan.stacks == (
+        "novapod-nova-jobs-monitor",  # nothing depends on it
         "novapod-nova-jobs-nova",
         "novapod-nova-jobs-hyperpod",
         "novapod-nova-jobs-nova-base",
@@ -80,7 +81,8 @@ def test_nova_jobs_destroys_nova_first_and_keeps_mlflow_bedrock_and_plans() -> N
         "novapod-nova-jobs-storage",
         "novapod-nova-jobs-network",
     )
-    nova = plan.steps[0]
+    monitor, nova = plan.steps[:2]
+    assert monitor.before == ()
     assert nova.before[-1] == (
         'aws iam detach-role-policy --role-name NovaScientist --policy-arn "$SCIENTIST_POLICY" '
         "--region us-east-1"

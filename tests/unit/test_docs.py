@@ -122,6 +122,14 @@ def test_every_aws_call_the_docs_show_is_a_real_call(page: Path) -> None:
         api_call(re.sub(r'"\$[A-Z_]+"', "arn:aws:iam::111122223333:policy/example", marked))
 
 
+def test_an_option_the_cli_renames_goes_by_the_cli_s_name_only() -> None:
+    topic = "arn:aws:sns:us-east-1:111122223333:alerts"
+    call = f"aws sns subscribe --topic-arn {topic} --protocol https"
+    assert api_call(f"{call} --notification-endpoint URL")[2]["Endpoint"] == "URL"
+    with pytest.raises(AssertionError, match="the CLI calls --endpoint --notification-endpoint"):
+        api_call(f"{call} --endpoint URL")
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_novapod_command_the_docs_show_parses(page: Path) -> None:
     parser = _parser()

@@ -36,6 +36,7 @@ from novapod.constructs.provider import (
     attach_to_vpc,
     core_handler_module,
     handler_code,
+    https_egress_group,
 )
 from novapod.nova.kubernetes import ENVIRONMENT_CHECK_GROUP
 
@@ -123,20 +124,12 @@ class NovaEnvironmentHandlers(Construct):
 
         # A group of its own: HTTPS out only (the SageMaker, EKS and STS APIs through the
         # VPC's NAT route or endpoints, and the EKS private endpoint), nothing in.
-        self.security_group = ec2.CfnSecurityGroup(
+        self.security_group = https_egress_group(
             self,
             "SecurityGroup",
             vpc_id=placement.vpc_id,
-            group_description="novapod NovaEnvironment check: HTTPS to the EKS API and AWS APIs",
-            security_group_egress=[
-                ec2.CfnSecurityGroup.EgressProperty(
-                    ip_protocol="tcp",
-                    from_port=HTTPS,
-                    to_port=HTTPS,
-                    cidr_ip="0.0.0.0/0",
-                    description="HTTPS to the EKS API endpoint and AWS service APIs",
-                )
-            ],
+            description="novapod NovaEnvironment check: HTTPS to the EKS API and AWS APIs",
+            destination="HTTPS to the EKS API endpoint and AWS service APIs",
         )
         # The private endpoint answers on the control plane's cross-account network
         # interfaces, which carry the security groups given at CreateCluster

@@ -1,0 +1,210 @@
+"""The environment's alerts: an SNS topic, its email subscriptions, and the EventBridge
+rules that send it what SageMaker HyperPod publishes about the environment's cluster.
+
+The topic is encrypted with the storage stack's key (SNS server-side encryption) and its
+policy refuses every publish that does not use TLS (aws:SecureTransport). Whoever
+publishes to an encrypted topic needs `sns:Publish` on it and `kms:GenerateDataKey` and
+`kms:Decrypt` on its key (the Amazon SNS topic target page of the EventBridge user guide,
+docs.aws.amazon.com/eventbridge/latest/userguide/eb-custom-bus-target-sns.html, "Delivery
+role"); the key policy lets this account's IAM policies grant its use (the root
+statement of the storage stack's key), so the publishers' roles hold those grants, the
+key's use limited to calls SNS makes (kms:ViaService). The key policy needs no statement
+for EventBridge: the rules deliver with a role of their own (EventBridge takes an
+execution role for every target since March 2025: aws.amazon.com/about-aws/whats-new/
+2025/03/amazon-eventbridge-iam-execution-role-all-targets/), assumed by EventBridge for
+these rules only (aws:SourceAccount, aws:SourceArn: the condition keys of "Using IAM
+policy conditions in Amazon EventBridge", policy-keys-eventbridge.html).
+
+HyperPod sends three detail types to the default event bus (source aws.sagemaker; the
+"SageMaker HyperPod cluster events reference" and "Events that Amazon SageMaker AI sends
+to Amazon EventBridge" pages of the SageMaker developer guide); one rule each, for this
+environment's cluster (by name: its ARN ends in an ID SageMaker generates) in this
+account:
+
+- `SageMaker HyperPod Cluster State Change` (detail: ClusterName, ClusterStatus,
+  FailureMessage, InstanceGroups), when the cluster is Failed, RollingBack or Deleting;
+- `SageMaker HyperPod Cluster Node Health Event` (detail: ClusterName, InstanceId,
+  HealthSummary {HealthStatus, HealthStatusReason, RepairAction, Recommendation}), when
+  a node is Unhealthy;
+- `SageMaker HyperPod Cluster Event` (detail.EventDetails: ClusterName, ResourceType,
+  EventLevel, Description), errors only; HyperPod sends these for clusters whose
+  NodeProvisioningMode is Continuous.
+
+Each rule turns the event into one sentence (an input transformer) with the environment,
+the cluster or node, what happened and the command to look closer. SageMaker publishes no
+training-plan event: the scheduled check alerts on plans (handler/decisions.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from aws_cdk import Aws, Stack
+from aws_cdk import aws_events as events
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from novapod.constructs.handler_core import health
+from novapod.constructs.provider import default_policy
+
+SOURCE = "aws.sagemaker"
+CLUSTER_STATE = "SageMaker HyperPod Cluster State Change"
+NODE_HEALTH = "SageMaker HyperPod Cluster Node Health Event"
+CLUSTER_EVENT = "SageMaker HyperPod Cluster Event"
+PUBLISH_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
+
+
+@dataclass(frozen=True)
+class EventAlert:
+    """One rule: its name's suffix, the detail type and the detail it matches, the paths
+    it reads from the event and the sentence it sends (`<name>`: the value at that path)."""
+
+    suffix: str
+    detail_type: str
+    detail: Mapping[str, object]
+    paths: Mapping[str, str]
+    sentence: str
+
+    def pattern(self, account: str) -> dict[str, object]:
+        return {
+            "source": [SOURCE],
+            "detail-type": [self.detail_type],
+            "account": [account],
+            "detail": dict(self.detail),
+        }
+
+
+def event_alerts(environment: str, cluster: str) -> list[EventAlert]:
+    """The rules of one environment's cluster."""
+    env = f"novapod {environment}"
+    return [
+        EventAlert(
+            "cluster-state",
+            CLUSTER_STATE,
+            {"ClusterName": [cluster], "ClusterStatus": sorted(health.CLUSTER_FAILED)},
+            {"status": "$.detail.ClusterStatus", "failure": "$.detail.FailureMessage"},
+            f"{env}: HyperPod cluster {cluster} is <status> (<failure>); next: aws sagemaker "
+            f"describe-cluster --cluster-name {cluster}",
+        ),
+        EventAlert(
+            "node-health",
+            NODE_HEALTH,
+            {"ClusterName": [cluster], "HealthSummary": {"HealthStatus": ["Unhealthy"]}},
+            {
+                "node": "$.detail.InstanceId",
+                "reason": "$.detail.HealthSummary.HealthStatusReason",
+                "repair": "$.detail.HealthSummary.RepairAction",
+                "advice": "$.detail.HealthSummary.Recommendation",
+            },
+            f"{env}: node <node> of HyperPod cluster {cluster} is Unhealthy: <reason> "
+            "(repair action <repair>; <advice>); next: aws sagemaker describe-cluster-node "
+            f"--cluster-name {cluster} --node-id <node>",
+        ),
+        EventAlert(
+            "cluster-event",
+            CLUSTER_EVENT,
+            {"EventDetails": {"ClusterName": [cluster], "EventLevel": ["Error"]}},
+            {
+                "resource": "$.detail.EventDetails.ResourceType",
+                "description": "$.detail.EventDetails.Description",
+            },
+            f"{env}: HyperPod cluster {cluster} reports an error (<resource>): <description>; "
+            f"next: aws sagemaker list-cluster-events --cluster-name {cluster}",
+        ),
+    ]
+
+
+def grant_publish(principal: iam.IGrantable, topic: sns.ITopic, key: kms.IKey, sid: str) -> None:
+    """Publish to the encrypted topic: sns:Publish on it, its key through SNS only."""
+    principal.grant_principal.add_to_principal_policy(
+        iam.PolicyStatement(sid=sid, actions=["sns:Publish"], resources=[topic.topic_arn])
+    )
+    principal.grant_principal.add_to_principal_policy(
+        iam.PolicyStatement(
+            sid=f"{sid}Key",
+            actions=list(PUBLISH_KEY_ACTIONS),
+            resources=[key.key_arn],
+            conditions={"StringEquals": {"kms:ViaService": f"sns.{Aws.REGION}.amazonaws.com"}},
+        )
+    )
+
+
+class Alerts(Construct):
+    """Attributes: `topic`, `rules` (suffix -> CfnRule; none without a cluster) and
+    `events_role` (None without a cluster)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        environment: str,
+        prefix: str,
+        cluster_name: str | None,
+        emails: Sequence[str],
+        key: kms.IKey,
+    ) -> None:
+        super().__init__(scope, id_)
+        stack = Stack.of(self)
+        self.topic = sns.Topic(
+            self,
+            "Topic",
+            display_name=f"novapod {environment}",
+            master_key=key,
+            enforce_ssl=True,
+        )
+        for email in emails:
+            self.topic.add_subscription(subscriptions.EmailSubscription(email))
+        self.rules: dict[str, events.CfnRule] = {}
+        self.events_role: iam.Role | None = None
+        if cluster_name is None:
+            return
+        alerts = event_alerts(environment, cluster_name)
+        names = {a.suffix: f"{prefix}-{a.suffix}" for a in alerts}
+        rule_arns = [
+            stack.format_arn(service="events", resource="rule", resource_name=name)
+            for name in names.values()
+        ]
+        self.events_role = iam.Role(
+            self,
+            "EventsRole",
+            assumed_by=iam.ServicePrincipal(
+                "events.amazonaws.com",
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnEquals": {"aws:SourceArn": rule_arns},
+                },
+            ),
+            description=f"novapod {environment}: EventBridge sends HyperPod's events to the "
+            "alert topic",
+        )
+        grant_publish(self.events_role, self.topic, key, "PublishAlerts")
+        for alert in alerts:
+            template = json.dumps(alert.sentence)  # a JSON string: EventBridge sends its text
+            rule = events.CfnRule(
+                self,
+                "".join(p.capitalize() for p in alert.suffix.split("-")) + "Rule",
+                name=names[alert.suffix],
+                description=f"novapod {environment}: {alert.detail_type} of HyperPod "
+                f"cluster {cluster_name} to the alert topic",
+                event_pattern=alert.pattern(stack.account),
+                state="ENABLED",
+                targets=[
+                    events.CfnRule.TargetProperty(
+                        id="AlertTopic",
+                        arn=self.topic.topic_arn,
+                        role_arn=self.events_role.role_arn,
+                        input_transformer=events.CfnRule.InputTransformerProperty(
+                            input_paths_map=dict(alert.paths), input_template=template
+                        ),
+                    )
+                ],
+            )
+            # Its first event finds the role allowed to publish.
+            rule.node.add_dependency(default_policy(self.events_role))
+            self.rules[alert.suffix] = rule

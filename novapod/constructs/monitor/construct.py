@@ -1,0 +1,302 @@
+"""The environment's scheduled check: an EventBridge Scheduler schedule that invokes a small
+Lambda function (code in `handler/`) every few minutes, which samples the training plans
+and the HyperPod cluster's instance groups into CloudWatch metrics and alerts through the
+environment's topic (`alerts.py`) on what SageMaker does not publish. What it has sent is
+one item of a small DynamoDB table of its own (strongly consistent reads, a conditional
+write), so a run never alerts twice for the same occurrence.
+
+Least privilege, statement by statement (the Service Authorization Reference,
+docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsagemaker.html and
+list_amazoncloudwatch.html):
+
+- `sagemaker:DescribeTrainingPlan` on each plan's ARN (resource type training-plan);
+- `sagemaker:DescribeCluster` and `sagemaker:ListClusterNodes` on this account's and
+  Region's clusters (resource type cluster), when the config has one: a cluster's ARN
+  ends in an ID SageMaker generates when it creates the cluster, and naming it would make
+  the check wait for the HyperPod cluster (a stack dependency), after which its function,
+  roles and schedule would lengthen every first deploy; both calls only read;
+- `cloudwatch:PutMetricData`, which has no resource type: Resource "*" with the
+  `cloudwatch:namespace` condition key, so the function writes only novapod's metrics;
+- `sns:Publish` on the alert topic, and its key through SNS (`alerts.grant_publish`);
+- `dynamodb:GetItem` and `PutItem` on the state table, this environment's item only
+  (dynamodb:LeadingKeys), and its key through DynamoDB (`purchase_ledger.
+  grant_environment_items`, as the purchase handlers are granted the ledger);
+- its own log group, and what Lambda needs in the VPC (`provider.attach_to_vpc`).
+
+The schedule's role may invoke this one function (`lambda:InvokeFunction` on its ARN) and
+is assumed by EventBridge Scheduler only on behalf of this account's default schedule
+group (aws:SourceAccount, aws:SourceArn: the confused-deputy conditions of the Scheduler
+user guide's execution-role page, docs.aws.amazon.com/scheduler/latest/UserGuide/
+setting-up.html). Scheduler invokes the function asynchronously; neither Scheduler nor
+Lambda retries a run (a retried sample is an old one; the next run comes minutes later),
+and one run at a time (reserved concurrency 1).
+
+The function runs in the private subnets in a security group of its own (HTTPS out),
+through the VPC's NAT route; in a closed network, whose endpoints reach neither
+SageMaker's API nor SNS (network.endpoints offers no such endpoint), it stays outside
+the VPC (`placement` None) and says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_scheduler as scheduler
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from novapod.capacity.extension import SEARCH_COMMAND
+from novapod.constructs.acknowledge import acknowledge, nag_resource
+from novapod.constructs.log_retention import log_group
+from novapod.constructs.monitor.alerts import grant_publish
+from novapod.constructs.monitor.handler import decisions
+from novapod.constructs.network import PrivatePlacement
+from novapod.constructs.provider import (
+    MEMORY_MB,
+    RUNTIME,
+    attach_to_vpc,
+    core_handler_module,
+    default_policy,
+    function_role,
+    handler_code,
+    https_egress_group,
+)
+from novapod.constructs.purchase_ledger import grant_environment_items
+
+HANDLER_ROOT = Path(__file__).resolve().parent
+NAMESPACE = "novapod"
+# The worst case of a run of ten calls, each retried to its limit (handler/index.py
+# worst_case_seconds, tested): two plans, the cluster and a page of nodes, the metrics,
+# the state's read and write and three alerts. One run at a time.
+TIMEOUT = Duration.minutes(5)
+RESERVED_CONCURRENCY = 1
+# What the function does with its state item (handler/index.py).
+STATE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
+
+
+@dataclass(frozen=True)
+class WatchedPlan:
+    """A training plan the check samples: the config's name, SageMaker's, its ARN and the
+    jobs that run on it (the first one is the alert's next command)."""
+
+    name: str
+    plan_name: str
+    arn: str
+    jobs: tuple[str, ...] = ()
+
+
+def rate(minutes: int) -> str:
+    """An EventBridge Scheduler rate expression (docs.aws.amazon.com/scheduler/latest/
+    UserGuide/schedule-types.html: the unit is singular for a value of 1)."""
+    return f"rate({minutes} minute{'s' if minutes != 1 else ''})"
+
+
+class ScheduledCheck(Construct):
+    """Attributes: `function`, `role`, `log_group`, `schedule`, `schedule_role`,
+    `state_table` and `security_group` (None outside the VPC)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        environment: str,
+        plans: Sequence[WatchedPlan],
+        cluster_name: str | None,
+        every_minutes: int,
+        idle_alert_minutes: int,
+        ending_alert_days: int,
+        topic: sns.ITopic,
+        placement: PrivatePlacement | None,
+        log_retention_days: int,
+        key: kms.IKey,
+        outside_vpc_reason: str = "",
+    ) -> None:
+        super().__init__(scope, id_)
+        stack = Stack.of(self)
+        self.log_group = log_group(self, "Logs", days=log_retention_days, key=key)
+        self.role = function_role(
+            self,
+            "Role",
+            log_group=self.log_group,
+            description=f"novapod {environment}: the scheduled check of plans and groups",
+        )
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            runtime=RUNTIME,
+            architecture=lambda_.Architecture.ARM_64,
+            code=handler_code(HANDLER_ROOT),
+            handler=f"{core_handler_module(HANDLER_ROOT)}.check",
+            timeout=TIMEOUT,
+            memory_size=MEMORY_MB,
+            role=self.role,
+            log_group=self.log_group,
+            description=f"novapod {environment}: sample the plans and groups into metrics",
+            reserved_concurrent_executions=RESERVED_CONCURRENCY,
+            retry_attempts=0,
+            max_event_age=Duration.minutes(every_minutes),
+        )
+        if plans:
+            self.role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="DescribeTrainingPlans",
+                    actions=["sagemaker:DescribeTrainingPlan"],
+                    resources=sorted({p.arn for p in plans}),
+                )
+            )
+        if cluster_name is not None:
+            clusters = stack.format_arn(service="sagemaker", resource="cluster", resource_name="*")
+            self.role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="DescribeHyperPodCluster",
+                    actions=["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"],
+                    resources=[clusters],
+                )
+            )
+            acknowledge(
+                default_policy(self.role),
+                f"AwsSolutions-IAM5[Resource::{nag_resource(self, clusters)}]",
+                "A HyperPod cluster's ARN ends in an ID SageMaker generates (cluster/<id>); "
+                "naming it would make the check wait for the cluster and lengthen the "
+                "deploy. Read only (DescribeCluster, ListClusterNodes), this account and "
+                "Region; the function asks for its environment's cluster by name.",
+            )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="PutNovapodMetrics",
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={"StringEquals": {"cloudwatch:namespace": NAMESPACE}},
+            )
+        )
+        acknowledge(
+            default_policy(self.role),
+            "AwsSolutions-IAM5[Resource::*]",
+            "cloudwatch:PutMetricData has no resource-level permissions (the Service "
+            "Authorization Reference lists no resource type for it); the statement is "
+            "limited to the novapod namespace by the cloudwatch:namespace condition key.",
+        )
+        grant_publish(self.role, topic, key, "PublishAlerts")
+        self.state_table = self._state_table(key)
+        grant_environment_items(
+            self.role,
+            table=self.state_table,
+            key=key,
+            environment=environment,
+            actions=STATE_ACTIONS,
+            sid="CheckState",
+        )
+        acknowledge(
+            self.function,
+            "LambdaDLQ",
+            "A failed run leaves nothing to replay: the next run, minutes later, samples "
+            "again; the failure is one line in the function's log and counts in its Errors "
+            "metric.",
+        )
+        self.security_group = None
+        if placement is not None:
+            self.security_group = https_egress_group(
+                self,
+                "SecurityGroup",
+                vpc_id=placement.vpc_id,
+                description=f"novapod {environment} scheduled check: HTTPS to AWS APIs",
+                destination="HTTPS to the SageMaker, CloudWatch, SNS and DynamoDB APIs",
+            )
+            attach_to_vpc(
+                self.function,
+                subnet_ids=placement.subnet_ids,
+                security_group=self.security_group,
+            )
+        else:
+            acknowledge(self.function, "LambdaInsideVPC", outside_vpc_reason)
+        settings = {
+            "environment": environment,
+            "namespace": NAMESPACE,
+            "plans": [
+                {"name": p.name, "plan_name": p.plan_name, "jobs": list(p.jobs)} for p in plans
+            ],
+            "cluster": cluster_name,
+            "idle_alert_minutes": idle_alert_minutes,
+            "ending_alert_days": ending_alert_days,
+            "topic_arn": topic.topic_arn,
+            "state_table": self.state_table.table_name,
+            "extend_command": SEARCH_COMMAND.format(hours=24),
+        }
+        self.schedule_role = iam.Role(
+            self,
+            "ScheduleRole",
+            assumed_by=iam.ServicePrincipal(
+                "scheduler.amazonaws.com",
+                conditions={
+                    "StringEquals": {
+                        "aws:SourceAccount": stack.account,
+                        "aws:SourceArn": stack.format_arn(
+                            service="scheduler",
+                            resource="schedule-group",
+                            resource_name="default",
+                        ),
+                    }
+                },
+            ),
+            description=f"novapod {environment}: EventBridge Scheduler runs the check",
+        )
+        self.schedule_role.add_to_policy(
+            iam.PolicyStatement(
+                sid="InvokeTheCheck",
+                actions=["lambda:InvokeFunction"],
+                resources=[self.function.function_arn],
+            )
+        )
+        self.schedule = scheduler.CfnSchedule(
+            self,
+            "Schedule",
+            description=f"novapod {environment}: the check of plans and groups",
+            schedule_expression=rate(every_minutes),
+            flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
+            state="ENABLED",
+            target=scheduler.CfnSchedule.TargetProperty(
+                arn=self.function.function_arn,
+                role_arn=self.schedule_role.role_arn,
+                input=stack.to_json_string(settings),
+                retry_policy=scheduler.CfnSchedule.RetryPolicyProperty(
+                    maximum_retry_attempts=0,
+                    maximum_event_age_in_seconds=60 * every_minutes,
+                ),
+            ),
+        )
+        self.schedule.node.add_dependency(default_policy(self.schedule_role))
+
+    def _state_table(self, key: kms.IKey) -> dynamodb.Table:
+        """One item per environment: the alerts sent, the plans seen, when each began to
+        idle. Disposable: removed with the stack (a new table re-sends the alerts whose
+        condition still holds)."""
+        table = dynamodb.Table(
+            self,
+            "State",
+            partition_key=dynamodb.Attribute(
+                name=decisions.STATE_KEY, type=dynamodb.AttributeType.STRING
+            ),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
+            encryption_key=key,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        acknowledge(
+            table,
+            "DynamoDBInBackupPlan",
+            "The table holds only which alerts the check has sent and when plans began to "
+            "idle; point-in-time recovery is on, and a lost table only re-sends the alerts "
+            "whose condition still holds.",
+        )
+        return table

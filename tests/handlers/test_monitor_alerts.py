@@ -1,0 +1,290 @@
+"""The scheduled check's alerts against the fake control plane, run after run as its role
+from the synthesized single-rig-purchase.yaml: each condition and its sentence, each sent
+once per occurrence (a repeated run sends nothing new), none lost to a failed call."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.retries.standard import ExponentialBackoff
+
+from novapod.constructs.monitor.handler import decisions, index
+from tests.conftest import Synthesized
+from tests.fakes.aws_control_plane import FakeControlPlane
+from tests.handlers.monitor_world import (
+    CLUSTER,
+    GROUP,
+    LITE,
+    NOW,
+    PLAN,
+    PLAN_ARN,
+    STATE_TABLE,
+    Deployed,
+    deploy,
+    principal,
+    settings,
+)
+from tests.handlers.world import FakeClock
+
+ENV = "novapod nova-lite"
+NAME = f"plan lite-sft ({PLAN})"
+# The example's plan: 144 h from a day before NOW, so it ends 5 days after NOW.
+END = NOW + timedelta(days=5)
+
+
+@pytest.fixture(scope="module")
+def synthesized(synth: Callable[[Path], Synthesized]) -> Synthesized:
+    return synth(LITE)
+
+
+class Monitor:
+    """The deployed example, a clock, and a run of the check as its role."""
+
+    def __init__(self, world: Deployed, clock: FakeClock, result: Synthesized) -> None:
+        self.world = world
+        self.plane = world.plane
+        self.clock = clock
+        self.result = result
+        self.plane.act_as(principal(result))
+
+    def run(self, *, minutes: float = 0) -> dict[str, Any]:
+        self.clock.advance(minutes * 60)
+        return index.check(settings(self.result))
+
+    def new_alerts(self, *, minutes: float = 0) -> list[str]:
+        """The sentences one run publishes."""
+        before = len(self.world.published())
+        self.run(minutes=minutes)
+        return self.world.published()[before:]
+
+    def status(self, status: str, message: str = "") -> None:
+        self.plane.script_statuses(PLAN, [(status, message)])
+
+    def node(self, index_: int) -> dict[str, Any]:
+        node: dict[str, Any] = self.plane.hyperpod.nodes[CLUSTER][index_]
+        return node
+
+
+@pytest.fixture
+def monitor(
+    synthesized: Synthesized, control_plane: FakeControlPlane, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Monitor]:
+    world = deploy(control_plane)
+    clock = FakeClock(NOW)
+    monkeypatch.setattr(index, "_now", clock.now)
+    monkeypatch.setattr(index, "CONNECT_TIMEOUT_SECONDS", 1.0)
+    monkeypatch.setattr(index, "READ_TIMEOUT_SECONDS", 1.0)
+    monkeypatch.setitem(ExponentialBackoff._DEFAULT_BACKOFF_CONFIG, "throttling_base_scale", 0.01)
+    yield Monitor(world, clock, synthesized)
+    control_plane.act_as(None)
+    assert control_plane.violations == []
+
+
+def test_a_plan_found_active_at_the_first_look_is_no_news(monitor) -> None:
+    assert monitor.new_alerts() == []
+    state = monitor.world.state()
+    assert state is not None and state["Sequence"] == 1
+    assert json.loads(state["State"])["sent"] == {
+        "plan/lite-sft/status/Active": "2027-07-12T00:00:00Z"
+    }
+    assert monitor.new_alerts(minutes=5) == []
+    assert monitor.world.state()["Sequence"] == 1  # nothing new: not written again
+
+
+def test_a_plan_turned_active_alerts_once(monitor) -> None:
+    monitor.status("Scheduled")
+    assert monitor.new_alerts() == []
+    monitor.status("Active")
+    assert monitor.new_alerts(minutes=5) == [
+        f"{ENV}: {NAME} is now Active: 4 reserved instances until {END:%Y-%m-%dT%H:%M:%SZ}, "
+        "paid for whether or not a job runs; next: novapod launch CONFIG sft-lora"
+    ]
+    (published,) = monitor.plane.monitoring.published
+    assert published.subject == f"{ENV}: plan lite-sft Active"
+    assert published.topic_arn.endswith(":novapod-nova-lite-alerts")
+    assert monitor.new_alerts(minutes=5) == []  # the same transition, not again
+    assert monitor.new_alerts(minutes=5) == []
+
+
+def test_a_plan_expired_alerts_once(monitor) -> None:
+    monitor.run()
+    monitor.status("Expired")
+    assert monitor.new_alerts(minutes=5) == [
+        f"{ENV}: {NAME} has Expired ({END:%Y-%m-%dT%H:%M:%SZ}): its 4 instances are reclaimed "
+        "and groups on it get no nodes; next: novapod status CONFIG"
+    ]
+    assert monitor.plane.monitoring.published[-1].subject == f"{ENV}: plan lite-sft Expired"
+    assert monitor.new_alerts(minutes=5) == []
+
+
+def test_a_purchase_that_failed_alerts_once(monitor) -> None:
+    monitor.status("Pending")
+    monitor.run()
+    monitor.status("Failed", "Payment declined")
+    assert monitor.new_alerts(minutes=5) == [
+        f"{ENV}: {NAME} is Failed (Payment declined) and reserves no capacity; next: "
+        "novapod status CONFIG"
+    ]
+    assert monitor.new_alerts(minutes=5) == []
+
+
+def test_a_plan_bought_after_the_first_look_alerts_when_it_turns_active(monitor) -> None:
+    offering = monitor.plane.offerings[0]
+    monitor.plane.plans.clear()  # not bought yet: ResourceNotFound
+    assert monitor.new_alerts() == []
+    monitor.plane.add_plan(PLAN, offering, statuses=["Pending", "Scheduled", "Active"])
+    assert monitor.new_alerts(minutes=5) == []  # Pending
+    assert monitor.new_alerts(minutes=5) == []  # Scheduled
+    (alert,) = monitor.new_alerts(minutes=5)
+    assert "is now Active" in alert
+
+
+def test_reserved_instances_idle_for_the_configured_time_alert_once_per_idling(monitor) -> None:
+    assert decisions.parse_settings(settings(monitor.result)).idle_alert_minutes == 60
+    monitor.world.plan_counts(available=1, in_use=3)
+    assert monitor.new_alerts() == []  # idle since now
+    assert monitor.new_alerts(minutes=55) == []
+    sentence = (
+        f"{ENV}: {NAME} has had 1 of 4 reserved instances unused for 1h 0m while Active "
+        "(3 in use); they are paid for whether or not a job runs; next: novapod launch "
+        "CONFIG sft-lora"
+    )
+    assert monitor.new_alerts(minutes=5) == [sentence]
+    (published,) = monitor.plane.monitoring.published
+    assert published.subject == f"{ENV}: plan lite-sft idle"
+    assert monitor.new_alerts(minutes=5) == []
+    assert monitor.new_alerts(minutes=120) == []  # the same idling, not again
+    monitor.world.plan_counts(available=0, in_use=4)
+    assert monitor.new_alerts(minutes=5) == []  # in use again: over
+    monitor.world.plan_counts(available=2, in_use=2)
+    assert monitor.new_alerts(minutes=5) == []
+    assert monitor.new_alerts(minutes=60) == [
+        sentence.replace("1 of 4", "2 of 4").replace("(3 in use)", "(2 in use)")
+    ]
+
+
+def test_a_plan_ending_within_the_configured_days_alerts_once_per_end(monitor) -> None:
+    assert monitor.new_alerts() == []
+    command = (
+        f"aws sagemaker search-training-plan-offerings --training-plan-arn {PLAN_ARN} "
+        "--duration-hours 24"
+    )
+    sentence = (
+        f"{ENV}: {NAME} ends in 2d 23h ({END:%Y-%m-%dT%H:%M:%SZ}) with 4 of 4 instances in "
+        "use; jobs still running then are stopped: extend it with an extend block on its "
+        f"entry (docs/operations.md); next: {command}"
+    )
+    assert monitor.new_alerts(minutes=(2 * 24 + 1) * 60) == [sentence]  # 3 days before: 2d 23h
+    (published,) = monitor.plane.monitoring.published
+    assert published.subject == f"{ENV}: plan lite-sft ending"
+    assert monitor.new_alerts(minutes=24 * 60) == []
+    monitor.plane.add_extension(PLAN, 48)  # the plan now ends two days later
+    assert monitor.new_alerts(minutes=5) == []  # 3d 22h left: over
+    later = END + timedelta(hours=48)
+    (alert,) = monitor.new_alerts(minutes=23 * 60)  # a new end, ending again
+    assert f"ends in 2d 23h ({later:%Y-%m-%dT%H:%M:%SZ})" in alert
+
+
+def test_an_unhealthy_node_alerts_once_until_it_recovers(monitor) -> None:
+    monitor.run()
+    bad = monitor.node(1)
+    bad["InstanceStatus"] = {"Status": "Failure", "Message": "GPU ECC errors"}
+    node = bad["InstanceId"]
+    sentence = (
+        f"{ENV}: node {node} of instance group {GROUP} is Failure (GPU ECC errors), 1 of 4 "
+        "nodes of the group unhealthy; node recovery is Automatic, HyperPod replaces it; "
+        f"next: aws sagemaker describe-cluster-node --cluster-name {CLUSTER} --node-id {node}"
+    )
+    assert monitor.new_alerts(minutes=5) == [sentence]
+    assert monitor.plane.monitoring.published[-1].subject == f"{ENV}: node {node} Failure"
+    assert monitor.new_alerts(minutes=5) == []
+    bad["InstanceStatus"] = {"Status": "Running"}
+    assert monitor.new_alerts(minutes=5) == []
+    bad["InstanceStatus"] = {"Status": "Failure", "Message": "GPU ECC errors"}
+    assert monitor.new_alerts(minutes=5) == [sentence]  # a new occurrence
+
+
+def test_a_degraded_group_alerts_once(monitor) -> None:
+    monitor.run()
+    (group,) = monitor.plane.hyperpod.clusters[CLUSTER]["RestrictedInstanceGroups"]
+    group["Status"], group["CurrentCount"] = "Degraded", 3
+    assert monitor.new_alerts(minutes=5) == [
+        f"{ENV}: instance group {GROUP} of HyperPod cluster {CLUSTER} is Degraded (3 of 4 "
+        f"nodes); next: aws sagemaker describe-cluster --cluster-name {CLUSTER}"
+    ]
+    assert monitor.new_alerts(minutes=5) == []
+
+
+def test_an_alert_whose_publish_failed_is_sent_by_the_next_run(monitor) -> None:
+    monitor.status("Scheduled")
+    monitor.run()
+    monitor.status("Active")
+    monitor.plane.server_error("Publish", times=3)  # botocore's three attempts
+    with pytest.raises(index.CheckError, match=r"SNS Publish of plan/lite-sft/status/Active"):
+        monitor.run(minutes=5)
+    assert monitor.world.published() == []
+    alerts = monitor.new_alerts(minutes=5)
+    assert len(alerts) == 1 and "is now Active" in alerts[0]
+    assert monitor.new_alerts(minutes=5) == []
+
+
+def test_without_its_state_a_run_sends_nothing(monitor) -> None:
+    monitor.status("Scheduled")
+    monitor.run()
+    monitor.status("Active")
+    monitor.plane.server_error("GetItem", times=3)
+    with pytest.raises(index.CheckError, match="DynamoDB GetItem of the check's state failed"):
+        monitor.run(minutes=5)
+    assert monitor.world.published() == []
+    # The metrics were still put.
+    assert monitor.plane.monitoring.metric_values(
+        "TotalInstances", Environment="nova-lite", Plan="lite-sft"
+    )
+    assert len(monitor.new_alerts(minutes=5)) == 1
+
+
+def test_a_state_moved_by_another_run_is_left_to_it(monitor, capsys) -> None:
+    monitor.run()
+    rival = {"Environment": "nova-lite", "Sequence": 2, "State": "{}", "UpdatedAt": "x"}
+    monitor.plane.dynamodb.rival_put("PutItem", STATE_TABLE, rival)
+    monitor.world.plan_counts(available=1, in_use=3)  # a change to record
+    summary = monitor.run(minutes=5)
+    assert summary["failures"] == []
+    assert monitor.world.state()["Sequence"] == 2  # the rival's, untouched
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [x["step"] for x in lines][-2:] == ["state-moved", "sampled"]
+
+
+def test_every_alert_is_logged_as_one_json_line(monitor, capsys) -> None:
+    monitor.status("Scheduled")
+    monitor.run()
+    monitor.status("Active")
+    capsys.readouterr()
+    summary = monitor.run(minutes=5)
+    assert summary["alerts"] == ["plan/lite-sft/status/Active"]
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    (alert,) = [x for x in lines if x["step"] == "alert"]
+    assert alert["key"] == "plan/lite-sft/status/Active"
+    assert alert["message"] == monitor.world.published()[-1]
+
+
+@pytest.mark.parametrize(
+    ("sid", "failure"),
+    [
+        ("PublishAlerts", "SNS Publish of plan/lite-sft/status/Active failed (AuthorizationError"),
+        ("CheckState", "DynamoDB GetItem of the check's state failed (AccessDeniedException"),
+    ],
+)
+def test_each_alerting_statement_is_needed(monitor, sid, failure) -> None:
+    monitor.status("Scheduled")
+    monitor.run()
+    monitor.status("Active")
+    monitor.plane.act_as(principal(monitor.result).without(sid))
+    with pytest.raises(index.CheckError) as failed:
+        monitor.run(minutes=5)
+    assert str(failed.value).startswith(failure), failed.value

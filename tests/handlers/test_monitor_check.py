@@ -1,0 +1,203 @@
+"""The environment's scheduled check (novapod/constructs/monitor/handler/) against the fake
+control plane, with the settings and the role of the synthesized single-rig-purchase.yaml:
+what it samples into CloudWatch metrics, and that its role is enough and each of its
+statements needed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.retries.standard import ExponentialBackoff
+
+from novapod.constructs.monitor.handler import decisions, index
+from tests.conftest import Synthesized
+from tests.fakes.aws_control_plane import FakeControlPlane
+from tests.handlers.monitor_world import (
+    CLUSTER,
+    GROUP,
+    LITE,
+    NOW,
+    PLAN,
+    Deployed,
+    deploy,
+    principal,
+    settings,
+)
+
+DIMENSIONS = {"Environment": "nova-lite", "Plan": "lite-sft"}
+GROUP_DIMENSIONS = {"Environment": "nova-lite", "InstanceGroup": GROUP}
+
+
+@pytest.fixture(scope="module")
+def synthesized(synth: Callable[[Path], Synthesized]) -> Synthesized:
+    return synth(LITE)
+
+
+@pytest.fixture
+def deployed(
+    control_plane: FakeControlPlane, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Deployed]:
+    world = deploy(control_plane)
+    monkeypatch.setattr(index, "_now", lambda: NOW)
+    monkeypatch.setattr(index, "CONNECT_TIMEOUT_SECONDS", 1.0)
+    monkeypatch.setattr(index, "READ_TIMEOUT_SECONDS", 1.0)
+    monkeypatch.setitem(ExponentialBackoff._DEFAULT_BACKOFF_CONFIG, "throttling_base_scale", 0.01)
+    yield world
+    control_plane.act_as(None)
+    assert control_plane.violations == []
+
+
+def _run(result: Synthesized, world: Deployed, *, as_role: bool = True) -> dict[str, Any]:
+    if as_role:
+        world.plane.act_as(principal(result))
+    return index.check(settings(result))
+
+
+def test_the_schedule_input_names_the_plan_and_the_cluster(synthesized) -> None:
+    parsed = decisions.parse_settings(settings(synthesized))
+    assert parsed.environment == "nova-lite"
+    assert parsed.namespace == "novapod"
+    assert parsed.cluster == CLUSTER
+    assert [(p.name, p.plan_name, p.jobs) for p in parsed.plans] == [
+        ("lite-sft", PLAN, ("sft-lora", "eval"))
+    ]
+
+
+def test_a_run_puts_each_plan_s_and_group_s_figures(synthesized, deployed) -> None:
+    deployed.plan_counts(available=1, in_use=3, unhealthy=1)
+    bad = deployed.plane.hyperpod.nodes[CLUSTER][0]
+    bad["InstanceStatus"] = {"Status": "Failure", "Message": "GPU ECC errors"}
+    summary = _run(synthesized, deployed)
+    assert summary["plans"] == {"lite-sft": "Active"}
+    metrics = deployed.plane.monitoring
+    assert {ns for ns, _ in metrics.metrics} == {"novapod"}
+    figures = {
+        name: metrics.metric_values(name, **DIMENSIONS)
+        for name in (
+            "TotalInstances",
+            "AvailableInstances",
+            "InUseInstances",
+            "UnhealthyInstances",
+            "IdleInstances",
+        )
+    }
+    assert figures == {
+        "TotalInstances": [4.0],
+        "AvailableInstances": [1.0],
+        "InUseInstances": [3.0],
+        "UnhealthyInstances": [1.0],
+        "IdleInstances": [1.0],
+    }
+    groups = {
+        name: metrics.metric_values(name, **GROUP_DIMENSIONS)
+        for name in ("DesiredNodes", "CurrentNodes", "UnhealthyNodes")
+    }
+    assert groups == {"DesiredNodes": [4.0], "CurrentNodes": [4.0], "UnhealthyNodes": [1.0]}
+    (_, datum), *_ = metrics.metrics
+    assert datum["Unit"] == "Count" and datum["Timestamp"] == NOW.timestamp()
+    assert summary["metrics"] == len(metrics.metrics) == 8
+
+
+def test_a_plan_not_active_idles_nothing_and_one_not_bought_has_no_figures(
+    synthesized, deployed
+) -> None:
+    deployed.plane.script_statuses(PLAN, ["Scheduled"])
+    deployed.plan_counts(available=4, in_use=0)
+    _run(synthesized, deployed)
+    metrics = deployed.plane.monitoring
+    assert metrics.metric_values("AvailableInstances", **DIMENSIONS) == [4.0]
+    assert metrics.metric_values("IdleInstances", **DIMENSIONS) == [0.0]
+    deployed.plane.plans.clear()  # SageMaker does not know the plan: ResourceNotFound
+    metrics.metrics.clear()
+    summary = _run(synthesized, deployed)
+    assert summary["plans"] == {"lite-sft": "NotBought"}
+    assert {d["MetricName"] for _, d in metrics.metrics} == set(decisions.GROUP_METRICS)
+
+
+def test_a_cluster_not_deployed_is_no_failure(synthesized, deployed) -> None:
+    deployed.plane.hyperpod.clusters.clear()
+    summary = _run(synthesized, deployed)
+    assert summary["failures"] == []
+    assert "ListClusterNodes" not in deployed.plane.operations()
+    # UnhealthyInstanceCount is optional in DescribeTrainingPlan's answer: absent, not put.
+    assert {d["MetricName"] for _, d in deployed.plane.monitoring.metrics} == {
+        "TotalInstances",
+        "AvailableInstances",
+        "InUseInstances",
+        "IdleInstances",
+    }
+
+
+def test_a_failed_read_leaves_its_part_out_and_fails_the_run(synthesized, deployed, capsys) -> None:
+    deployed.plane.error("DescribeTrainingPlan", "ValidationException", message="boom")
+    with pytest.raises(index.CheckError) as failed:
+        _run(synthesized, deployed)
+    assert str(failed.value) == (
+        f"SageMaker DescribeTrainingPlan of {PLAN} failed (ValidationException: boom)"
+    )
+    # The cluster's groups were still sampled and put.
+    assert deployed.plane.monitoring.metric_values("DesiredNodes", **GROUP_DIMENSIONS) == [4.0]
+    line = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert line["step"] == "fail" and line["failures"] == [str(failed.value)]
+
+
+def test_a_failed_put_fails_the_run_after_the_reads(synthesized, deployed) -> None:
+    deployed.plane.server_error("PutMetricData", times=3)
+    with pytest.raises(index.CheckError, match=r"CloudWatch PutMetricData failed \("):
+        _run(synthesized, deployed)
+    assert deployed.plane.operations()[-3:] == ["PutMetricData"] * 3  # botocore's 3 attempts
+
+
+def test_the_role_is_enough(synthesized, deployed, capsys) -> None:
+    summary = _run(synthesized, deployed)
+    assert summary["failures"] == []
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["step"] == "sampled"
+
+
+@pytest.mark.parametrize(
+    ("sid", "failure"),
+    [
+        ("DescribeTrainingPlans", f"SageMaker DescribeTrainingPlan of {PLAN} failed"),
+        ("DescribeHyperPodCluster", f"SageMaker DescribeCluster of {CLUSTER} failed"),
+        ("PutNovapodMetrics", "CloudWatch PutMetricData failed"),
+    ],
+)
+def test_each_statement_is_needed(synthesized, deployed, sid, failure) -> None:
+    deployed.plane.act_as(principal(synthesized).without(sid))
+    with pytest.raises(index.CheckError) as failed:
+        index.check(settings(synthesized))
+    (sentence,) = str(failed.value).split("; ")
+    assert sentence.startswith(f"{failure} (AccessDenied"), sentence
+
+
+def test_the_role_puts_novapod_s_metrics_only(synthesized, deployed) -> None:
+    raw = settings(synthesized) | {"namespace": "Other"}
+    deployed.plane.act_as(principal(synthesized))
+    with pytest.raises(index.CheckError, match=r"PutMetricData failed \(AccessDenied"):
+        index.check(raw)
+
+
+def test_metrics_go_in_requests_of_at_most_1000() -> None:
+    data = [{"MetricName": str(i)} for i in range(2001)]
+    assert [len(b) for b in decisions.batches(data)] == [1000, 1000, 1]
+    assert list(decisions.batches([])) == []
+
+
+def test_a_run_is_bounded_below_the_function_s_timeout() -> None:
+    from novapod.constructs.monitor.construct import TIMEOUT
+
+    # Two plans, the cluster and one page of nodes, the metrics, the state's read and
+    # write, and three alerts, each retried to its limit.
+    assert index.worst_case_seconds(10) <= TIMEOUT.to_seconds()
+
+
+def test_a_state_that_cannot_be_read_is_a_first_run() -> None:
+    state = decisions.State(seen={"p": "Active"}, sent={"plan/p/status/Active": "t"}, sequence=4)
+    again = decisions.read_state(state.text(), 4)
+    assert again == state
+    for text in (None, "", "not json", "[]", '{"version": 2, "seen": {"p": "Active"}}'):
+        assert decisions.read_state(text, 7) == decisions.State(sequence=7)

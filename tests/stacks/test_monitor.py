@@ -1,0 +1,524 @@
+"""The monitor stack (novapod/stacks/monitor.py) of the shipped configs: built with plans
+or a cluster, nothing depends on it; the schedule, the check's function and its role,
+statement by statement."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from novapod.config import load_config, parse_config
+from novapod.config.stacks import stack_kinds
+from novapod.constructs.monitor.construct import rate
+from novapod.yamlsafe import load as load_yaml
+from tests.conftest import (
+    ALL_CONFIGS,
+    ROOT,
+    VALIDATION_TIME,
+    Synthesized,
+    joined,
+    producer_value,
+    resources,
+)
+
+LITE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"
+MONITORED = [p for p in ALL_CONFIGS if load_config(p).has_monitor]
+
+
+def only(template: dict[str, Any], type_: str) -> tuple[str, dict[str, Any]]:
+    ((logical_id, resource),) = resources(template, type_).items()
+    return logical_id, resource
+
+
+def schedule_of(template: dict[str, Any]) -> dict[str, Any]:
+    return only(template, "AWS::Scheduler::Schedule")[1]
+
+
+def role_statements(result: Synthesized, role_id: str) -> dict[str, dict[str, Any]]:
+    """Sid -> actions, resources (rendered) and condition of every statement of a role's
+    policies in the monitor stack."""
+    template = result.templates["monitor"]
+    out = {}
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        if {"Ref": role_id} not in policy["Properties"]["Roles"]:
+            continue
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
+            found = s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]]
+            out[s.get("Sid", "-")] = {
+                "actions": sorted(actions),
+                "resources": sorted(joined(r, result) for r in found),
+                "condition": rendered(s.get("Condition"), result),
+            }
+    return out
+
+
+def publish_statements(topic_id: str) -> dict[str, dict[str, Any]]:
+    """What publishing to the alert topic takes (alerts.grant_publish): the topic, its key
+    through SNS only."""
+    return {
+        "PublishAlerts": {
+            "actions": ["sns:Publish"],
+            "resources": [f"${{{topic_id}}}"],
+            "condition": None,
+        },
+        "PublishAlertsKey": {
+            "actions": ["kms:Decrypt", "kms:GenerateDataKey"],
+            "resources": ["${EncryptionKey.Arn}"],
+            "condition": {"StringEquals": {"kms:ViaService": "sns.${AWS::Region}.amazonaws.com"}},
+        },
+    }
+
+
+def rendered(value: Any, result: Synthesized) -> Any:
+    """A condition with its intrinsics rendered as text (`${AWS::Region}`)."""
+    if isinstance(value, dict) and {"Fn::Join", "Ref", "Fn::GetAtt"} & set(value):
+        return joined(value, result)
+    if isinstance(value, dict):
+        return {k: rendered(v, result) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rendered(v, result) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: Path(p).stem)
+def test_the_monitor_is_built_with_plans_or_a_cluster(synth, path) -> None:
+    config = load_config(path)
+    watched = bool(config.capacity.training_plans) or config.hyperpod is not None
+    assert config.has_monitor == watched
+    assert ("monitor" in synth(path).templates) == watched
+
+
+def test_monitoring_enabled_false_removes_the_monitor_only() -> None:
+    data = load_yaml(LITE.read_text(encoding="utf-8")) | {"monitoring": {"enabled": False}}
+    data.pop("notifications")  # nothing would send them: an error (tests/unit)
+    off = parse_config(data, source=str(LITE), now=VALIDATION_TIME)
+    assert stack_kinds(off) == tuple(k for k in stack_kinds(load_config(LITE)) if k != "monitor")
+
+
+@pytest.mark.parametrize("path", MONITORED, ids=lambda p: Path(p).stem)
+def test_nothing_depends_on_the_monitor(synth, path) -> None:
+    result = synth(path)
+    config = load_config(path)
+    # The private subnets of a VPC it creates, the key, the NAT routes (eks builds them).
+    assert result.dependencies["monitor"] == {"storage"} | (
+        {"network"} if config.network.vpc else set()
+    ) | ({"eks"} if config.eks else set())
+    for kind, kinds in result.dependencies.items():
+        assert "monitor" not in kinds, kind
+    monitor = result.stack_names["monitor"]
+    for kind, template in result.templates.items():
+        if kind != "monitor":
+            assert monitor not in str(template), kind  # no value read from it
+    # For people only: the topic to subscribe more endpoints to, the dashboard's address.
+    assert set(result.templates["monitor"]["Outputs"]) == {"AlertTopicArn", "DashboardUrl"}
+
+
+def test_the_schedule_runs_the_check_every_few_minutes(synth) -> None:
+    result = synth(LITE)
+    template = result.templates["monitor"]
+    function_id, _ = only(template, "AWS::Lambda::Function")
+    props = schedule_of(template)["Properties"]
+    assert props["ScheduleExpression"] == "rate(5 minutes)"  # monitoring.every_minutes
+    assert props["FlexibleTimeWindow"] == {"Mode": "OFF"}
+    assert props["State"] == "ENABLED"
+    target = props["Target"]
+    assert target["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]}
+    # A retried sample is an old one: the next run comes at the next rate.
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 300}
+    role_id = target["RoleArn"]["Fn::GetAtt"][0]
+    trust = template["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]
+    assert trust["Statement"] == [
+        {
+            "Action": "sts:AssumeRole",
+            "Condition": {
+                "StringEquals": {
+                    "aws:SourceAccount": "111122223333",
+                    "aws:SourceArn": "arn:aws:scheduler:us-east-1:111122223333:"
+                    "schedule-group/default",
+                }
+            },
+            "Effect": "Allow",
+            "Principal": {"Service": "scheduler.amazonaws.com"},
+        }
+    ]
+    assert role_statements(result, role_id) == {
+        "InvokeTheCheck": {
+            "actions": ["lambda:InvokeFunction"],
+            "resources": [f"${{{function_id}.Arn}}"],
+            "condition": None,
+        }
+    }
+
+
+def test_the_rate_is_singular_for_one_minute() -> None:
+    assert (rate(1), rate(2), rate(60)) == (
+        "rate(1 minute)",
+        "rate(2 minutes)",
+        "rate(60 minutes)",
+    )
+
+
+def test_the_function_runs_once_at_a_time_in_the_private_subnets(synth) -> None:
+    result = synth(LITE)
+    template = result.templates["monitor"]
+    function_id, function = only(template, "AWS::Lambda::Function")
+    props = function["Properties"]
+    assert props["Handler"] == "novapod_lambda.monitor.handler.index.check"
+    assert (props["Runtime"], props["Architectures"]) == ("python3.14", ["arm64"])
+    assert props["ReservedConcurrentExecutions"] == 1
+    assert props["Timeout"] == 300
+    assert "Environment" not in props  # its settings are the schedule's input
+    network = result.templates["network"]
+    subnets = [producer_value(result, s) for s in props["VpcConfig"]["SubnetIds"]]
+    private = [k for k in resources(network, "AWS::EC2::Subnet") if "Private" in k]
+    assert sorted(s["Ref"] for s in subnets) == sorted(private)
+    group_id, group = only(template, "AWS::EC2::SecurityGroup")
+    assert props["VpcConfig"]["SecurityGroupIds"] == [{"Fn::GetAtt": [group_id, "GroupId"]}]
+    assert [(e["IpProtocol"], e["FromPort"], e["ToPort"]) for e in group["Properties"][
+        "SecurityGroupEgress"
+    ]] == [("tcp", 443, 443)]  # fmt: skip
+    assert "SecurityGroupIngress" not in group["Properties"]
+    _, invoke = only(template, "AWS::Lambda::EventInvokeConfig")
+    assert invoke["Properties"]["MaximumRetryAttempts"] == 0
+    log_id, logs = only(template, "AWS::Logs::LogGroup")
+    assert props["LoggingConfig"] == {"LogGroup": {"Ref": log_id}}
+    key = producer_value(result, logs["Properties"]["KmsKeyId"])
+    assert key == {"Fn::GetAtt": ["EncryptionKey", "Arn"]}  # the storage stack's key
+    assert logs["Properties"]["RetentionInDays"] == 365  # eks.log_retention_days
+    assert function_id
+
+
+@pytest.mark.parametrize("path", MONITORED, ids=lambda p: Path(p).stem)
+def test_the_check_s_role_reads_plans_and_cluster_puts_metrics_publishes_and_keeps_state(
+    synth, path
+) -> None:
+    result = synth(path)
+    config = load_config(path)
+    template = result.templates["monitor"]
+    _, function = only(template, "AWS::Lambda::Function")
+    role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    log_id, _ = only(template, "AWS::Logs::LogGroup")
+    topic_id, _ = only(template, "AWS::SNS::Topic")
+    table_id, _ = only(template, "AWS::DynamoDB::Table")
+    found = role_statements(result, role_id)
+    region, account = config.region, config.account
+    expected: dict[str, dict[str, Any]] = {
+        "-": {
+            "actions": ["logs:CreateLogStream", "logs:PutLogEvents"],
+            "resources": [f"${{{log_id}.Arn}}"],
+            "condition": None,
+        },
+        "PutNovapodMetrics": {
+            "actions": ["cloudwatch:PutMetricData"],
+            "resources": ["*"],
+            "condition": {"StringEquals": {"cloudwatch:namespace": "novapod"}},
+        },
+        "AttachToVpc": found["AttachToVpc"],  # provider.attach_to_vpc, tested there
+        "DescribeNetworkInterfaces": found["DescribeNetworkInterfaces"],
+        **publish_statements(topic_id),
+        "CheckState": {
+            "actions": ["dynamodb:GetItem", "dynamodb:PutItem"],
+            "resources": [f"${{{table_id}.Arn}}"],
+            "condition": {
+                "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [config.name]},
+                "Null": {"dynamodb:LeadingKeys": "false"},
+            },
+        },
+        "CheckStateKey": {
+            "actions": ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"],
+            "resources": ["${EncryptionKey.Arn}"],
+            "condition": {
+                "StringEquals": {"kms:ViaService": "dynamodb.${AWS::Region}.amazonaws.com"}
+            },
+        },
+    }
+    if config.capacity.training_plans:
+        arns = sorted(
+            spec.existing_arn
+            or f"arn:aws:sagemaker:{region}:{account}:training-plan/"
+            + config.purchase_names()[spec.name]
+            for spec in config.capacity.training_plans
+        )
+        expected["DescribeTrainingPlans"] = {
+            "actions": ["sagemaker:DescribeTrainingPlan"],
+            "resources": arns,
+            "condition": None,
+        }
+    if config.hyperpod is not None:
+        expected["DescribeHyperPodCluster"] = {
+            "actions": ["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"],
+            "resources": [f"arn:aws:sagemaker:{region}:{account}:cluster/*"],
+            "condition": None,
+        }
+    assert found == expected
+
+
+# --- the alerts -----------------------------------------------------------------------------
+
+EMAILS = ["platform-team@example.com"]  # single-rig-purchase.yaml's notifications.emails
+STORAGE_KEY = {"Fn::GetAtt": ["EncryptionKey", "Arn"]}
+
+
+def test_the_topic_is_encrypted_with_the_storage_key_and_refuses_plain_http(synth) -> None:
+    result = synth(LITE)
+    template = result.templates["monitor"]
+    topic_id, topic = only(template, "AWS::SNS::Topic")
+    assert producer_value(result, topic["Properties"]["KmsMasterKeyId"]) == STORAGE_KEY
+    assert topic["Properties"]["DisplayName"] == "novapod nova-lite"
+    _, policy = only(template, "AWS::SNS::TopicPolicy")
+    assert policy["Properties"]["Topics"] == [{"Ref": topic_id}]
+    assert policy["Properties"]["PolicyDocument"]["Statement"] == [
+        {
+            "Action": "sns:Publish",
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            "Effect": "Deny",
+            "Principal": "*",
+            "Resource": {"Ref": topic_id},
+            "Sid": "AllowPublishThroughSSLOnly",
+        }
+    ]
+
+
+@pytest.mark.parametrize("path", MONITORED, ids=lambda p: Path(p).stem)
+def test_the_config_s_addresses_are_subscribed(synth, path) -> None:
+    result = synth(path)
+    template = result.templates["monitor"]
+    topic_id, _ = only(template, "AWS::SNS::Topic")
+    subscribed = [
+        (s["Properties"]["Protocol"], s["Properties"]["Endpoint"], s["Properties"]["TopicArn"])
+        for s in resources(template, "AWS::SNS::Subscription").values()
+    ]
+    emails = load_config(path).notifications.emails
+    assert subscribed == [("email", e, {"Ref": topic_id}) for e in emails]
+    if path == LITE:
+        assert emails == EMAILS
+
+
+def test_the_rules_send_hyperpod_s_events_of_the_cluster_to_the_topic(synth) -> None:
+    result = synth(LITE)
+    template = result.templates["monitor"]
+    topic_id, _ = only(template, "AWS::SNS::Topic")
+    rules = {r["Properties"]["Name"]: r for r in resources(template, "AWS::Events::Rule").values()}
+    base = {"source": ["aws.sagemaker"], "account": ["111122223333"]}
+    cluster = "novapod-nova-lite"
+    assert {name: r["Properties"]["EventPattern"] for name, r in rules.items()} == {
+        "novapod-nova-lite-cluster-state": base
+        | {
+            "detail-type": ["SageMaker HyperPod Cluster State Change"],
+            "detail": {
+                "ClusterName": [cluster],
+                "ClusterStatus": ["Deleting", "Failed", "RollingBack"],
+            },
+        },
+        "novapod-nova-lite-node-health": base
+        | {
+            "detail-type": ["SageMaker HyperPod Cluster Node Health Event"],
+            "detail": {"ClusterName": [cluster], "HealthSummary": {"HealthStatus": ["Unhealthy"]}},
+        },
+        "novapod-nova-lite-cluster-event": base
+        | {
+            "detail-type": ["SageMaker HyperPod Cluster Event"],
+            "detail": {"EventDetails": {"ClusterName": [cluster], "EventLevel": ["Error"]}},
+        },
+    }
+    sentences = {}
+    for name, rule in rules.items():
+        assert rule["Properties"]["State"] == "ENABLED"
+        (target,) = rule["Properties"]["Targets"]
+        assert target["Arn"] == {"Ref": topic_id}
+        transformer = target["InputTransformer"]
+        text = json.loads(transformer["InputTemplate"])  # a JSON string: sent as text
+        for key in transformer["InputPathsMap"]:
+            assert f"<{key}>" in text
+        sentences[name] = (text, transformer["InputPathsMap"])
+    assert sentences["novapod-nova-lite-node-health"] == (
+        "novapod nova-lite: node <node> of HyperPod cluster novapod-nova-lite is Unhealthy: "
+        "<reason> (repair action <repair>; <advice>); next: aws sagemaker "
+        "describe-cluster-node --cluster-name novapod-nova-lite --node-id <node>",
+        {
+            "node": "$.detail.InstanceId",
+            "reason": "$.detail.HealthSummary.HealthStatusReason",
+            "repair": "$.detail.HealthSummary.RepairAction",
+            "advice": "$.detail.HealthSummary.Recommendation",
+        },
+    )
+    assert sentences["novapod-nova-lite-cluster-state"][0] == (
+        "novapod nova-lite: HyperPod cluster novapod-nova-lite is <status> (<failure>); next: "
+        "aws sagemaker describe-cluster --cluster-name novapod-nova-lite"
+    )
+    assert sentences["novapod-nova-lite-cluster-event"][0].endswith(
+        "next: aws sagemaker list-cluster-events --cluster-name novapod-nova-lite"
+    )
+
+
+def test_the_rules_deliver_with_a_role_for_them_only(synth) -> None:
+    result = synth(LITE)
+    template = result.templates["monitor"]
+    topic_id, _ = only(template, "AWS::SNS::Topic")
+    roles = {
+        t["RoleArn"]["Fn::GetAtt"][0]
+        for r in resources(template, "AWS::Events::Rule").values()
+        for t in r["Properties"]["Targets"]
+    }
+    (role_id,) = roles
+    trust = template["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]
+    (statement,) = trust["Statement"]
+    assert statement["Principal"] == {"Service": "events.amazonaws.com"}
+    assert statement["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": "111122223333"},
+        "ArnEquals": {
+            "aws:SourceArn": [
+                f"arn:aws:events:us-east-1:111122223333:rule/novapod-nova-lite-{suffix}"
+                for suffix in ("cluster-state", "node-health", "cluster-event")
+            ]
+        },
+    }
+    assert role_statements(result, role_id) == publish_statements(topic_id)
+
+
+def test_the_state_table_is_encrypted_and_disposable_and_the_check_is_told_of_it(synth) -> None:
+    result = synth(LITE)
+    template = result.templates["monitor"]
+    topic_id, _ = only(template, "AWS::SNS::Topic")
+    table_id, table = only(template, "AWS::DynamoDB::Table")
+    props = table["Properties"]
+    assert props["KeySchema"] == [{"AttributeName": "Environment", "KeyType": "HASH"}]
+    assert props["BillingMode"] == "PAY_PER_REQUEST"
+    assert props["SSESpecification"]["SSEEnabled"] is True
+    assert producer_value(result, props["SSESpecification"]["KMSMasterKeyId"]) == STORAGE_KEY
+    assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert table["DeletionPolicy"] == "Delete"  # disposable: goes with the stack
+    text = joined(schedule_of(template)["Properties"]["Target"]["Input"])
+    parsed = json.loads(text)
+    assert (parsed["topic_arn"], parsed["state_table"]) == (f"${{{topic_id}}}", f"${{{table_id}}}")
+    assert (parsed["idle_alert_minutes"], parsed["ending_alert_days"]) == (60, 3)
+
+
+def test_without_a_cluster_there_are_no_event_rules() -> None:
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_kms as kms
+
+    from novapod.constructs.monitor.alerts import Alerts
+
+    stack = Stack(App(), "S", env={"account": "111122223333", "region": "us-east-1"})
+    key = kms.Key.from_key_arn(stack, "K", "arn:aws:kms:us-east-1:111122223333:key/k")
+    alerts = Alerts(
+        stack, "A", environment="e", prefix="novapod-e", cluster_name=None, emails=[], key=key
+    )
+    assert (alerts.rules, alerts.events_role) == ({}, None)
+
+
+# --- the dashboard --------------------------------------------------------------------------
+
+
+def dashboard_body(result: Synthesized) -> tuple[str, dict[str, Any]]:
+    _, dashboard = only(result.templates["monitor"], "AWS::CloudWatch::Dashboard")
+    props = dashboard["Properties"]
+    return props["DashboardName"], json.loads(joined(props["DashboardBody"]))
+
+
+@pytest.mark.parametrize("path", MONITORED, ids=lambda p: Path(p).stem)
+def test_the_dashboard_shows_each_plan_and_group_and_the_check(synth, path) -> None:
+    result = synth(path)
+    config = load_config(path)
+    name, body = dashboard_body(result)
+    assert name == config.prefix
+    assert body["start"] == "-P7D"
+    text, *graphs, runs, alerts = body["widgets"]
+    assert text["type"] == "text" and f"# novapod {config.name}" in text["properties"]["markdown"]
+    plans = [spec.name for spec in config.capacity.training_plans]
+    groups = [g.name for g in config.hyperpod.restricted_instance_groups] + [
+        g.name for g in config.hyperpod.instance_groups
+    ]
+    assert [g["properties"]["title"] for g in graphs] == [
+        f"plan {p}: reserved vs in use" for p in plans
+    ] + [f"group {g}: nodes" for g in groups]
+    env = config.name
+    for graph, plan in zip(graphs, plans, strict=False):
+        assert [m[:6] for m in graph["properties"]["metrics"]] == [
+            ["novapod", metric, "Environment", env, "Plan", plan]
+            for metric in (
+                "TotalInstances",
+                "InUseInstances",
+                "IdleInstances",
+                "UnhealthyInstances",
+            )
+        ]
+        assert {m[6]["stat"] for m in graph["properties"]["metrics"]} == {"Maximum"}
+    for graph, group in zip(graphs[len(plans) :], groups, strict=True):
+        assert [m[:6] for m in graph["properties"]["metrics"]] == [
+            ["novapod", metric, "Environment", env, "InstanceGroup", group]
+            for metric in ("DesiredNodes", "CurrentNodes", "UnhealthyNodes")
+        ]
+    function_id, _ = only(result.templates["monitor"], "AWS::Lambda::Function")
+    assert [m[:4] for m in runs["properties"]["metrics"]] == [
+        ["AWS/Lambda", "Invocations", "FunctionName", f"${{{function_id}}}"],
+        ["AWS/Lambda", "Errors", "FunctionName", f"${{{function_id}}}"],
+    ]
+    log_id, _ = only(result.templates["monitor"], "AWS::Logs::LogGroup")
+    assert alerts["type"] == "log"
+    query = alerts["properties"]["query"]
+    assert query.startswith(f"SOURCE '${{{log_id}}}' | fields @timestamp, message")
+    assert '| filter step = "alert"' in query
+
+
+def test_the_dashboard_draws_the_metrics_the_check_puts() -> None:
+    from novapod.constructs.monitor import dashboard
+    from novapod.constructs.monitor.handler import decisions
+
+    drawn = {m for m, _ in dashboard.PLAN_METRICS} | {m for m, _ in dashboard.GROUP_METRICS}
+    put = {m for m, _ in decisions.PLAN_METRICS} | {"IdleInstances"} | set(decisions.GROUP_METRICS)
+    # All but AvailableInstances, which IdleInstances draws while it costs (Active).
+    assert drawn == put - {"AvailableInstances"}
+
+
+def test_in_a_closed_network_the_check_runs_outside_the_vpc_and_says_why() -> None:
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_kms as kms
+    from aws_cdk import aws_sns as sns
+
+    from novapod.constructs.monitor.construct import ScheduledCheck
+    from novapod.stacks.monitor import CLOSED_NETWORK_REASON
+
+    app = App()
+    stack = Stack(app, "S", env={"account": "111122223333", "region": "us-east-1"})
+    key = kms.Key.from_key_arn(stack, "K", "arn:aws:kms:us-east-1:111122223333:key/k")
+    topic = sns.Topic.from_topic_arn(stack, "T", "arn:aws:sns:us-east-1:111122223333:t")
+    ScheduledCheck(
+        stack,
+        "Check",
+        environment="e",
+        plans=[],
+        cluster_name=None,
+        every_minutes=5,
+        idle_alert_minutes=60,
+        ending_alert_days=3,
+        topic=topic,
+        placement=None,
+        log_retention_days=365,
+        key=key,
+        outside_vpc_reason=CLOSED_NETWORK_REASON,
+    )
+    template = app.synth().get_stack_by_name("S").template
+    _, function = only(template, "AWS::Lambda::Function")
+    assert "VpcConfig" not in function["Properties"]
+    assert not resources(template, "AWS::EC2::SecurityGroup")
+    skipped = {s["id"]: s["comment"] for s in function["Metadata"]["checkov"]["skip"]}
+    assert skipped["CKV_AWS_117"] == CLOSED_NETWORK_REASON  # and cdk-nag's LambdaInsideVPC
+    statements = [
+        s
+        for policy in resources(template, "AWS::IAM::Policy").values()
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    assert not [
+        s for s in statements if s.get("Sid") in ("AttachToVpc", "DescribeNetworkInterfaces")
+    ]
+    assert not [
+        s
+        for s in statements
+        if s.get("Sid") in ("DescribeTrainingPlans", "DescribeHyperPodCluster")
+    ]
