@@ -183,11 +183,12 @@ def test_make_destroy_stops_on_a_stack_the_config_does_not_define(tmp_path) -> N
     # What the pinned CLI alone does with that name: one line, and success.
     bare = offline([str(CDK), "destroy", "--app", str(out), "novapod-prod-network"])
     assert bare.returncode == 0
-    assert "No stacks match the name(s): novapod-prod-network" in bare.stderr
+    # (the CLI writes its messages to stderr, and to stdout when CI is set)
+    assert "No stacks match the name(s): novapod-prod-network" in bare.stderr + bare.stdout
     # What make destroy hands a name of the config to (tests/unit/test_cdk_destroy.py):
     # it selects the stack, and cdk destroy itself refuses to go on without a terminal.
     handed = offline(
         [str(CDK), "destroy", "--exclusively", "--app", str(out), "novapod-default-n*"]
     )
     assert handed.returncode == 1, handed.stderr[-2000:]
-    assert "terminal (TTY) is not attached" in handed.stderr
+    assert "terminal (TTY) is not attached" in handed.stderr + handed.stdout
