@@ -12,11 +12,14 @@ from novapod.constructs.handler_core import health
 from novapod.operate.status import assess
 
 
-def test_status_and_the_check_count_the_same_statuses() -> None:
-    assert assess.CLUSTER_FAILED == health.CLUSTER_FAILED
-    assert assess.GROUP_FAILED == health.GROUP_FAILED
-    assert assess.NODE_HEALTHY == health.NODE_HEALTHY
-    assert assess.NODE_UNHEALTHY == health.NODE_UNHEALTHY
+def test_status_judges_with_the_handler_cores_rules() -> None:
+    # One copy of the rules: assess.py defines none of its own (a second copy could drift
+    # from what the scheduled check ships).
+    for name in ("CLUSTER_FAILED", "GROUP_FAILED", "NODE_HEALTHY", "NODE_UNHEALTHY"):
+        assert not hasattr(assess, name), name
+    assert sorted(health.CLUSTER_FAILED) == ["Deleting", "Failed", "RollingBack"]
+    assert sorted(health.GROUP_FAILED) == ["Degraded", "Deleting", "Failed"]
+    assert sorted(health.NODE_UNHEALTHY) == ["Failure", "NotFound"]
 
 
 @pytest.mark.parametrize(
@@ -29,7 +32,7 @@ def test_status_and_the_check_count_the_same_statuses() -> None:
     ],
 )
 def test_spans_read_alike(delta: timedelta, text: str) -> None:
-    assert health.span(delta) == assess._span(delta) == text
+    assert health.span(delta) == text
 
 
 def test_nodes_are_counted_as_status_counts_them() -> None:
@@ -59,3 +62,18 @@ def test_nodes_are_counted_as_status_counts_them() -> None:
 )
 def test_the_command_for_failing_nodes(recovery: str, command: str) -> None:
     assert health.node_command("c", recovery, ["i-1", "i-2"]) == command
+
+
+def test_the_rules_name_statuses_sagemakers_model_has() -> None:
+    # A status misspelt here would never match what DescribeCluster or ListClusterNodes
+    # return, and the failing node would go unreported.
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    enum = {name: set(model.shape_for(name).enum) for name in (
+        "ClusterStatus", "InstanceGroupStatus", "ClusterInstanceStatus", "TrainingPlanStatus"
+    )}  # fmt: skip
+    assert health.CLUSTER_FAILED.issubset(enum["ClusterStatus"])
+    assert health.GROUP_FAILED.issubset(enum["InstanceGroupStatus"])
+    assert (health.NODE_UNHEALTHY | {health.NODE_HEALTHY}).issubset(enum["ClusterInstanceStatus"])
+    assert health.PLAN_ACTIVE in enum["TrainingPlanStatus"]

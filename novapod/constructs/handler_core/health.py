@@ -2,8 +2,7 @@
 the statuses of SageMaker's models that stop work, how nodes are counted, and the command
 that deals with failing nodes. Shared by the environment's scheduled check (the monitor
 handler, which can import only what its Lambda asset holds) and `novapod status`
-(novapod/operate/status/assess.py states the same rules; tests/unit/test_health_rules.py
-holds the two to one answer).
+(novapod/operate/status/assess.py and jobs.py import them).
 
 Statuses are those of botocore's SageMaker model: TrainingPlanStatus (Pending | Active |
 Scheduled | Expired | Failed), ClusterStatus, InstanceGroupStatus (InService | Creating |

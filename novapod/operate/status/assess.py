@@ -35,10 +35,10 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from novapod.capacity.extension import SEARCH_COMMAND
-from novapod.constructs.handler_core import ledger
+from novapod.constructs.handler_core import health, ledger
 from novapod.constructs.handler_core.values import as_utc, iso
 from novapod.constructs.training_plan.handler.extension import counted, extended_hours
 from novapod.operate import purchases
@@ -74,32 +74,10 @@ AttentionKind = Literal[
     "plan-idle",
     "drift",
 ]
-URGENCY: tuple[AttentionKind, ...] = (
-    "cluster-failed",
-    "group-failed",
-    "unhealthy-nodes",
-    "plan-failed",
-    "run-failed",
-    "plan-unhealthy",
-    "plan-ending",
-    "job-at-risk",
-    "purchase-unsettled",
-    "job-late",
-    "missing-nodes",
-    "plan-expired-in-use",
-    "plan-idle",
-    "drift",
-)
-# ClusterStatus (API_DescribeCluster.html) that stop the cluster's work.
-CLUSTER_FAILED = frozenset({"Failed", "RollingBack", "Deleting"})
+# The Literal lists the kinds in that order.
+URGENCY: tuple[AttentionKind, ...] = get_args(AttentionKind)
 # ClusterStatus in which the groups are not (yet) what CloudFormation asked for.
 CLUSTER_UNSETTLED = frozenset({"Creating", "Deleting"})
-GROUP_FAILED = frozenset({"Failed", "Degraded", "Deleting"})
-# ClusterInstanceStatus values of a node that does not work and will not by itself;
-# the others (Pending, ShuttingDown, SystemUpdating, DeepHealthCheckInProgress,
-# DetachInProgress, AttachInProgress) are on their way somewhere.
-NODE_HEALTHY = "Running"
-NODE_UNHEALTHY = frozenset({"Failure", "NotFound"})
 
 DriftField = Literal["cluster", "group", "kind", "instance_type", "instance_count",
                      "training_plan", "plan", "extension"]  # fmt: skip
@@ -621,7 +599,7 @@ def _extension(entry: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-_span = status_jobs.span  # `2d 5h`, `5h 10m`, `10m`: how long, for a human
+_span = health.span
 
 
 # --- the cluster and its groups ---------------------------------------------------------
@@ -652,7 +630,7 @@ def _cluster(
         groups = [_group_row(g, None, (), None, None) for g in facts.expected.groups]
         return {"name": found.name, "deployed": False, "status": None, "failure": None}, groups
     status = str(cluster.get("ClusterStatus"))
-    if status in CLUSTER_FAILED:
+    if status in health.CLUSTER_FAILED:
         attention.append(
             Attention(
                 "cluster-failed",
@@ -755,27 +733,18 @@ def _group_health(  # noqa: PLR0917 - one group's health reads all of these
     """What needs attention in a deployed group: its status, its nodes, its plan."""
     found_: list[tuple[AttentionKind, str, str | None]] = []
     status = str(group.get("Status") or "")
-    if status in GROUP_FAILED:
+    if status in health.GROUP_FAILED:
         found_.append(("group-failed", f"the group is {status}", commands.describe_cluster()))
-    bad = [n for n in nodes if _node_status(n) in NODE_UNHEALTHY]
+    bad = health.unhealthy(nodes)
     if bad:
         what = "; ".join(
-            f"{n.get('InstanceId')} {_node_status(n)}"
+            f"{n.get('InstanceId')} {health.node_status(n)}"
             + (f" ({n['InstanceStatus']['Message']})" if n["InstanceStatus"].get("Message") else "")
             for n in bad
         )
-        automatic = (found.described or {}).get("NodeRecovery") == "Automatic"
-        if automatic:
-            command = (
-                f"aws sagemaker describe-cluster-node --cluster-name {found.name} "
-                f"--node-id {bad[0].get('InstanceId')}"
-            )
-        else:
-            ids = " ".join(str(n.get("InstanceId")) for n in bad)
-            command = (
-                f"aws sagemaker batch-replace-cluster-nodes --cluster-name {found.name} "
-                f"--node-ids {ids}"
-            )
+        recovery = (found.described or {}).get("NodeRecovery")
+        automatic = recovery == health.AUTOMATIC_RECOVERY
+        command = health.node_command(found.name, recovery, [str(n.get("InstanceId")) for n in bad])
         found_.append(
             (
                 "unhealthy-nodes",
@@ -868,10 +837,6 @@ def _group_drift(
     return out
 
 
-def _node_status(node: Mapping[str, Any]) -> str:
-    return str((node.get("InstanceStatus") or {}).get("Status") or "")
-
-
 def _group_row(
     wanted: ExpectedGroup | None,
     group: Mapping[str, Any] | None,
@@ -884,11 +849,7 @@ def _group_row(
     plan_row = (by_arn or {}).get(arn or "")
     # The plan's own status when it is one of ours, else what the group says of it.
     plan_status = plan_row["status"] if plan_row else group.get("TrainingPlanStatus")
-    counts = {"total": len(nodes), "running": 0, "unhealthy": 0, "other": 0}
-    for node in nodes:
-        status = _node_status(node)
-        key = "running" if status == NODE_HEALTHY else "unhealthy"
-        counts[key if status == NODE_HEALTHY or status in NODE_UNHEALTHY else "other"] += 1
+    counts = health.node_counts(nodes)
     return {
         "name": wanted.name if wanted else group.get("InstanceGroupName"),
         "kind": wanted.kind if wanted else kind,
@@ -902,11 +863,10 @@ def _group_row(
         "unhealthy_nodes": [
             {
                 "instance_id": n.get("InstanceId"),
-                "status": _node_status(n),
+                "status": health.node_status(n),
                 "message": (n.get("InstanceStatus") or {}).get("Message"),
             }
-            for n in nodes
-            if _node_status(n) in NODE_UNHEALTHY
+            for n in health.unhealthy(nodes)
         ],
         "plan": wanted.plan if wanted else (plan_row["name"] if plan_row else None),
         "plan_arn": arn,

@@ -50,6 +50,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from novapod.capacity.extension import SEARCH_COMMAND
+from novapod.constructs.handler_core import health
 from novapod.constructs.handler_core.values import as_utc, iso
 from novapod.nova.cancel import RUN_NAME_PREFIX_CHARS, RUN_SUFFIX
 from novapod.operate.status.collect import JobsFacts, RunOutput
@@ -328,18 +329,6 @@ def _state(
     return "waiting"
 
 
-def span(delta: timedelta) -> str:
-    """`2d 5h`, `5h 10m`, `10m`: how long, for a human."""
-    minutes = max(0, int(delta.total_seconds() // 60))
-    days, rest = divmod(minutes, 24 * 60)
-    hours, minutes = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours}h"
-    if hours:
-        return f"{hours}h {minutes}m"
-    return f"{minutes}m"
-
-
 def _attention(
     found: JobVerdict, verdicts: Mapping[str, JobVerdict], now: datetime, config: str
 ) -> list[tuple[JobAttention, str, str | None]]:
@@ -371,7 +360,7 @@ def _attention(
             assert end is not None and plan.end is not None
             over = end - plan.end
             message = (
-                f"at this pace its last run ends {iso(end)}, {span(over)} after plan "
+                f"at this pace its last run ends {iso(end)}, {health.span(over)} after plan "
                 f"{plan.name} ends ({iso(plan.end)}); {runs_left}: extend the plan or "
                 "shorten its runs"
             )
@@ -393,7 +382,8 @@ def _attention(
         out.append(
             (
                 "job-late",
-                f"{span(end - found.planned_end)} behind the plan's schedule: planned to end "
+                f"{health.span(end - found.planned_end)} behind the plan's schedule: "
+                f"planned to end "
                 f"{iso(found.planned_end)}, at this pace it ends {iso(end)}; {runs_left}{why}",
                 launch if ready else None,
             )
