@@ -12,13 +12,12 @@ import sys
 from aws_cdk import App
 
 from novapod.config import ConfigError, load_pipeline
-from novapod.environment import add_policy_checks, feature_flags
-from novapod.stacks.pipeline import PipelineStack, repository_path
+from novapod.stacks.pipeline import NotACheckoutError, create_pipeline_app, repository_path
 
 
 def main() -> None:
-    app = App(context=feature_flags())  # novapod's feature flags (cdk.json has none)
-    path = app.node.try_get_context("pipeline") or os.environ.get("NOVAPOD_PIPELINE")
+    # -c pipeline=... reaches the app as the CDK_CONTEXT_JSON the CLI sets; an App reads it.
+    path = App().node.try_get_context("pipeline") or os.environ.get("NOVAPOD_PIPELINE")
     if not path:
         print(
             "novapod-pipeline: no pipeline file; pass -c pipeline=config/pipeline.yaml "
@@ -36,10 +35,12 @@ def main() -> None:
     for deployment in pipeline.deployments:
         for warning in deployment.config.warnings():
             print(f"{deployment.path}: warning: {warning}", file=sys.stderr)
-    PipelineStack(
-        app, f"{pipeline.spec.name}-pipeline", pipeline=pipeline, pipeline_file=pipeline_file
-    )
-    add_policy_checks(app)
+    # The stages' compliance packs as well as AWS Solutions (create_pipeline_app).
+    try:
+        app, _ = create_pipeline_app(pipeline, pipeline_file=pipeline_file)
+    except NotACheckoutError as error:
+        print(f"novapod-pipeline: {error}", file=sys.stderr)
+        sys.exit(2)
     app.synth()
 
 

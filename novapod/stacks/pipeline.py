@@ -129,8 +129,22 @@ NO_CREDENTIAL_SOURCES = {
 CONNECTION_SERVICES = ("codestar-connections", "codeconnections")
 
 
+class NotACheckoutError(ValueError):
+    """The pipeline is built from somewhere that is not a novapod checkout."""
+
+
 def pinned_cli_version(package_json: Path = ROOT / "package.json") -> str:
-    """The aws-cdk version package.json pins (the synth step's `npx cdk`)."""
+    """The aws-cdk version package.json pins (the synth step's `npx cdk`).
+
+    The pipeline builds from a novapod checkout (its synth step runs `make setup` and
+    `make test` there), so an installed wheel, which has no package.json, cannot make one.
+    """
+    if not package_json.is_file():
+        raise NotACheckoutError(
+            f"novapod's pipeline builds from a novapod checkout: {package_json} (the pinned "
+            "CDK CLI its synth step runs) is missing; run pipeline_app.py from a clone of "
+            "the repository, not from an installed package"
+        )
     pins: dict[str, str] = json.loads(package_json.read_text(encoding="utf-8"))["devDependencies"]
     return pins["aws-cdk"]
 
@@ -472,13 +486,18 @@ def repository_path(path: str | os.PathLike[str], root: Path = ROOT) -> str:
 def create_pipeline_app(
     pipeline: PipelineConfig, *, pipeline_file: str, outdir: str | Path | None = None
 ) -> tuple[App, PipelineStack]:
-    """An App with the PipelineStack (and its stages) and cdk-nag's AWS Solutions checks.
+    """An App with the PipelineStack (and its stages) and the policy checks: cdk-nag's AWS
+    Solutions and every `compliance` pack a stage's config asks for. A pack checks the
+    whole App (the plugins see every stage), so a stage that asks for HIPAA holds the
+    others to it too; every environment novapod builds passes every pack.
 
-    The App carries novapod's feature flags, as pipeline_app.py's and `create_app`'s do.
+    The App carries novapod's feature flags, as `create_app`'s does; pipeline_app.py is
+    this function and `app.synth()`.
     """
     app = App(outdir=str(outdir) if outdir else None, context=feature_flags())
     stack = PipelineStack(
         app, f"{pipeline.spec.name}-pipeline", pipeline=pipeline, pipeline_file=pipeline_file
     )
-    add_policy_checks(app)
+    packs = dict.fromkeys(p for d in pipeline.deployments for p in d.config.compliance)
+    add_policy_checks(app, list(packs))
     return app, stack

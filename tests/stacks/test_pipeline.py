@@ -410,7 +410,8 @@ def test_cfn_lint_reports_nothing(synthesized) -> None:
 
 
 def test_nag_checks_the_stages_templates(tmp_path, monkeypatch) -> None:
-    """An App's cdk-nag plugin covers its stages: an unlogged bucket in a stage fails."""
+    """An App's cdk-nag plugins cover its stages: an unlogged bucket in a stage fails AWS
+    Solutions and the compliance pack the stage's config asks for."""
     from aws_cdk import Stack
     from aws_cdk import aws_s3 as s3
 
@@ -427,13 +428,15 @@ def test_nag_checks_the_stages_templates(tmp_path, monkeypatch) -> None:
     # Before the pipeline is built: building it synthesizes the stages.
     monkeypatch.setattr(module, "build_environment", with_intruder)
 
+    hipaa = tmp_path / "hipaa.yaml"
+    hipaa.write_text(DEFAULT_CONFIG.read_text() + "\ncompliance: [hipaa]\n")
     pipeline_file = tmp_path / "pipeline.yaml"
     pipeline_file.write_text(
         PIPELINE_EXAMPLE.read_text().replace(
             "    - config: examples/rig-plus-standard.yaml\n"
             "    - config: examples/nova-jobs.yaml\n"
             "      production: true",
-            f"    - config: {DEFAULT_CONFIG}",
+            f"    - config: {hipaa}",
         )
     )
     pipeline = load_pipeline(pipeline_file)
@@ -441,8 +444,36 @@ def test_nag_checks_the_stages_templates(tmp_path, monkeypatch) -> None:
     app, _ = create_pipeline_app(pipeline, pipeline_file="p.yaml", outdir=tmp_path / "out")
     with pytest.raises(Exception, match="ValidationFailed"):
         app.synth()
-    report = (tmp_path / "out" / "validation-report.json").read_text()
-    assert "default/Intruder/Unlogged" in report and "AwsSolutions-S1" in report
+    report = json.loads((tmp_path / "out" / "validation-report.json").read_text())
+    failed = {
+        plugin["pluginName"]: {
+            v["ruleName"]
+            for v in plugin["violations"]
+            if any(
+                "/default/Intruder/Unlogged/" in c["constructPath"]
+                for c in v["violatingConstructs"]
+            )
+        }
+        for plugin in report["pluginReports"]
+        if plugin["conclusion"] == "failure"
+    }
+    assert "AwsSolutions-S1" in failed["AwsSolutions"]
+    # The stage's compliance: [hipaa] reaches the pipeline's App (pipeline_app.py is
+    # create_pipeline_app): without it only AWS Solutions would report.
+    assert "HIPAA.Security-S3BucketLoggingEnabled" in failed["HIPAA.Security"]
+
+
+def test_a_pipeline_outside_a_checkout_is_one_sentence(tmp_path) -> None:
+    from novapod.stacks.pipeline import NotACheckoutError, pinned_cli_version
+
+    missing = tmp_path / "package.json"
+    with pytest.raises(NotACheckoutError) as info:
+        pinned_cli_version(missing)
+    assert str(info.value) == (
+        f"novapod's pipeline builds from a novapod checkout: {missing} (the pinned CDK CLI "
+        "its synth step runs) is missing; run pipeline_app.py from a clone of the "
+        "repository, not from an installed package"
+    )
 
 
 def test_the_example_pipeline_is_not_an_environment_config() -> None:
