@@ -39,11 +39,12 @@ DEFAULT_CONFIG = "config/default.yaml"
 # Every environment file the review synthesizes: the one place that says which. Your own
 # environments (config/my-env.yaml, as docs/deploying.md writes them) sit beside the
 # default and are reviewed with it, so a production purchase shows in its pull request;
-# add a glob here for environments kept elsewhere. Pipeline files (a `pipeline:` key at
-# the top) are not environments: the environments they list are reviewed on their own.
-# This script runs on the standard library alone, so it tells them apart by that line,
-# as novapod.config.is_pipeline_file does by parsing (tests check the two agree).
-ENVIRONMENT_GLOBS = ("config/*.yaml", "config/*.yml", "config/examples/*.yaml")
+# so are those in folders under config/ (config/envs/prod.yaml); add a glob here for
+# environments kept elsewhere. Pipeline files (a `pipeline:` key at the top) are not
+# environments: the environments they list are reviewed on their own. This script runs
+# on the standard library alone, so it tells them apart by that line, as
+# novapod.config.is_pipeline_file does by parsing (tests check the two agree).
+ENVIRONMENT_GLOBS = ("config/**/*.yaml", "config/**/*.yml")
 _PIPELINE_KEY = re.compile(r"^pipeline\s*:", re.MULTILINE)
 # GitHub refuses a comment body over 65,536 characters; bytes over-count characters, and
 # the posting workflow adds its marker, so the body aims well below.
@@ -83,8 +84,10 @@ def listed_configs(tree: Path) -> list[str]:
 
 
 def configs_to_review(base: Sequence[str], head: Sequence[str]) -> list[str]:
-    """Every config listed on either side, in path order (config/default.yaml first)."""
-    return sorted(set(base) | set(head))
+    """Every config listed on either side: config/default.yaml first, then path order."""
+    both = set(base) | set(head)
+    first = [DEFAULT_CONFIG] if DEFAULT_CONFIG in both else []
+    return first + sorted(both - {DEFAULT_CONFIG})
 
 
 def synth_environment(environ: Mapping[str, str], tree: Path, as_of: str) -> dict[str, str]:

@@ -7,9 +7,13 @@ does to the jobs running on it. CloudFormation sends these changes to SageMaker'
 UpdateCluster, so the sentences follow its documentation:
 
 - "Updating SageMaker HyperPod cluster configuration" (docs.aws.amazon.com/sagemaker/
-  latest/dg/sagemaker-hyperpod-eks-operate-cli-command-update-cluster.html): an
-  existing group's InstanceType must match the type it was created with, and its
-  ExecutionRole and ThreadsPerCore stay as created; InstanceCount may go up or down to 0.
+  latest/dg/sagemaker-hyperpod-eks-operate-cli-command-update-cluster.html): a group's
+  InstanceCount may go up or down to 0. What a new InstanceType, ExecutionRole or
+  ThreadsPerCore of an existing group does is not settled: the page's first step says
+  each group's instance type can change, its per-field steps ask for the values the
+  group was created with, the CloudFormation schema makes none of them create-only, and
+  the shared reference (nova-hyperpod.md section 3) says to treat them as replacing. So
+  the review says it is undocumented and gives the safe path.
 - "Scale down a SageMaker HyperPod cluster" (docs.aws.amazon.com/sagemaker/latest/dg/
   smcluster-scale-down.html): scaling a group down, HyperPod chooses the instances to
   terminate at random; at 0 all are terminated and the group stays; deleting a group
@@ -34,7 +38,7 @@ from novapod.review.values import integer, render
 
 # The cluster's property -> the kind of group it holds.
 GROUP_PROPERTIES = (("RestrictedInstanceGroups", "restricted"), ("InstanceGroups", "standard"))
-# What an existing group keeps as it was created (UpdateCluster refuses another value).
+# What an existing group may have to keep as it was created (undocumented: see above).
 FIXED = ("InstanceType", "ExecutionRole", "ThreadsPerCore")
 # What the entry shows old -> new; any other changed key is listed by name.
 SHOWN = ("InstanceCount", "InstanceType", "TrainingPlanArn", "InstanceGroupName")
@@ -128,10 +132,11 @@ def _effect(
     fixed = [k for k in FIXED if k in changed]
     if fixed:
         return (
-            f"UpdateCluster refuses a new {' or '.join(fixed)} for an existing group (it "
-            "stays as the group was created), so this deploy fails and rolls back and "
-            "running jobs keep running; to change it, add a group under a new name and "
-            "remove this one"
+            f"a new {' or '.join(fixed)} for an existing group: AWS does not document "
+            "what UpdateCluster does with it (SageMaker may refuse it, and the deploy then "
+            "fails and rolls back, or replace the group's nodes, which stops the jobs on "
+            "them); to be safe, add a group under a new name, move the jobs, then remove "
+            "this one"
         )
     # A new plan decides where every node comes from; a count change alone only adds or
     # removes nodes.

@@ -15,8 +15,9 @@ readManagedPolicies). Three readings of that:
 - `_broadenings`: for everything else, what an added Allow statement grants beyond the
   removed one it most likely replaces, Deny statements removed, managed policies attached;
 - `without_purchase_grants`: a statement widened by nothing but the ARN of a training
-  plan the same review lists as bought or adopted follows that purchase, which the
-  Purchases section and the `purchase` gate already cover: it is not a broadening.
+  plan the same review lists as bought (in a named account and region) follows that
+  purchase, which the Purchases section and the `purchase` gate already cover: it is not
+  a broadening. An adopted plan's ARN is: adoption trips no other gate.
 """
 
 from __future__ import annotations
@@ -35,11 +36,19 @@ _TRUST_RESOURCE = re.compile(r"^\$\{(?P<id>[A-Za-z0-9]+)\.Arn\}$")
 # arn:PARTITION:sagemaker:REGION:ACCOUNT:training-plan/NAME, each part literal or a
 # ${Token}: the API's TrainingPlanArn pattern (docs.aws.amazon.com/sagemaker/latest/
 # APIReference/API_TrainingPlanSummary.html), its names ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}.
-_PART = r"(?:\$\{[^}]*\}|[^:$])*"
+# Only a named account and region (literal, or a ${Token} such as ${AWS::AccountId}) follow
+# a purchase: a wildcard (`*`, `?`) there grants on plans of that name in every account
+# or region, which the purchase does not make.
+_CFN_SUB = r"\$\{[^}]*\}"  # a ${Token} of Fn::Sub
 _PLAN_ARN = re.compile(
-    rf"^arn:{_PART}:sagemaker:{_PART}:{_PART}:training-plan/(?P<name>[A-Za-z0-9?-]+)$"
+    rf"^arn:(?:{_CFN_SUB}|aws[a-z-]*):sagemaker:(?:{_CFN_SUB}|[a-z]{{2}}(?:-[a-z]+)+-[0-9]):"
+    rf"(?:{_CFN_SUB}|[0-9]{{12}}):training-plan/(?P<name>[A-Za-z0-9?-]+)$"
 )
-PLAN_ACTIONS = ("buy", "adopt")  # a purchase entry that adds a plan to the environment
+# The purchase entries whose plan's ARN a grant may follow: a plan bought trips the
+# `purchase` gate, so the grant is reviewed there. An adopted plan trips no gate (nothing
+# is bought), so what it is granted stays a broadening: adopting another team's plan is
+# a decision of its own.
+PLAN_ACTIONS = ("buy",)
 
 
 def _values(targets: Mapping[str, Any]) -> list[str]:
@@ -268,22 +277,29 @@ def _summary(
         "wildcard_resources": [],
         "conditional_statements": 0,
         "negated": [],
+        # NotAction statements' lists: each grants every action except those.
+        "all_actions_except": [],
         "managed_policies": [],
     }
 
 
 def _add_grant(summary: dict[str, Any], statement: Mapping[str, Any]) -> None:
     summary["statements"] += 1
-    summary["actions"] = sorted(set(summary["actions"]) | set(statement["actions"]))
+    # A NotAction statement grants every action but those it lists: they are no grant.
+    not_action = "actions" in statement["not"]
+    granted = ["*"] if not_action else statement["actions"]
+    if not_action:
+        summary["all_actions_except"] = sorted(
+            set(summary["all_actions_except"]) | set(statement["actions"])
+        )
+    summary["actions"] = sorted(set(summary["actions"]) | set(granted))
     summary["services"] = sorted({a.split(":", 1)[0] for a in summary["actions"]})
     summary["resources"] = sorted(set(summary["resources"]) | set(statement["resources"]))
     summary["wildcard_resources"] = [
         r for r in summary["resources"] if r != "*" and ("*" in r or "?" in r)
     ]
     if "*" in statement["resources"] and "resources" not in statement["not"]:
-        summary["on_any_resource"] = sorted(
-            set(summary["on_any_resource"]) | set(statement["actions"])
-        )
+        summary["on_any_resource"] = sorted(set(summary["on_any_resource"]) | set(granted))
     summary["conditional_statements"] += statement["condition"] is not None
     summary["negated"] = sorted(set(summary["negated"]) | set(statement["not"]))
 
@@ -330,27 +346,22 @@ def new_grants(
 # --- grants that follow a purchase ---------------------------------------------------
 
 
-def _plan_names(purchases: Sequence[Mapping[str, Any]]) -> tuple[set[str], set[str]]:
-    """(plan names, ARNs as written) of the training plans the review adds."""
-    names: set[str] = set()
-    arns: set[str] = set()
-    for entry in purchases:
-        if entry.get("kind") != "training-plan" or entry.get("action") not in PLAN_ACTIONS:
-            continue
-        if entry.get("plan_name"):
-            names.add(str(entry["plan_name"]))
-        if entry.get("existing_arn"):
-            arns.add(str(entry["existing_arn"]))
-    return names, arns
+def _plan_names(purchases: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The names of the training plans the review buys."""
+    return {
+        str(entry["plan_name"])
+        for entry in purchases
+        if entry.get("kind") == "training-plan"
+        and entry.get("action") in PLAN_ACTIONS
+        and entry.get("plan_name")
+    }
 
 
-def _names_the_plan(resource: str, names: set[str], arns: set[str]) -> bool:
-    """`resource` is one added plan's ARN, or its name head with the digest left open
+def _names_the_plan(resource: str, names: set[str]) -> bool:
+    """`resource` is one bought plan's ARN, or its name head with the digest left open
     (`novapod-<env>-<plan>-????????`, as the capacity stack grants its purchase handler;
     `?` matches exactly one character: docs.aws.amazon.com/IAM/latest/UserGuide/
     reference_policies_elements_resource.html)."""
-    if resource in arns:
-        return True
     found = _PLAN_ARN.match(resource)
     if found is None:
         return False
@@ -364,14 +375,14 @@ def _names_the_plan(resource: str, names: set[str], arns: set[str]) -> bool:
 
 
 def follows_purchase(entry: Mapping[str, Any], purchases: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether a broadening adds nothing but resources that name plans this review adds:
+    """Whether a broadening adds nothing but resources that name plans this review buys:
     no action, no principal, no wider condition, no NotAction/NotResource."""
     if entry["kind"] != "statement-widened" or entry["not"] or entry["condition_widened"]:
         return False
     if entry["added_actions"] or entry["added_principals"] or not entry["added_resources"]:
         return False
-    names, arns = _plan_names(purchases)
-    return all(_names_the_plan(r, names, arns) for r in entry["added_resources"])
+    names = _plan_names(purchases)
+    return all(_names_the_plan(r, names) for r in entry["added_resources"])
 
 
 def without_purchase_grants(

@@ -28,6 +28,7 @@ _MAX_LINE = 1_500
 _PURCHASE_VERB = {
     "buy": "Buys",
     "adopt": "Adopts",
+    "extend": "Extends",
     "update": "Updates",
     "remove": "Removes",
     "import": "Imports",
@@ -447,9 +448,14 @@ def _new_principal_line(entry: Mapping[str, Any]) -> str:
         )
     if entry["on_any_resource"]:
         parts.append(f"on any resource (`*`): {_listing(entry['on_any_resource'])}")
-    if entry["negated"]:
-        negated = "/".join("Not" + key.capitalize().rstrip("s") for key in entry["negated"])
-        parts.append(f"{negated} in some statements (all but what they list)")
+    if entry.get("all_actions_except"):
+        parts.append(
+            f"every action (`*`) except {_listing(entry['all_actions_except'])} (NotAction)"
+        )
+    negated = [k for k in entry["negated"] if k != "actions" or "all_actions_except" not in entry]
+    if negated:
+        words = "/".join("Not" + key.capitalize().rstrip("s") for key in negated)
+        parts.append(f"{words} in some statements (all but what they list)")
     if entry["conditional_statements"]:
         parts.append(f"{_count(entry['conditional_statements'], 'statement')} with a condition")
     if entry["managed_policies"]:

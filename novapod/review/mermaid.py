@@ -31,12 +31,13 @@ DATE_FORMAT = "YYYY-MM-DD HH:mm"
 MAX_RUN_TASKS = 40
 DAILY_TICKS_UP_TO_DAYS = 14
 _SPECIAL = re.compile(r"[:;#\r\n`]+")
+_PERCENTS = re.compile(r"%{2,}")
 
 
 def label(value: object) -> str:
     """Text Mermaid shows as written: no `:`, `;`, `#`, backtick or line break, no `%%`
     (a comment), no leading or doubled spaces."""
-    cleaned = _SPECIAL.sub(" ", str(value)).replace("%%", "%")
+    cleaned = _PERCENTS.sub("%", _SPECIAL.sub(" ", str(value)))
     return " ".join(cleaned.split())
 
 

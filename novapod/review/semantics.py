@@ -147,6 +147,7 @@ def _plan_fields(properties: Mapping[str, Any]) -> dict[str, Any]:
         "max_upfront_fee": text("MaxUpfrontFee"),
         "currency": text("Currency"),
         "existing_arn": text("ExistingArn"),
+        "extension_name": text("ExtensionName"),
     }
 
 
@@ -325,8 +326,24 @@ def training_plan(
         else:
             entry["note"] = f"adopts plan {name}; nothing is bought"
         return entry
-    entry["action"] = "update"
     entry["changed"] = _changed_keys(old, new)
+    extension = render(new["ExtensionName"]) if "ExtensionName" in new else None
+    if extension and extension != (render(old.get("ExtensionName", "")) or None):
+        # An extension whose name (its approval, which covers what it buys) is new is a
+        # purchase of its own: ExtendTrainingPlan, non-refundable like the plan.
+        entry["action"] = "extend"
+        entry["purchase"] = True
+        hours = integer(new.get("ExtendHours"))
+        cap = f"{render(new.get('ExtensionMaxUpfrontFee', '?'))} " + render(
+            new.get("ExtensionCurrency", "")
+        )
+        entry["note"] = (
+            f"a new non-refundable extension {extension} of plan {name}"
+            + (f" by {hours} h" if hours is not None else "")
+            + f", up to {cap.strip()}; the plan itself is not bought again"
+        )
+        return entry
+    entry["action"] = "update"
     entry["note"] = (
         f"same plan name {name}, so nothing new is bought: the handler finds the plan by its "
         "name first"

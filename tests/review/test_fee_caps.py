@@ -365,3 +365,57 @@ def test_an_adopted_plan_has_no_cap_to_warn_about() -> None:
     head = _grown(Mode="adopt", InstanceCount="8", DurationHours="144")
     del head["Properties"]["MaxUpfrontFee"]
     assert _warnings(base, head) == []
+
+
+# --- an extension is a purchase of its own -----------------------------------------------
+
+
+def test_an_extension_added_under_the_same_plan_name_is_a_purchase(
+    plan_edit: PlanEdit, base_dir: Path, capsys
+) -> None:
+    head = plan_edit("extension-added", _extended("5000"))
+    report = review.build(base_dir, head)
+    entry = _plan_entry(report)
+    assert (entry["action"], entry["purchase"], entry["extension_name"]) == (
+        "extend",
+        True,
+        EXTENSION,
+    )
+    assert entry["note"] == (
+        f"a new non-refundable extension {EXTENSION} of plan {PLAN} by 24 h, up to 5000 USD; "
+        "the plan itself is not bought again"
+    )
+    assert report["summary"]["purchases"] == 1
+    assert report["gates"]["purchase"] is True
+    assert _purchase_lines(report)[0].startswith(f"- **Extends** training plan `{PLAN}` {WHERE}")
+    status, _, err = cli(
+        capsys, "--base", str(base_dir), "--head", str(head), "--fail-on", "purchase"
+    )
+    assert (status, err) == (3, "novapod review: tripped --fail-on purchase\n")
+
+
+def test_a_longer_extension_is_a_new_purchase(plan_edit: PlanEdit) -> None:
+    longer = extension_name(PLAN, 48)
+    base = plan_edit("extension-24", _extended("5000"))
+    head = plan_edit(
+        "extension-48",
+        lambda p: (
+            _extended("5000")(p),
+            p.update(ExtendHours="48", ExtensionName=longer, ApprovedExtensionName=longer),
+        ),
+    )
+    report = review.build(base, head)
+    entry = _plan_entry(report)
+    assert (entry["action"], entry["purchase"], entry["extension_name"]) == ("extend", True, longer)
+    assert "by 48 h, up to 5000 USD" in entry["note"]
+    assert report["summary"]["purchases"] == 1
+
+
+def test_an_unchanged_extension_buys_nothing_new(plan_edit: PlanEdit) -> None:
+    base = plan_edit("extension-same", _extended("5000"))
+    head = plan_edit("extension-same-tagged", lambda p: (_extended("5000")(p), p.update(Tag="x")))
+    report = review.build(base, head)
+    entry = _plan_entry(report)
+    assert (entry["action"], entry["purchase"]) == ("update", False)
+    assert report["summary"]["purchases"] == 0
+    assert report["gates"]["purchase"] is False

@@ -193,6 +193,72 @@ BESIDE = {
 }
 
 
+def test_the_bought_plans_name_in_any_account_or_region_still_counts(
+    template_edit: TemplateEdit, variant, review_of
+) -> None:
+    (bought,) = [p["plan_name"] for p in review_of("base", "plan-count")["purchases"]]
+    anywhere = f"arn:aws:sagemaker:*:*:training-plan/{bought}"
+    head = template_edit(
+        "iam-anywhere",
+        "plan-count",
+        "nova-base",
+        _describe_group_plans(_also("Resource", anywhere)),
+    )
+    report = review.build(Path(variant("base").outdir), head)
+    (entry,) = report["security"]["iam"]
+    assert entry["sid"] == "DescribeGroupPlans" and anywhere in entry["added_resources"]
+    assert report["gates"]["iam-broadening"] is True
+
+
+def _widened(*resources: str) -> dict[str, Any]:
+    return {
+        "kind": "statement-widened",
+        "not": [],
+        "condition_widened": False,
+        "added_actions": [],
+        "added_principals": [],
+        "added_resources": list(resources),
+    }
+
+
+def _plan(action: str, name: str) -> dict[str, Any]:
+    return {"kind": "training-plan", "action": action, "plan_name": name}
+
+
+PLAN = "novapod-nova-lite-lite-sft-50d13e0b"
+
+
+@pytest.mark.parametrize(
+    ("resource", "follows"),
+    [
+        (f"{PLAN_ARN}{PLAN}", True),
+        (
+            f"arn:${{AWS::Partition}}:sagemaker:${{AWS::Region}}:${{AWS::AccountId}}:training-plan/{PLAN}",
+            True,
+        ),
+        (f"{PLAN_ARN}novapod-nova-lite-lite-sft-????????", True),  # its name head
+        (f"arn:aws:sagemaker:*:111122223333:training-plan/{PLAN}", False),
+        (f"arn:aws:sagemaker:us-east-1:*:training-plan/{PLAN}", False),
+        (f"arn:aws:sagemaker:us-east-1:1111222233?3:training-plan/{PLAN}", False),
+        (f"arn:*:sagemaker:us-east-1:111122223333:training-plan/{PLAN}", False),
+    ],
+)
+def test_only_a_named_account_and_region_follow_a_purchase(resource: str, follows: bool) -> None:
+    from novapod.review import iam
+
+    assert iam.follows_purchase(_widened(resource), [_plan("buy", PLAN)]) is follows
+
+
+def test_an_adopted_plans_arn_is_a_broadening() -> None:
+    # Adoption buys nothing and trips no gate of its own, so a grant on another team's plan
+    # that the change adopts is reviewed as IAM.
+    from novapod.review import iam
+
+    arn = f"{PLAN_ARN}team-b-plan"
+    assert iam.follows_purchase(_widened(arn), [_plan("adopt", "team-b-plan")]) is False
+    assert iam.follows_purchase(_widened(arn), [_plan("buy", "team-b-plan")]) is True
+
+
 @pytest.mark.parametrize("label", BESIDE)
 def test_a_grant_beside_the_plans_arn_still_counts(
     template_edit: TemplateEdit, variant, label
@@ -216,19 +282,22 @@ def test_a_grant_beside_the_plans_arn_still_counts(
 
 
 @pytest.mark.parametrize(
-    ("base", "head", "bought"),
+    ("base", "head", "bought", "actions"),
     [
-        ("base", "extra-purchases", 1),  # a plan bought and a Bedrock import (buys nothing)
-        ("extra-purchases", "base", 0),  # a plan and an import removed: nothing bought
-        ("base", "rename-environment", 1),  # the old plan removed, the same bought again
-        ("base", "plan-count", 1),
-        ("base", "fewer-instances", 0),
+        # A plan bought and a Bedrock import (buys nothing).
+        ("base", "extra-purchases", 1, ["buy", "import"]),
+        # A plan and an import removed: nothing bought.
+        ("extra-purchases", "base", 0, ["remove", "remove"]),
+        # The old plan removed, the same bought again under the new environment's name.
+        ("base", "rename-environment", 1, ["remove", "buy"]),
+        ("base", "plan-count", 1, ["buy"]),
+        ("base", "fewer-instances", 0, []),
     ],
 )
-def test_the_summary_counts_the_plans_bought(review_of, base, head, bought) -> None:
+def test_the_summary_counts_the_plans_bought(review_of, base, head, bought, actions) -> None:
     report = review_of(base, head)
     assert report["summary"]["purchases"] == bought
-    assert bought == sum(p["purchase"] for p in report["purchases"])
+    assert sorted(p["action"] for p in report["purchases"]) == sorted(actions)
 
 
 # --- a widened condition, old -> new -----------------------------------------------------
@@ -247,3 +316,27 @@ def test_a_widened_condition_is_shown_old_to_new(review_of) -> None:
         "widened: its condition allows more (`StringEquals s3:prefix: [eval/gen_qa.jsonl] → "
         "[sft/train.jsonl, eval/gen_qa.jsonl]`)"
     )
+
+
+def test_a_notaction_statement_grants_every_action_but_those_it_lists() -> None:
+    from novapod.review import iam, markdown
+
+    def targets(*values: str, negated: bool = False) -> dict[str, Any]:
+        return {"values": list(values), "not": negated}
+
+    statement = {
+        "sid": "AllButIam",
+        "effect": "Allow",
+        "actions": targets("iam:*", negated=True),
+        "resources": targets("*"),
+        "principals": targets("AWS:${NewRole}"),
+        "condition": None,
+    }
+    _, (summary,) = iam.new_grants(
+        "stack", {"statement_additions": [statement]}, {"NewRole": None}, stack_added=False
+    )
+    assert summary["all_actions_except"] == ["iam:*"]
+    assert "iam:*" not in summary["actions"] and summary["on_any_resource"] == ["*"]
+    line = markdown._new_principal_line(summary)
+    assert "every action (`*`) except `iam:*` (NotAction)" in line
+    assert "NotAction in some statements" not in line

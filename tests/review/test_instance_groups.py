@@ -137,7 +137,7 @@ def standard_pair(
     return synth(STANDARD).outdir, synth(head).outdir
 
 
-def test_standard_groups_a_new_type_is_refused_and_zero_keeps_the_group(standard_pair) -> None:
+def test_standard_groups_a_new_type_is_undocumented_and_zero_keeps_the_group(standard_pair) -> None:
     report = review.build(*standard_pair)
     by_name = {e["group"]: e for e in report["instance_groups"]}
     assert sorted(by_name) == ["distillation", "system"]
@@ -148,9 +148,10 @@ def test_standard_groups_a_new_type_is_refused_and_zero_keeps_the_group(standard
         "ml.m5.4xlarge",
     )
     assert system["effect"] == (
-        "UpdateCluster refuses a new InstanceType for an existing group (it stays as the "
-        "group was created), so this deploy fails and rolls back and running jobs keep "
-        "running; to change it, add a group under a new name and remove this one"
+        "a new InstanceType for an existing group: AWS does not document what UpdateCluster "
+        "does with it (SageMaker may refuse it, and the deploy then fails and rolls back, or "
+        "replace the group's nodes, which stops the jobs on them); to be safe, add a group "
+        "under a new name, move the jobs, then remove this one"
     )
     assert by_name["distillation"]["effect"] == (
         "scaling to 0 terminates all its nodes (1) and stops the jobs running on them; the "
@@ -159,7 +160,8 @@ def test_standard_groups_a_new_type_is_refused_and_zero_keeps_the_group(standard
     lines = _group_lines(report)
     assert (
         "- **Changes** standard group `system` (`novapod-mixed-hyperpod` `HyperPodCluster`): "
-        "2 x ml.m5.2xlarge → ml.m5.4xlarge, plan none. UpdateCluster refuses"
+        "2 x ml.m5.2xlarge → ml.m5.4xlarge, plan none. A new InstanceType for an existing "
+        "group: AWS does not document"
     ) in "\n".join(lines)
 
 
@@ -207,10 +209,10 @@ def test_other_fields_are_named_and_count_type_plan_stay() -> None:
     assert _effect(_cluster(), both).endswith("; also changes OnStartDeepHealthChecks")
 
 
-def test_an_execution_role_change_is_refused_like_a_type_change() -> None:
+def test_an_execution_role_change_reads_like_a_type_change() -> None:
     head = _cluster(ExecutionRole="arn:aws:iam::111122223333:role/Other")
     base = copy.deepcopy(_cluster(ExecutionRole="arn:aws:iam::111122223333:role/Nodes"))
-    assert _effect(base, head).startswith("UpdateCluster refuses a new ExecutionRole")
+    assert _effect(base, head).startswith("a new ExecutionRole for an existing group: AWS does")
 
 
 def test_plan_names_come_from_the_arn_or_stay_as_written() -> None:

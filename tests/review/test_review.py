@@ -161,6 +161,7 @@ def test_editing_a_plans_count_is_a_new_purchase_with_its_cap(
         "max_upfront_fee": "60000",
         "currency": "USD",
         "existing_arn": None,
+        "extension_name": None,
         "cap_changes": [],  # a new name is a new approval, with its own cap
     }
     assert "InstanceCount" in plan["changed"]

@@ -236,3 +236,19 @@ def test_a_chart_with_many_runs_draws_one_task_per_job() -> None:
     (task,) = [line for line in mermaid.gantt(chart) if line.startswith("    runs ")]
     assert task == "    runs 1-50, 2 h each :j1, 2024-01-01 00:00, 2024-01-05 04:00"
     assert chart_json(chart)["jobs"][0]["runs"] == 50
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("a%%%b", "a%b"),  # no `%%` left: mid-line it would start a Mermaid comment
+        ("a%%b%%%%c", "a%b%c"),
+        ("plan: lite#1;`x`", "plan lite 1 x"),
+        ("  two\n lines  ", "two lines"),
+    ],
+)
+def test_a_label_is_safe_for_mermaid(value: str, shown: str) -> None:
+    from novapod.review import mermaid
+
+    assert mermaid.label(value) == shown
+    assert mermaid.label(shown) == shown

@@ -116,3 +116,31 @@ def test_make_destroy_passes_the_config_and_each_name_quoted() -> None:
     assert line.endswith(
         "tools/cdk_destroy.py --config config/my-env.yaml 'novapod-dev-eks' 'novapod-dev-*'"
     )
+
+
+def test_a_config_whose_windows_ended_is_synthesized_as_destroy_plan_says(monkeypatch) -> None:
+    from datetime import UTC, datetime
+
+    monkeypatch.delenv("NOVAPOD_VALIDATE_AS_OF", raising=False)
+    config = str(ROOT / "config/examples/single-rig-purchase.yaml")  # ends 2027-08-29
+    ended = cdk_destroy.synth_environment(config, datetime(2027, 9, 1, tzinfo=UTC))
+    assert ended["NOVAPOD_VALIDATE_AS_OF"] == "2027-08-28T23:59:59Z"
+    still_open = cdk_destroy.synth_environment(config, datetime(2027, 7, 1, tzinfo=UTC))
+    assert "NOVAPOD_VALIDATE_AS_OF" not in still_open
+    # What the caller set stays; a config that does not load is the synthesis's to report.
+    monkeypatch.setenv("NOVAPOD_VALIDATE_AS_OF", "2027-08-01T00:00:00Z")
+    kept = cdk_destroy.synth_environment(config, datetime(2027, 9, 1, tzinfo=UTC))
+    assert kept["NOVAPOD_VALIDATE_AS_OF"] == "2027-08-01T00:00:00Z"
+    monkeypatch.delenv("NOVAPOD_VALIDATE_AS_OF")
+    assert "NOVAPOD_VALIDATE_AS_OF" not in cdk_destroy.synth_environment("config/none.yaml")
+
+
+def test_it_synthesizes_beside_cdk_out_not_into_it(cdk, tmp_path, monkeypatch) -> None:
+    # cdk.out holds what make synth or a review built, maybe for another config.
+    (tmp_path / "cdk.out").mkdir()
+    (tmp_path / "cdk.out" / "manifest.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    assert cdk_destroy.main(["--config", "config/dev.yaml", "novapod-dev-eks"]) == 0
+    synth = cdk.calls[0]
+    assert synth[synth.index("--output") + 1] == str(tmp_path.resolve() / "cdk.out.destroy")
+    assert (tmp_path / "cdk.out" / "manifest.json").read_text() == "{}"

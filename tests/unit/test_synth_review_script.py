@@ -37,10 +37,12 @@ sr = _load()
 
 
 def test_configs_to_review_is_the_union_default_first() -> None:
-    base = ["config/default.yaml", "config/examples/b.yaml", "config/examples/gone.yaml"]
+    base = ["config/a.yaml", "config/default.yaml", "config/examples/b.yaml",
+            "config/examples/gone.yaml"]  # fmt: skip
     head = ["config/default.yaml", "config/examples/a.yaml", "config/examples/b.yaml"]
     assert sr.configs_to_review(base, head) == [
         "config/default.yaml",
+        "config/a.yaml",
         "config/examples/a.yaml",
         "config/examples/b.yaml",
         "config/examples/gone.yaml",
@@ -61,13 +63,20 @@ def test_a_users_environment_file_is_reviewed_and_a_pipeline_file_is_not(tmp_pat
     (tmp_path / "config" / "my-env.yaml").write_text("name: prod\nregion: us-east-1\n")
     (tmp_path / "config" / "staging.yml").write_text("name: staging\n")
     (tmp_path / "config" / "examples" / "a.yaml").write_text("name: a\n")
+    (tmp_path / "config" / "examples" / "b.yml").write_text("name: b\n")
+    (tmp_path / "config" / "envs").mkdir()
+    (tmp_path / "config" / "envs" / "prod.yaml").write_text("name: prod2\n")
+    (tmp_path / "config" / "a.yaml").write_text("name: first-by-path\n")
     (tmp_path / "config" / "pipeline.example.yaml").write_text(
         "# environments below\npipeline:\n  name: p\n"
     )
     (tmp_path / "config" / "notes.txt").write_text("not yaml")
     assert sr.listed_configs(tmp_path) == [
         "config/default.yaml",
+        "config/a.yaml",
+        "config/envs/prod.yaml",
         "config/examples/a.yaml",
+        "config/examples/b.yml",
         "config/my-env.yaml",
         "config/staging.yml",
     ]
