@@ -600,28 +600,75 @@ def _health(args: argparse.Namespace) -> int:
         checks, notes = health.checks_for(found, asked)
         if args.force:
             notes.append("--force: not checked whether a job runs on the group")
+        elif not health.has_jobs(config):
+            notes.append(health.NO_JOBS_NOTE)
         else:
             refusal = health.busy(config, found, eks=eks, sts=sts, config_path=path)
             if refusal is not None:
                 raise health.HealthError(refusal)
-        health.start(sagemaker, found, checks)
-        started = _health_now()
-        tracker = health.Tracker.of(found)
-        tracker.observe(health.group_nodes(sagemaker, found.cluster, found.group))
-        timed_out = False
+        try:
+            health.start(sagemaker, found, checks)
+        except ClientError as error:
+            sentence = health.refused(found, error)
+            if sentence is not None:
+                raise _AwsError(f"novapod health: {sentence}") from None
+            raise
+    except (BotoCoreError, ClientError) as error:
+        raise _aws_failed("health", error) from None
+    started = _health_now()
+    # What the nodes were before the start: a node already in Failure is not this check's.
+    tracker = health.Tracker.of(found, started)
+    timed_out = _health_follow(args, sagemaker, found, checks, notes, tracker)
+    render = health.to_json if args.json else health.render_text
+    print(render(found, checks, started, tracker, notes, waited=args.wait, timed_out=timed_out))
+    return health.exit_status(tracker, waited=args.wait)
+
+
+def _health_follow(  # noqa: PLR0917 - the started check and what it is followed with
+    args: argparse.Namespace,
+    sagemaker: Any,
+    found: health.Target,
+    checks: Sequence[str],
+    notes: Sequence[str],
+    tracker: health.Tracker,
+) -> bool:
+    """Poll the group's nodes once, and with --wait until each has a result or the wait
+    times out (True). A poll that fails prints what was seen so far, then exits 1."""
+    started = tracker.started_at or _health_now()
+    try:
+        tracker.observe(health.group_nodes(sagemaker, found.cluster, found.group), started)
         if args.wait:
             deadline = started + timedelta(minutes=args.timeout)
             while not tracker.done:
                 if _health_now() >= deadline:
-                    timed_out = True
-                    break
+                    return True
                 _health_sleep(args.interval)
-                tracker.observe(health.group_nodes(sagemaker, found.cluster, found.group))
+                nodes = health.group_nodes(sagemaker, found.cluster, found.group)
+                tracker.observe(nodes, _health_now())
     except (BotoCoreError, ClientError) as error:
-        raise _aws_failed("health", error) from None
-    render = health.to_json if args.json else health.render_text
-    print(render(found, checks, started, tracker, notes, waited=args.wait, timed_out=timed_out))
-    return health.exit_status(tracker, waited=args.wait)
+        # The check runs on: show what was seen so far (text only: the JSON document's
+        # exit_status would not be the command's), then the failed call.
+        if not args.json:
+            print(
+                health.render_text(
+                    found,
+                    checks,
+                    started,
+                    tracker,
+                    notes,
+                    waited=args.wait,
+                    timed_out=False,
+                    stopped="reading the nodes failed",
+                )
+            )
+        seen = health.summary(tracker, waited=args.wait, timed_out=False, stopped="it failed")
+        raise _aws_failed(
+            "health",
+            error,
+            f"the check started at {values.iso(started)}, but reading its progress failed"
+            + (f" (so far: {seen})" if args.json else ""),
+        ) from None
+    return False
 
 
 def _add_health(commands: Any, config_help: str) -> None:
@@ -634,15 +681,19 @@ def _add_health(commands: Any, config_help: str) -> None:
             "Trainium devices, memory, EFA) and, on a p or trn group of two nodes or more, "
             "InstanceConnectivity (NCCL or NCCOM across nodes). Refuses while a job runs on "
             "the group (a pod of the jobs' namespace on its nodes, or a run of a job of the "
-            "config on it), since checked nodes take no workload, unless --force. Then shows "
-            "each node's status; --wait polls until every node has a result."
+            "config on it; no other namespace is looked at), since checked nodes take no "
+            "workload, unless --force. Then shows each node's status; --wait polls until "
+            "every node has a result."
         ),
         epilog=(
             "Exit 0 once the check started (with --wait: every node passed); 4 when a node "
-            "failed (HyperPod reboots or replaces it with node recovery Automatic) or --wait "
-            "timed out first; 2 for an unknown group, a group without nodes or of CPU "
-            "instances, a cluster not deployed, or a refusal (a job runs; or the cluster's "
-            "API cannot tell, outside the VPC); 1 when an AWS call fails. Needs "
+            "failed (HyperPod reboots or replaces it with node recovery Automatic) or was in "
+            "Failure before the check started, or --wait timed out first or ended with a node "
+            "whose result it could not see; 2 for an unknown group, a group without nodes or "
+            "of CPU instances, a cluster not deployed, or a refusal (a job runs; or the "
+            "cluster's API cannot tell, outside the VPC); 1 when an AWS call fails "
+            "(StartClusterHealthCheck refusing to start, as while a check runs; a poll that "
+            "fails during --wait prints the nodes seen so far first). Needs "
             "sagemaker:StartClusterHealthCheck (the HealthCheckPolicyArn output), "
             "DescribeCluster and ListClusterNodes (StatusPolicyArn), and for the refusal "
             "eks:DescribeCluster and an access entry of nova.scientists."
@@ -659,18 +710,21 @@ def _add_health(commands: Any, config_help: str) -> None:
     health_cmd.add_argument(
         "--checks",
         metavar="CHECKS",
-        help=f"comma-separated checks instead of the default ({', '.join(HEALTH_CHECKS)})",
+        help=(
+            f"comma-separated checks to run; choose from {', '.join(HEALTH_CHECKS)}; default "
+            "InstanceStress (and InstanceConnectivity on p/trn groups of two or more nodes)"
+        ),
     )
     health_cmd.add_argument(
         "--timeout",
-        type=_positive,
+        type=_positive("minutes"),
         default=240.0,
         metavar="MINUTES",
         help="with --wait: stop waiting after MINUTES (default: 240)",
     )
     health_cmd.add_argument(
         "--interval",
-        type=_positive,
+        type=_positive("seconds"),
         default=60.0,
         metavar="SECONDS",
         help="with --wait: seconds between polls (default: 60)",
@@ -679,14 +733,19 @@ def _add_health(commands: Any, config_help: str) -> None:
     health_cmd.set_defaults(run=_health)
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
-    return value
+def _positive(unit: str) -> Callable[[str], float]:
+    """An argparse type: a positive, finite number of `unit` (its error names the unit)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = 0.0
+        if not (value > 0 and math.isfinite(value)):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of {unit}")
+        return value
+
+    return parse
 
 
 def _add_status(commands: Any, config_help: str) -> None:
@@ -724,13 +783,13 @@ def _add_status(commands: Any, config_help: str) -> None:
     status_cmd.add_argument("--json", action="store_true", help="print JSON (the contract)")
     status_cmd.add_argument(
         "--watch",
-        type=_positive,
+        type=_positive("seconds"),
         metavar="SECONDS",
         help="redraw every SECONDS until interrupted (Ctrl-C); exit with the last status",
     )
     status_cmd.add_argument(
         "--ending-within",
-        type=_positive,
+        type=_positive("hours"),
         default=status_assess.DEFAULT_ENDING_WITHIN.total_seconds() / 3600,
         metavar="HOURS",
         help="an Active plan ending within HOURS needs attention (default: 72)",

@@ -32,12 +32,31 @@ What AWS documents:
   objects the scientists' Role cannot read, so `health` goes by InstanceStatus: a node
   has a result once it was seen in progress and then is Running (passed), or is Failure,
   or was taken away (failed, being rebooted or replaced).
+- Neither answer carries a check's result or time: botocore's ClusterNodeSummary
+  (ListClusterNodes) has InstanceGroupName, InstanceId, NodeLogicalId, InstanceType,
+  LaunchTime, LastSoftwareUpdateTime, InstanceStatus {Status, Message}, UltraServerInfo,
+  PrivateDnsHostname, CurrentImageReleaseVersion and ImageVersionStatus, and
+  ClusterNodeDetails (DescribeClusterNode) adds configuration (lifecycle, VPC, storage,
+  placement, images, Kubernetes labels and taints), no LastHealthCheck of any kind. So
+  `health` snapshots each node's status before the start: a node already in Failure is
+  reported as such, not as this check's failure, unless it is then seen in progress. A
+  node never seen in progress that is still Running (or still in its old Failure) after
+  `SETTLE_POLLS` listings and `SETTLE_AFTER` since the start has no result `health` can
+  see (`unknown`): the check may have finished between two listings, or not run on it;
+  its `sagemaker.amazonaws.com/deep-health-check-status` label (Passed | Failed) tells,
+  for a role that may read Nodes.
+- StartClusterHealthCheck's API reference and botocore's model list only
+  ResourceNotFound; what it answers while a check already runs is not documented. A
+  ValidationException or ConflictException (the common client errors of SageMaker's
+  JSON API) is reported as one sentence naming the call, with AWS's message (`refused`).
 
 While a node is checked it "is not available for running workloads" (the labels page),
 so `health` refuses a group that runs a job unless `--force`: a pending or running pod of
 the jobs' namespace on one of its nodes (named `hyperpod-<instance id>` in the cluster),
-or a run of a job of the config on that group still running. When the cluster's API
-cannot be read it cannot tell, and refuses too.
+or a run of a job of the config on that group still running. Only the jobs' namespace
+is read (the scientists' Role reaches no other): pods of other namespaces never stop a
+check, and the refusal says so; a config without jobs has nothing to look at (a note
+says so). When the cluster's API cannot be read it cannot tell, and refuses too.
 """
 
 from __future__ import annotations
@@ -47,7 +66,7 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError  # type: ignore[import-untyped]
@@ -70,6 +89,12 @@ PASSED_STATUS = "Running"
 FAILED_STATUS = "Failure"
 EXIT_STARTED = 0
 EXIT_ATTENTION = 4
+# A node not seen in progress by then has no result health can see (the module's doc).
+SETTLE_POLLS = 3
+SETTLE_AFTER = timedelta(minutes=10)
+# Client errors with which StartClusterHealthCheck may refuse a start (not in its model).
+REFUSAL_CODES = frozenset({"ValidationException", "ConflictException"})
+NO_JOBS_NOTE = "not checked whether a job runs on the group: the config has no jobs"
 
 
 class HealthError(Exception):
@@ -189,8 +214,9 @@ def busy(
     """Why the group must not be checked now (a job runs on it), or None; a HealthError
     when the cluster's API cannot tell."""
     wanted = expected(config)
-    if not wanted.jobs or wanted.namespace is None:
-        return None  # no job of novapod's can run there
+    if not has_jobs(config):
+        return None  # no job of novapod's can run there (NO_JOBS_NOTE)
+    assert wanted.namespace is not None
     kubernetes = collect.kubernetes_facts(eks, sts, found.eks_cluster, wanted.namespace)
     if not kubernetes.read:
         raise HealthError(
@@ -210,6 +236,7 @@ def busy(
     if not held and not running:
         return None
     config_ = shlex.quote(config_path)
+    only = f" (only the jobs' namespace {wanted.namespace} is looked at)"
     out_of_service = (
         "a deep health check takes the group's nodes out of service while it runs and would "
     )
@@ -219,7 +246,8 @@ def busy(
             f"holds {len(held)} of its {len(found.nodes)} nodes" if held else "is starting on it"
         )
         return (
-            f"group {found.group} runs a job: run {run} of job {job} {where}; {out_of_service}"
+            f"group {found.group} runs a job: run {run} of job {job} {where}{only}; "
+            f"{out_of_service}"
             f"stop the job: wait for it to finish, cancel it (novapod cancel {config_} {job} "
             f"--run {run}), or pass --force"
         )
@@ -227,8 +255,30 @@ def busy(
     shown = ", ".join(pods[:3]) + (", ..." if len(pods) > 3 else "")
     return (
         f"group {found.group} runs a job: pods of namespace {wanted.namespace} ({shown}) hold "
-        f"{len(held)} of its {len(found.nodes)} nodes; {out_of_service}stop them: wait for "
-        "them to finish, or pass --force"
+        f"{len(held)} of its {len(found.nodes)} nodes (pods of other namespaces are not looked "
+        f"at); {out_of_service}stop them: wait for them to finish, or pass --force"
+    )
+
+
+def has_jobs(config: NovapodConfig) -> bool:
+    """Whether the config has jobs whose pods `busy` can look for."""
+    wanted = expected(config)
+    return bool(wanted.jobs) and wanted.namespace is not None
+
+
+def refused(found: Target, error: ClientError) -> str | None:
+    """The sentence for StartClusterHealthCheck refusing to start (a check may already run
+    on the group: the API does not document how it answers then), or None for another
+    error."""
+    details = error.response.get("Error", {})
+    code = str(details.get("Code") or "")
+    if code not in REFUSAL_CODES:
+        return None
+    return (
+        f"StartClusterHealthCheck refused to start the check on group {found.group} "
+        f"({code}: {details.get('Message') or 'no message'}); if a deep health check already "
+        f"runs there, follow it with aws sagemaker list-cluster-nodes --cluster-name "
+        f"{found.cluster} --instance-group-name-contains {found.group}"
     )
 
 
@@ -249,12 +299,16 @@ class NodeResult:
     instance_id: str
     status: str | None  # its last InstanceStatus; None once it left the list
     message: str | None
+    before: str | None = None  # its InstanceStatus before the start
     seen_in_progress: bool = False
-    result: str = "pending"  # pending | in-progress | passed | failed | replaced
+    # pending | in-progress | passed | failed | replaced (this check's results);
+    # already-failed (in Failure before the start, never seen in progress);
+    # unknown (never seen in progress, Running once settled: no result to see)
+    result: str = "pending"
 
     @property
     def final(self) -> bool:
-        return self.result in ("passed", "failed", "replaced")
+        return self.result in ("passed", "failed", "replaced", "unknown")
 
     def json(self) -> dict[str, Any]:
         return {
@@ -271,22 +325,33 @@ class Tracker:
 
     nodes: dict[str, NodeResult] = field(default_factory=dict)
     polls: int = 0
+    started_at: datetime | None = None
+    settled: bool = False  # SETTLE_POLLS listings and SETTLE_AFTER since the start
 
     @classmethod
-    def of(cls, found: Target) -> Tracker:
-        return cls({str(n["InstanceId"]): NodeResult(str(n["InstanceId"]), None, None)
-                    for n in found.nodes})  # fmt: skip
+    def of(cls, found: Target, started_at: datetime | None = None) -> Tracker:
+        """The group's nodes as listed before the start (their status kept as `before`)."""
+        nodes = {}
+        for node in found.nodes:
+            node_id = str(node["InstanceId"])
+            shown = node.get("InstanceStatus") or {}
+            before = str(shown["Status"]) if shown.get("Status") else None
+            nodes[node_id] = NodeResult(node_id, before, shown.get("Message") or None, before)
+        return cls(nodes, started_at=started_at)
 
-    def observe(self, listed: Sequence[Mapping[str, Any]]) -> None:
+    def observe(self, listed: Sequence[Mapping[str, Any]], now: datetime | None = None) -> None:
         self.polls += 1
-        now = {str(n.get("InstanceId")): n for n in listed}
+        if self.started_at is not None and now is not None:
+            self.settled = self.polls >= SETTLE_POLLS and now - self.started_at >= SETTLE_AFTER
+        shown_now = {str(n.get("InstanceId")): n for n in listed}
         for node_id, node in self.nodes.items():
             if node.final:
                 continue
-            shown = now.get(node_id)
+            shown = shown_now.get(node_id)
+            failing_before = node.before == FAILED_STATUS and not node.seen_in_progress
             if shown is None:  # taken away: being rebooted or replaced after failing
                 node.status = None
-                node.result = "replaced"
+                node.result = "already-failed" if failing_before else "replaced"
                 continue
             status = (shown.get("InstanceStatus") or {}).get("Status")
             node.status = str(status) if status else None
@@ -295,51 +360,88 @@ class Tracker:
                 node.seen_in_progress = True
                 node.result = "in-progress"
             elif status == FAILED_STATUS:
-                node.result = "failed"
+                node.result = "already-failed" if failing_before else "failed"
             elif status == PASSED_STATUS and node.seen_in_progress:
                 node.result = "passed"
             elif node.seen_in_progress and status in ("Pending", "ShuttingDown", "NotFound"):
                 node.result = "replaced"
+            elif status == PASSED_STATUS and self.settled:
+                node.result = "unknown"  # finished between two listings, or never checked
+            else:
+                node.result = "pending"
 
     @property
     def done(self) -> bool:
-        return all(n.final for n in self.nodes.values())
+        """Every node has a result (one already failing before the start, once settled)."""
+        return all(
+            n.final or (n.result == "already-failed" and (self.settled or n.status is None))
+            for n in self.nodes.values()
+        )
 
     @property
     def failed(self) -> list[NodeResult]:
+        """The nodes this check failed (or that HyperPod took away while it ran)."""
         return [n for n in self.nodes.values() if n.result in ("failed", "replaced")]
+
+    @property
+    def already_failed(self) -> list[NodeResult]:
+        return [n for n in self.nodes.values() if n.result == "already-failed"]
+
+    @property
+    def unknown(self) -> list[NodeResult]:
+        return [n for n in self.nodes.values() if n.result == "unknown"]
 
 
 def exit_status(tracker: Tracker, *, waited: bool) -> int:
-    """0: started (or, after --wait, every node passed); 4: a node failed, or the wait
-    ended before every node had a result."""
-    if tracker.failed:
+    """0: started (or, after --wait, every node passed); 4: a node failed or was failing
+    before the start, or the wait ended before every node had a result it could see."""
+    if tracker.failed or tracker.already_failed:
         return EXIT_ATTENTION
-    if waited and not tracker.done:
+    if waited and not (tracker.done and not tracker.unknown):
         return EXIT_ATTENTION
     return EXIT_STARTED
 
 
-def summary(tracker: Tracker, *, waited: bool, timed_out: bool) -> str:
+def _node_list(nodes: Sequence[NodeResult]) -> str:
+    return "; ".join(
+        n.instance_id + (f" ({n.message})" if n.message else f" ({n.result})") for n in nodes
+    )
+
+
+def summary(tracker: Tracker, *, waited: bool, timed_out: bool, stopped: str | None = None) -> str:
+    """One line: how many passed, failed, were failing before, have no result (and why
+    the wait stopped: `timed_out`, or `stopped` saying what ended it)."""
     total = len(tracker.nodes)
     passed = sum(1 for n in tracker.nodes.values() if n.result == "passed")
-    failed = tracker.failed
+    failed, before, unknown = tracker.failed, tracker.already_failed, tracker.unknown
     parts = [f"{passed} of {total} nodes passed"]
     if failed:
         parts.append(
-            f"{len(failed)} failed: "
-            + "; ".join(
-                n.instance_id + (f" ({n.message})" if n.message else f" ({n.result})")
-                for n in failed
-            )
-            + " (HyperPod reboots or replaces them with node recovery Automatic)"
+            f"{len(failed)} failed: {_node_list(failed)} (HyperPod reboots or replaces them "
+            "with node recovery Automatic)"
         )
-    left = total - passed - len(failed)
-    if left:
+    if before:
         parts.append(
-            f"{left} without a result"
-            + (" when the wait timed out" if timed_out else "" if waited else " yet")
+            f"{len(before)} in Failure before the check started, not this check's result: "
+            f"{_node_list(before)}"
         )
+    if unknown:
+        ids = " ".join(f"hyperpod-{n.instance_id}" for n in unknown)
+        parts.append(
+            f"{len(unknown)} with no result to see (Running, never seen "
+            "DeepHealthCheckInProgress: the check finished between two polls, or did not run "
+            f"there): {', '.join(n.instance_id for n in unknown)}; kubectl get node {ids} -L "
+            "sagemaker.amazonaws.com/deep-health-check-status shows Passed or Failed"
+        )
+    left = total - passed - len(failed) - len(before) - len(unknown)
+    if left:
+        if stopped:
+            when = f" when {stopped}"
+        elif timed_out:
+            when = " when the wait timed out"
+        else:
+            when = "" if waited else " yet"
+        parts.append(f"{left} without a result{when}")
     return ", ".join(parts)
 
 
@@ -352,7 +454,10 @@ def render_text(
     *,
     waited: bool,
     timed_out: bool,
+    stopped: str | None = None,
 ) -> str:
+    """The table of nodes and the summary; `stopped`: what ended the wait early (a poll
+    that failed), printed before the error."""
     lines = [
         f"novapod health: deep health check ({', '.join(checks)}) started on group "
         f"{found.group} of HyperPod cluster {found.cluster} at {iso(started_at)}",
@@ -368,8 +473,8 @@ def render_text(
         ("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True))).rstrip()
         for r in rows
     ]
-    lines += ["", summary(tracker, waited=waited, timed_out=timed_out)]
-    if not waited:
+    lines += ["", summary(tracker, waited=waited, timed_out=timed_out, stopped=stopped)]
+    if not waited or stopped:
         lines.append(
             f"follow it with: aws sagemaker list-cluster-nodes --cluster-name {found.cluster} "
             f"--instance-group-name-contains {found.group} (or novapod health ... --wait)"

@@ -25,12 +25,19 @@ InstanceIds or none for the whole group, 1 to 3 DeepHealthChecks of the model's
 DeepHealthCheckType) answers the cluster's ARN, or ResourceNotFound for an unknown cluster
 (the only error the API reference lists: API_StartClusterHealthCheck.html); a group the
 cluster does not have, or an instance ID not in its group, is a ValidationException (the
-fake's wording). The nodes it names turn DeepHealthCheckInProgress, as DescribeClusterNode
-and ListClusterNodes report a check in progress, and after `health_check_polls` listings
-take their scripted outcome (`health_outcome`): Running (passed), Failure with a message,
-or replaced (the node leaves the list and a new one comes up Pending), as HyperPod
-reboots or replaces the nodes that fail (sagemaker-hyperpod-eks-resiliency-deep-health-
-checks.html).
+fake's wording). So is a start naming a node that is DeepHealthCheckInProgress: how the
+service answers a check started while one runs is not documented, and the fake assumes it
+refuses with the common ValidationException (novapod handles it, or a ConflictException,
+as one sentence). The nodes it names turn DeepHealthCheckInProgress, as
+DescribeClusterNode and ListClusterNodes report a check in progress, and after
+`health_check_polls` listings take their scripted outcome (`health_outcome`): Running
+(passed), Failure with a message, or replaced (the node leaves the list and a new one
+comes up Pending), as HyperPod reboots or replaces the nodes that fail
+(sagemaker-hyperpod-eks-resiliency-deep-health-checks.html). With `health_check_polls`
+1 the outcome shows at the first listing after the start: the node was never seen in
+progress (a check that finished between two polls). `health_check_skips` names nodes the
+check leaves as they are (never in progress: one it did not run on). Nodes answer with
+ClusterNodeSummary's members only, none of which carries a check's result or time.
 """
 
 from __future__ import annotations
@@ -120,6 +127,7 @@ class HyperPodFake:
         self.node_page_size = 100  # ListClusterNodes' MaxResults is at most 100
         self.health_checks: list[dict[str, Any]] = []  # StartClusterHealthCheck requests
         self.health_check_polls = 2  # listings a node stays DeepHealthCheckInProgress
+        self.health_check_skips: set[str] = set()  # instance IDs a started check leaves be
         # instance ID -> (outcome, message, listings left) of a check in progress
         self._checking: dict[str, list[Any]] = {}
         self._outcomes: dict[str, tuple[str, str]] = {}
@@ -287,8 +295,22 @@ class HyperPodFake:
                     )
                 members = [n for n in members if n["InstanceId"] in wanted]
             targets += members
+        running = [
+            n["InstanceId"]
+            for n in targets
+            if n["InstanceStatus"].get("Status") == "DeepHealthCheckInProgress"
+        ]
+        if running:
+            raise self._error(
+                "ValidationException",
+                f"A deep health check is already in progress on instances {', '.join(running)} "
+                f"of cluster {name}.",
+                400,
+            )
         self.health_checks.append(params)
         for node in targets:
+            if node["InstanceId"] in self.health_check_skips:
+                continue
             node["InstanceStatus"] = {"Status": "DeepHealthCheckInProgress"}
             outcome, message = self._outcomes.get(node["InstanceId"], ("Running", ""))
             self._checking[node["InstanceId"]] = [outcome, message, self.health_check_polls]

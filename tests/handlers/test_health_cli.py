@@ -13,14 +13,17 @@ from typing import Any
 import pytest
 
 from novapod import cli
+from tests.fakes.aws_control_plane import Fault
 from tests.handlers.status_world import (
     CLUSTER,
+    CONFIG,
     NOW,
     RUN_2,
     StatusWorld,
     pod,
     status_kube,
     status_world,
+    write_config,
 )
 
 __all__ = ["status_kube", "status_world"]  # fixtures
@@ -173,8 +176,9 @@ def test_it_refuses_a_group_that_runs_a_job(status_world, clock) -> None:
     assert (status, out) == (2, "")
     assert err == (
         f"novapod health: group nova-lite runs a job: run {RUN_2} of job sft holds 4 of its 4 "
-        "nodes; a deep health check takes the group's nodes out of service while it runs and "
-        "would stop the job: wait for it to finish, cancel it (novapod cancel "
+        "nodes (only the jobs' namespace nova-jobs is looked at); a deep health check takes "
+        "the group's nodes out of service while it runs and would stop the job: wait for it "
+        "to finish, cancel it (novapod cancel "
         f"{world.path} sft --run {RUN_2}), or pass --force\n"
     )
     assert "StartClusterHealthCheck" not in world.plane.operations()
@@ -188,9 +192,9 @@ def test_pods_of_the_jobs_namespace_on_the_group_are_a_job_too(status_world, clo
     assert status == 2
     assert err == (
         "novapod health: group spare-rig runs a job: pods of namespace nova-jobs "
-        "(by-hand-worker-0, by-hand-worker-1) hold 2 of its 2 nodes; a deep health check takes "
-        "the group's nodes out of service while it runs and would stop them: wait for them to "
-        "finish, or pass --force\n"
+        "(by-hand-worker-0, by-hand-worker-1) hold 2 of its 2 nodes (pods of other namespaces "
+        "are not looked at); a deep health check takes the group's nodes out of service while "
+        "it runs and would stop them: wait for them to finish, or pass --force\n"
     )
 
 
@@ -340,3 +344,188 @@ def test_the_operations_page_shows_the_real_output(status_world, clock, monkeypa
     start = text.index(EXAMPLE_START)
     block = text[text.index("```text\n", start) + len("```text\n") :]
     assert block[: block.index("```\n")] == shown, f"docs/operations.md should show:\n{shown}"
+
+
+# --- review of issue 22, finding 12: the CLI's texts ------------------------------------------
+
+
+def test_the_checks_help_says_what_the_default_is(capsys) -> None:
+    parser = cli._parser()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["health", "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps the help
+    assert (
+        "--checks CHECKS comma-separated checks to run; choose from InstanceStress, "
+        "InstanceConnectivity, MultiNodeTrainingValidation; default InstanceStress (and "
+        "InstanceConnectivity on p/trn groups of two or more nodes)"
+    ) in text
+
+
+@pytest.mark.parametrize(("option", "unit"), [("--timeout", "minutes"), ("--interval", "seconds")])
+def test_a_bad_duration_names_its_unit(status_world, clock, option, unit) -> None:
+    world = status_world
+    with pytest.raises(SystemExit) as exit_:
+        health(world, "--group", "spare-rig", "--wait", option, "0")
+    assert exit_.value.code == 2
+    assert f"argument {option}: '0' is not a positive number of {unit}" in (
+        world.capsys.readouterr().err
+    )
+
+
+# --- review of issue 22, finding 13: what health can and cannot see ---------------------------
+
+
+def test_a_node_in_failure_before_the_start_is_not_this_check_s_failure(
+    status_world, clock
+) -> None:
+    """The second node was in Failure before the check and the check leaves it be: it is
+    reported apart, and the wait ends once the listings settled (3 polls, 10 minutes)."""
+    world = status_world.healthy()
+    first, second = spare_nodes(world)
+    node = next(n for n in world.plane.hyperpod.nodes[CLUSTER] if n["InstanceId"] == second)
+    node["InstanceStatus"] = {"Status": "Failure", "Message": "EFA loopback failed"}
+    world.plane.hyperpod.health_check_skips.add(second)
+    status, out, _ = health(world, "--group", "spare-rig", "--wait", "--interval", "300")
+    assert status == 4
+    assert clock == [300.0, 300.0]  # settled at the third poll, ten minutes in
+    lines = out.splitlines()
+    assert lines[3:5] == [
+        f"  {first}  Running  passed",
+        f"  {second}  Failure  already-failed  EFA loopback failed",
+    ]
+    assert lines[-1] == (
+        f"1 of 2 nodes passed, 1 in Failure before the check started, not this check's "
+        f"result: {second} (EFA loopback failed)"
+    )
+    status, out, _ = health(world, "--group", "spare-rig", "--wait", "--json")
+    document = json.loads(out)
+    assert [n["result"] for n in document["nodes"]] == ["passed", "already-failed"]
+    assert (status, document["done"], document["exit_status"]) == (4, True, 4)
+
+
+def test_a_node_in_failure_before_that_the_check_takes_is_its_result(status_world, clock):
+    world = status_world.healthy()
+    _, second = spare_nodes(world)
+    node = next(n for n in world.plane.hyperpod.nodes[CLUSTER] if n["InstanceId"] == second)
+    node["InstanceStatus"] = {"Status": "Failure", "Message": "EFA loopback failed"}
+    status, out, _ = health(world, "--group", "spare-rig", "--wait")
+    assert status == 0  # seen in progress, then Running: this check passed it
+    assert out.splitlines()[-1] == "2 of 2 nodes passed"
+
+
+def test_a_node_whose_check_finished_between_polls_is_unknown_not_pending(
+    status_world, clock
+) -> None:
+    """The check's outcome shows at the first listing: no node was seen in progress. The
+    wait ends once settled instead of waiting out --timeout (240 minutes)."""
+    world = status_world.healthy()
+    world.plane.hyperpod.health_check_polls = 1
+    first, second = spare_nodes(world)
+    status, out, _ = health(world, "--group", "spare-rig", "--wait")
+    assert status == 4
+    assert clock == [60.0] * 10  # 11 polls: the last one ten minutes after the start
+    assert [line.split()[1:3] for line in out.splitlines()[3:5]] == [["Running", "unknown"]] * 2
+    assert out.splitlines()[-1] == (
+        "0 of 2 nodes passed, 2 with no result to see (Running, never seen "
+        "DeepHealthCheckInProgress: the check finished between two polls, or did not run "
+        f"there): {first}, {second}; kubectl get node hyperpod-{first} hyperpod-{second} -L "
+        "sagemaker.amazonaws.com/deep-health-check-status shows Passed or Failed"
+    )
+
+
+def test_without_wait_a_node_not_yet_in_progress_is_pending(status_world, clock) -> None:
+    world = status_world.healthy()
+    first, _ = spare_nodes(world)
+    world.plane.hyperpod.health_check_skips.add(first)
+    status, out, _ = health(world, "--group", "spare-rig")
+    assert status == 0
+    assert out.splitlines()[3].split() == [first, "Running", "pending"]
+
+
+def test_a_start_refused_while_a_check_runs_is_one_sentence(status_world, clock) -> None:
+    world = status_world.healthy()
+    world.plane.hyperpod.health_check_polls = 3  # in progress until the next start's listing
+    first, second = spare_nodes(world)
+    assert health(world, "--group", "spare-rig")[0] == 0
+    status, out, err = health(world, "--group", "spare-rig")
+    assert (status, out) == (1, "")
+    assert err == (
+        "novapod health: StartClusterHealthCheck refused to start the check on group "
+        "spare-rig (ValidationException: A deep health check is already in progress on "
+        f"instances {first}, {second} of cluster {CLUSTER}.); if a deep health check already "
+        f"runs there, follow it with aws sagemaker list-cluster-nodes --cluster-name {CLUSTER} "
+        "--instance-group-name-contains spare-rig\n"
+    )
+    assert len(world.plane.calls_to("StartClusterHealthCheck")) == 2
+    assert len(world.plane.hyperpod.health_checks) == 1  # the second was not started
+
+
+def test_a_conflict_from_the_start_is_one_sentence_too(status_world, clock) -> None:
+    world = status_world.healthy()
+    world.plane.error(
+        "StartClusterHealthCheck", "ConflictException", message="Cluster is being updated."
+    )
+    status, _, err = health(world, "--group", "spare-rig")
+    assert (status, err) == (
+        1,
+        "novapod health: StartClusterHealthCheck refused to start the check on group "
+        "spare-rig (ConflictException: Cluster is being updated.); if a deep health check "
+        f"already runs there, follow it with aws sagemaker list-cluster-nodes --cluster-name "
+        f"{CLUSTER} --instance-group-name-contains spare-rig\n",
+    )
+
+
+def _expire_after(world: StatusWorld, calls: int) -> None:
+    """ListClusterNodes fails after `calls` that pass, as when the caller's session expires
+    during a long --wait (ExpiredTokenException: botocore does not retry it)."""
+    fault = Fault("error", code="ExpiredTokenException", status=400, message="token expired")
+    world.plane.inject("ListClusterNodes", fault, after=calls)
+
+
+def test_a_poll_that_fails_during_wait_prints_what_was_seen(status_world, clock) -> None:
+    world = status_world.healthy()
+    world.plane.hyperpod.health_check_polls = 1000
+    first, second = spare_nodes(world)
+    _expire_after(world, 2)  # the group's listing, the poll right after the start
+    status, out, err = health(world, "--group", "spare-rig", "--wait")
+    assert status == 1
+    assert out.splitlines()[3:] == [
+        f"  {first}  DeepHealthCheckInProgress  in-progress",
+        f"  {second}  DeepHealthCheckInProgress  in-progress",
+        "",
+        "0 of 2 nodes passed, 2 without a result when reading the nodes failed",
+        f"follow it with: aws sagemaker list-cluster-nodes --cluster-name {CLUSTER} "
+        "--instance-group-name-contains spare-rig (or novapod health ... --wait)",
+    ]
+    assert err == (
+        "novapod health: the check started at 2027-07-10T12:00:00Z, but reading its progress "
+        "failed: An error occurred (ExpiredTokenException) when calling the ListClusterNodes "
+        "operation: token expired\n"
+    )
+    assert clock == [60.0]
+
+
+def test_a_poll_that_fails_with_json_says_what_was_seen_in_its_sentence(status_world, clock):
+    world = status_world.healthy()
+    world.plane.hyperpod.health_check_polls = 1000
+    _expire_after(world, 2)
+    status, out, err = health(world, "--group", "spare-rig", "--wait", "--json")
+    assert (status, out) == (1, "")  # no document: its exit_status would not be 1
+    assert err.startswith(
+        "novapod health: the check started at 2027-07-10T12:00:00Z, but reading its progress "
+        "failed (so far: 0 of 2 nodes passed, 2 without a result when it failed): An error "
+        "occurred (ExpiredTokenException)"
+    )
+
+
+def test_a_config_without_jobs_says_nothing_was_looked_at(status_world, clock, tmp_path):
+    text = CONFIG[: CONFIG.index("jobs:")] + CONFIG[CONFIG.index("capacity:") :]
+    world = status_world
+    world.path, _, _ = write_config(tmp_path, text)
+    world.healthy(runs=False)
+    status, out, _ = health(world, "--group", "spare-rig")
+    assert status == 0
+    assert out.splitlines()[1] == (
+        "  note: not checked whether a job runs on the group: the config has no jobs"
+    )
+    assert world.kube.requests == []

@@ -375,19 +375,9 @@ def _plan(  # noqa: PLR0917 - one plan's verdict reads all of these
     note = None
     if found.described is None:
         note = _not_bought_note(wanted, bought_item, commands)
-        if wanted.approved and not (bought_item and bought_item.state in ledger.UNSETTLED):
-            drift.append(
-                Drift(
-                    subject,
-                    "plan",
-                    wanted.plan_name,
-                    None,
-                    f"{wanted.plan_name} is approved in the config but not bought"
-                    + (f" (the ledger says {bought_item.state})" if bought_item else "")
-                    + "; a deploy of the capacity stack buys it",
-                    commands.deploy("capacity"),
-                )
-            )
+        missing = _not_bought_drift(subject, wanted, bought_item, commands)
+        if missing is not None:
+            drift.append(missing)
     elif status == "Failed":
         flag(
             "plan-failed",
@@ -547,6 +537,37 @@ def _paid_extensions(items: Sequence[ledger.Entry]) -> list[dict[str, Any]]:
         for e in items
         if e.state == ledger.BOUGHT
     ]
+
+
+def _not_bought_drift(
+    subject: str, wanted: ExpectedPlan, item: ledger.Entry | None, commands: _Commands
+) -> Drift | None:
+    """The drift of a plan DescribeTrainingPlan does not find: an adopted plan's ARN to
+    correct (a deploy adopts, never buys), or an approved plan a deploy buys (unless its
+    purchase is unsettled in the ledger); None for a plan not approved."""
+    if wanted.adopted:
+        return Drift(
+            subject,
+            "plan",
+            wanted.plan_name,
+            None,
+            f"the adopted plan {wanted.existing_arn} does not exist in this account and "
+            f"region; correct existing_arn on capacity.training_plans[{wanted.index}] (the "
+            "plans that exist are listed by the command)",
+            "aws sagemaker list-training-plans",
+        )
+    if not wanted.approved or (item is not None and item.state in ledger.UNSETTLED):
+        return None
+    return Drift(
+        subject,
+        "plan",
+        wanted.plan_name,
+        None,
+        f"{wanted.plan_name} is approved in the config but not bought"
+        + (f" (the ledger says {item.state})" if item else "")
+        + "; a deploy of the capacity stack buys it",
+        commands.deploy("capacity"),
+    )
 
 
 def _not_bought_note(wanted: ExpectedPlan, item: ledger.Entry | None, commands: _Commands) -> str:

@@ -335,8 +335,12 @@ def _attention(
     job = found.job
     out: list[tuple[JobAttention, str, str | None]] = []
     runs_left = f"{found.remaining} of {job.runs} runs left"
-    ready = not found.running and all(
-        verdicts[p].remaining == 0 for p in job.predecessors if p in verdicts
+    # A run only S3 knows, the cluster not read, may be running: nothing to launch then.
+    unknown = [r.name for r in found.runs if r.state == "unknown"]
+    ready = (
+        not found.running
+        and not unknown
+        and all(verdicts[p].remaining == 0 for p in job.predecessors if p in verdicts)
     )
     launch = f"novapod launch {config} {job.name}" if job.launchable else None
     newest = found.runs[-1] if found.runs else None
@@ -374,11 +378,14 @@ def _attention(
     elif found.verdict == "late":
         assert end is not None and found.planned_end is not None
         waiting = [p for p in job.predecessors if p in verdicts and verdicts[p].remaining]
-        why = (
-            f"; it waits for {', '.join(waiting)}"
-            if waiting
-            else ("" if found.running else "; none is running")
-        )
+        if waiting:
+            why = f"; it waits for {', '.join(waiting)}"
+        elif found.running:
+            why = ""
+        elif unknown:
+            why = f"; run {unknown[-1]} may be running (the cluster was not read)"
+        else:
+            why = "; none is running"
         out.append(
             (
                 "job-late",

@@ -47,6 +47,21 @@ def _span(hours: int | None, *, past: bool = False) -> str:
     return f"{text} ago" if past else f"in {text}"
 
 
+# The fee of a plan not paid for (yet): Pending until the payment succeeds, Failed when
+# the purchase failed (docs.aws.amazon.com/sagemaker/latest/dg/training-plan-details-
+# using-api-cli-sdk.html).
+UNPAID = {"Pending": "due", "Failed": "not paid"}
+
+
+def _fee(plan: dict[str, Any]) -> str:
+    fee = plan["fee"]
+    if not fee["amount"]:
+        return "-"
+    text = f"{fee['amount']} {fee['currency'] or ''}".strip()
+    unpaid = UNPAID.get(plan["status"])
+    return f"{text}, {unpaid}" if unpaid else text
+
+
 def _plan_rows(plans: Sequence[dict[str, Any]]) -> list[list[str]]:
     rows = [
         [
@@ -62,11 +77,10 @@ def _plan_rows(plans: Sequence[dict[str, Any]]) -> list[list[str]]:
     ]
     for plan in sorted(plans, key=lambda p: not p["attention"]):
         counts = plan["instances"]
-        fee = plan["fee"]
         ext = plan["extensions"]
         hours_to_end = plan["hours_to_end"]
         ends = "-"
-        if hours_to_end is not None:
+        if hours_to_end is not None and plan["status"] != "Failed":  # a Failed plan never ends
             ends = _span(hours_to_end, past=hours_to_end < 0)
         window = "-"
         if plan["start"] or plan["end"]:
@@ -91,7 +105,7 @@ def _plan_rows(plans: Sequence[dict[str, Any]]) -> list[list[str]]:
                 "/".join(_count(counts[k]) for k in ("total", "available", "in_use", "unhealthy"))
                 if plan["status"] != "NotBought"
                 else "-",
-                f"{fee['amount']} {fee['currency'] or ''}".strip() if fee["amount"] else "-",
+                _fee(plan),
                 extensions,
                 "; ".join(notes) or "ok",
             ]
@@ -99,7 +113,9 @@ def _plan_rows(plans: Sequence[dict[str, Any]]) -> list[list[str]]:
     return rows
 
 
-def _group_rows(groups: Sequence[dict[str, Any]]) -> list[list[str]]:
+def _group_rows(
+    groups: Sequence[dict[str, Any]], cluster_status: str | None = None
+) -> list[list[str]]:
     rows = [
         [
             "group",
@@ -117,7 +133,8 @@ def _group_rows(groups: Sequence[dict[str, Any]]) -> list[list[str]]:
         nodes = group["nodes"]
         notes = list(group["attention"])
         if not group["deployed"]:
-            notes.append("not deployed")
+            # While the cluster is created its groups come one by one: nothing to deploy.
+            notes.append("not created yet" if cluster_status == "Creating" else "not deployed")
         if not group["in_config"]:
             notes.append("not in the config")
         rows.append(
@@ -164,6 +181,8 @@ def _job_rows(jobs: Sequence[dict[str, Any]]) -> list[list[str]]:
         if schedule["planned_start"]:
             planned = f"{_when(schedule['planned_start'])} -> {_when(schedule['planned_end'])}"
         notes = [*job["attention"], *([job["note"]] if job["note"] else [])]
+        if counts["unknown"]:  # runs only S3 knows, the cluster not read: in no column
+            notes.append(f"{counts['unknown']} run{'s' if counts['unknown'] > 1 else ''} unknown")
         rows.append(
             [
                 job["name"],
@@ -232,7 +251,7 @@ def to_text(report: Report) -> str:
         failure = f" ({cluster['failure']})" if cluster.get("failure") else ""
         lines += ["", f"Instance groups of HyperPod cluster {cluster['name']}: {state}{failure}"]
         if report.groups:
-            lines += table(_group_rows(report.groups))
+            lines += table(_group_rows(report.groups, cluster["status"]))
     if report.jobs is not None:
         lines += _jobs_lines(report.jobs)
     if report.drift:
