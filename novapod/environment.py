@@ -24,6 +24,7 @@ from novapod.compliance.rules import acknowledge_inline_policies
 from novapod.config import CompliancePack, NovapodConfig
 from novapod.config.stacks import stack_kinds, stack_name
 from novapod.constructs.execution_role import execution_role_kinds
+from novapod.constructs.monitor.alerts import service_publishers
 from novapod.nova.kubernetes import nova_access
 from novapod.stacks.capacity import CapacityStack
 from novapod.stacks.eks import EksStack
@@ -104,6 +105,10 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         security_group=network.security_group,
         # The VPC's flow logs: here only without an eks stack (constructs/flow_logs.py).
         flow_logs=config.network.flow_logs if config.eks is None else None,
+        # The monitor's topic is encrypted with the storage key (constructs/monitor/alerts.py).
+        alert_publishers=service_publishers(rules=config.hyperpod is not None)
+        if "monitor" in kinds
+        else (),
         env=env,
         description=f"novapod {config.name}: KMS key, S3 buckets, FSx for Lustre (retained)",
     )

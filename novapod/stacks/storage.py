@@ -7,6 +7,7 @@ refactoring the construct tree can never replace a bucket, key or file system.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from aws_cdk import ArnFormat, Aws, CfnOutput, CfnResource, RemovalPolicy, Stack
@@ -41,6 +42,7 @@ class StorageStack(Stack):
         network: VpcHandle,
         security_group: ec2.ISecurityGroup,
         flow_logs: FlowLogs | None = None,
+        alert_publishers: Sequence[str] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, termination_protection=True, **kwargs)
@@ -54,6 +56,8 @@ class StorageStack(Stack):
         )
         _pin(self.key, STORAGE_PINNED_IDS["key"])
         self._let_cloudwatch_logs_use_the_key()
+        if alert_publishers:
+            self._let_services_publish_alerts(alert_publishers)
         if flow_logs is not None and flow_logs.enabled:
             # Only without an eks stack (environment.py): here it makes this stack wait
             # for the network stack.
@@ -178,6 +182,33 @@ class StorageStack(Stack):
                             resource_name="*",
                             arn_format=ArnFormat.COLON_RESOURCE_NAME,
                         )
+                    }
+                },
+            )
+        )
+
+    def _let_services_publish_alerts(self, services: Sequence[str]) -> None:
+        """The monitor's alert topic is encrypted with this key; AWS services that publish
+        to it as themselves (EventBridge rules, CloudWatch alarms:
+        novapod/constructs/monitor/alerts.py, service_publishers, says which and why)
+        need its use in the key policy: the SNS developer guide's "Enable compatibility
+        between event sources from AWS services and encrypted topics"
+        (docs.aws.amazon.com/sns/latest/dg/sns-key-management.html) and the Knowledge
+        Center's sns-not-getting-eventbridge-notification. Its actions are written out
+        (the guide writes kms:GenerateDataKey*; SNS calls GenerateDataKey and Decrypt,
+        the two calls its cost formula counts), only through SNS in this Region
+        (kms:ViaService) and for this account (aws:SourceAccount, the condition the
+        guide gives; aws:SourceArn is not supported there)."""
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AlertPublishersThroughSns",
+                principals=[iam.ServicePrincipal(s) for s in services],
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                resources=["*"],  # in a key policy, "*" means this key
+                conditions={
+                    "StringEquals": {
+                        "kms:ViaService": f"sns.{self.region}.amazonaws.com",
+                        "aws:SourceAccount": self.account,
                     }
                 },
             )

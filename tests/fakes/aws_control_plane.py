@@ -763,7 +763,7 @@ class FakeControlPlane:
                 continue
             if service in ("monitoring", "sns"):
                 message = iam.denial_message(self.account, self.principal, request, decision)
-                raise self.monitoring.denied(service, message)
+                raise self.monitoring.denied(service, message, request)
             if service == "ec2":
                 # EC2 answers 403 and an encoded message, see docs.aws.amazon.com/AWSEC2/
                 # latest/APIReference/query-api-troubleshooting.html#unauthorized-operation
@@ -807,8 +807,11 @@ class FakeControlPlane:
             "StartClusterHealthCheck",
         ):
             # On the cluster (resource type cluster, list_amazonsagemaker.html), whose ARN
-            # ends in the ID SageMaker gave it, also when the call names it by name.
-            return [iam.Request(action, self.hyperpod.cluster_arn(str(params["ClusterName"])))]
+            # ends in the ID SageMaker gave it, also when the call names it by name; with
+            # its tags as aws:ResourceTag/<key>, a condition key of that resource type.
+            name = str(params["ClusterName"])
+            tagged: dict[str, str | tuple[str, ...]] = dict(self.hyperpod.resource_tags(name))
+            return [iam.Request(action, self.hyperpod.cluster_arn(name), tagged)]
         if operation == "DescribeTrainingPlanExtensionHistory":
             return [iam.Request(action, str(params.get("TrainingPlanArn", "")))]
         if operation in ("AddTags", "DeleteTags", "ListTags"):

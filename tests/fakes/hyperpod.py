@@ -46,7 +46,7 @@ import base64
 import hashlib
 import json
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -124,6 +124,7 @@ class HyperPodFake:
         self.eks_clusters: dict[str, dict[str, Any]] = {}
         self._statuses: dict[str, deque[tuple[str, str]]] = {}
         self.nodes: dict[str, list[dict[str, Any]]] = {}  # cluster name -> node summaries
+        self.tags: dict[str, dict[str, str]] = {}  # cluster name -> its tags
         self.node_page_size = 100  # ListClusterNodes' MaxResults is at most 100
         self.health_checks: list[dict[str, Any]] = []  # StartClusterHealthCheck requests
         self.health_check_polls = 2  # listings a node stays DeepHealthCheckInProgress
@@ -143,8 +144,11 @@ class HyperPodFake:
         restricted_groups: Sequence[dict[str, Any]] = (),
         instance_groups: Sequence[dict[str, Any]] = (),
         eks_cluster: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> str:
-        """A HyperPod cluster on EKS; returns its ARN (the ID is 12 lowercase hex digits)."""
+        """A HyperPod cluster on EKS; returns its ARN (the ID is 12 lowercase hex digits).
+        `tags` are the cluster's (CreateCluster's Tags), which IAM reads as
+        aws:ResourceTag/<key> (`resource_tags`)."""
         cluster_id = hashlib.sha256(name.encode()).hexdigest()[:12]
         arn = f"arn:aws:sagemaker:{REGION}:{self.account}:cluster/{cluster_id}"
         self.clusters[name] = {
@@ -163,6 +167,7 @@ class HyperPodFake:
             "NodeRecovery": "Automatic",
         }
         self.script_statuses(name, statuses)
+        self.tags[name] = dict(tags or {})
         self.nodes[name] = []
         self._added[name] = 0
         return arn
@@ -252,6 +257,22 @@ class HyperPodFake:
             return str(cluster["ClusterArn"]) if cluster else name_or_arn
         cluster_id = hashlib.sha256(name_or_arn.encode()).hexdigest()[:12]
         return f"arn:aws:sagemaker:{REGION}:{self.account}:cluster/{cluster_id}"
+
+    def resource_tags(self, name_or_arn: str) -> dict[str, str]:
+        """The IAM context of a cluster's tags (aws:ResourceTag/<key>: value); none for a
+        cluster that does not exist (no tags to read)."""
+        cluster = next(
+            (
+                c
+                for c in self.clusters.values()
+                if name_or_arn in (c["ClusterName"], c["ClusterArn"])
+            ),
+            None,
+        )
+        if cluster is None:
+            return {}
+        tags = self.tags.get(cluster["ClusterName"], {})
+        return {f"aws:ResourceTag/{k}": v for k, v in tags.items()}
 
     # --- SageMaker ----------------------------------------------------------------------
 

@@ -16,14 +16,15 @@ see docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic
 Actions match case-insensitively, resources case-sensitively, both with the `*` and `?`
 wildcards (reference_policies_elements_action.html, ..._resource.html). Conditions:
 StringEquals, StringEqualsIgnoreCase and StringLike on single-valued keys (a key the
-request does not carry does not match, as in IAM), and the same three qualified with
+request does not carry does not match, as in IAM), their IfExists forms (a key the
+request does not carry holds), and the same three qualified with
 ForAllValues:/ForAnyValue: on multivalued keys such as aws:TagKeys or DynamoDB's
 dynamodb:LeadingKeys (every / some value of the request matches one of the condition's;
 ForAllValues holds for a key the request does not carry, ForAnyValue does not:
 reference_policies_condition-single-vs-multi-valued-context-keys.html, and DynamoDB's
 specifying-conditions.html). A condition on a key the service would set but the fake
-does not compute (`Request.unmodelled`), or with any other operator (negated ones,
-IfExists included), is treated as "does not hold" for an Allow and as "holds" for a
+does not compute (`Request.unmodelled`), or with any other operator (negated ones, and
+IfExists on those), is treated as "does not hold" for an Allow and as "holds" for a
 Deny, so whatever the fake cannot evaluate ends in a refusal, never in a permission the
 real service would not give.
 """
@@ -129,6 +130,12 @@ def _condition_holds(
         absent = actual is None or (not isinstance(actual, str) and not actual)
         return absent == (wanted == {"true"})
     qualifier, _, single = operator.rpartition(":")
+    if not qualifier and operator.endswith("IfExists") and operator[:-8] in _SINGLE_OPERATORS:
+        # ...IfExists: holds when the request lacks the key, else as the operator
+        # (reference_policies_elements_condition_operators.html#Conditions_IfExists).
+        if actual is None:
+            return True
+        operator = operator[:-8]
     if qualifier in ("ForAllValues", "ForAnyValue") and single in _SINGLE_OPERATORS:
         if isinstance(actual, str):
             return None  # a set operator on a single-valued key: not modelled

@@ -21,7 +21,15 @@ Authorization (the plane's `act_as`): `cloudwatch:PutMetricData` on "*" with the
 `cloudwatch:namespace` condition key (the Service Authorization Reference's CloudWatch
 page: no resource type, that condition key), and `sns:Publish` on the topic's ARN. A
 refusal is AccessDenied (HTTP 403) from CloudWatch and AuthorizationError (HTTP 403)
-from SNS, the codes their API references list.
+from SNS, the codes their API references list. A topic encrypted with a key
+(`add_topic(..., key_arn=)`) also needs the publisher's `kms:GenerateDataKey` and
+`kms:Decrypt` on that key, called by SNS (`kms:ViaService` sns.<region>.amazonaws.com):
+the SNS developer guide's sns-key-management.html asks a publisher to an encrypted topic
+for both; the key policy is taken to delegate to IAM (the storage key's root
+statement), so the role's own statements decide. Refused, SNS answers KMSAccessDenied
+(HTTP 400, botocore's sns model: KMSAccessDeniedException). SNS reuses a data key for
+up to five minutes (the same page), so the real service may not ask KMS on every
+Publish; the fake asks every time, which is stricter, never looser.
 """
 
 from __future__ import annotations
@@ -73,12 +81,15 @@ class FakeMonitoring:
         self._lock = threading.Lock()
         self.metrics: list[tuple[str, dict[str, Any]]] = []
         self.topics: set[str] = set()
+        self.topic_keys: dict[str, str] = {}  # topic ARN -> its KMS key's ARN
         self.published: list[Published] = []
 
-    def add_topic(self, name: str) -> str:
+    def add_topic(self, name: str, *, key_arn: str | None = None) -> str:
         arn = f"arn:aws:sns:{self._region}:{self._account()}:{name}"
         with self._lock:
             self.topics.add(arn)
+            if key_arn is not None:
+                self.topic_keys[arn] = key_arn
         return arn
 
     # --- authorization --------------------------------------------------------------------
@@ -89,11 +100,19 @@ class FakeMonitoring:
         if service == "monitoring":
             context = {"cloudwatch:namespace": str(params.get("Namespace", ""))}
             return [iam.Request(f"cloudwatch:{operation}", "*", context)]
-        return [iam.Request(f"sns:{operation}", str(params.get("TopicArn", "")))]
+        topic = str(params.get("TopicArn", ""))
+        requests = [iam.Request(f"sns:{operation}", topic)]
+        key = self.topic_keys.get(topic)
+        if operation == "Publish" and key is not None:
+            via = {"kms:ViaService": f"sns.{self._region}.amazonaws.com"}
+            requests += [iam.Request(a, key, via) for a in ("kms:GenerateDataKey", "kms:Decrypt")]
+        return requests
 
-    def denied(self, service: str, message: str) -> Exception:
+    def denied(self, service: str, message: str, request: iam.Request | None = None) -> Exception:
         if service == "monitoring":
             return self._error("AccessDenied", message, 403)
+        if request is not None and request.action.startswith("kms:"):
+            return self._error("KMSAccessDenied", message, 400)
         return self._error("AuthorizationError", message, 403)
 
     # --- CloudWatch -----------------------------------------------------------------------

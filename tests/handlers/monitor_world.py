@@ -35,6 +35,10 @@ def schedule(template: dict[str, Any]) -> dict[str, Any]:
 
 TOPIC = "novapod-nova-lite-alerts"
 STATE_TABLE = "novapod-nova-lite-monitor-state"
+# The storage stack's key (its logical ID is pinned: EncryptionKey), as the fake has it.
+KEY_ARN = f"arn:aws:kms:us-east-1:{EXAMPLE_ACCOUNT}:key/0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b"
+# The tag the environment puts on every resource, the HyperPod cluster included.
+CLUSTER_TAGS = {"novapod:environment": "nova-lite"}
 
 
 def names(result: Synthesized) -> dict[str, str]:
@@ -73,6 +77,8 @@ def principal(result: Synthesized) -> iam.Principal:
             logical_id, attribute = value["Fn::GetAtt"]
             if named.get(logical_id) == STATE_TABLE and attribute == "Arn":
                 return table_arn
+            if (logical_id, attribute) == ("EncryptionKey", "Arn"):
+                return KEY_ARN
             return f"arn:aws:fake:us-east-1:{EXAMPLE_ACCOUNT}:{logical_id}/{attribute}"
         if isinstance(value, dict) and "Ref" in value and not value["Ref"].startswith("AWS::"):
             return named.get(value["Ref"], f"arn:aws:fake:::{value['Ref']}")
@@ -95,7 +101,8 @@ def principal(result: Synthesized) -> iam.Principal:
 @dataclass
 class Deployed:
     """The example in the fake: its plan Active since a day, 4 instances, and its
-    cluster's restricted group of 4 nodes; the monitor's topic and state table."""
+    cluster (tagged as the environment tags it) with a restricted group of 4 nodes; the
+    monitor's topic (encrypted with the storage key) and state table."""
 
     plane: FakeControlPlane
     cluster_arn: str
@@ -113,7 +120,7 @@ class Deployed:
 def deploy(plane: FakeControlPlane, *, plan_status: str = "Active") -> Deployed:
     plane.reset()
     plane.account = plane.hyperpod.account = EXAMPLE_ACCOUNT
-    plane.monitoring.add_topic(TOPIC)
+    plane.monitoring.add_topic(TOPIC, key_arn=KEY_ARN)
     plane.dynamodb.create_table(STATE_TABLE, partition_key="Environment")
     offering = plane.add_offering(
         "tpo-lite",
@@ -125,6 +132,6 @@ def deploy(plane: FakeControlPlane, *, plan_status: str = "Active") -> Deployed:
     plane.add_plan(PLAN, offering, statuses=[plan_status])
     plane.set_plan_counts(PLAN, available=0, in_use=4)
     group = restricted_group(GROUP, current=4, target=4, plan_arn=PLAN_ARN, account=EXAMPLE_ACCOUNT)
-    arn = plane.hyperpod.add_cluster(CLUSTER, restricted_groups=[group])
+    arn = plane.hyperpod.add_cluster(CLUSTER, restricted_groups=[group], tags=CLUSTER_TAGS)
     plane.hyperpod.add_nodes(CLUSTER, GROUP, 4)
     return Deployed(plane, arn)

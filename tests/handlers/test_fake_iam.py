@@ -550,10 +550,32 @@ PLAN_ARN = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-dev-m
             allow(
                 "sagemaker:AddTags",
                 "*",
-                StringEqualsIfExists={"sagemaker:TaggingAction": ["CreateTrainingPlan"]},
+                StringNotEqualsIfExists={"sagemaker:TaggingAction": ["Other"]},
             ),
             Request("sagemaker:AddTags", "x", {"sagemaker:TaggingAction": "CreateTrainingPlan"}),
             "implicit_deny",
+        ),
+        # StringEqualsIfExists: as StringEquals when the request has the key, else it holds.
+        (
+            allow(
+                "sagemaker:DescribeCluster", "*", StringEqualsIfExists={"aws:ResourceTag/e": ["a"]}
+            ),
+            Request("sagemaker:DescribeCluster", "x", {"aws:ResourceTag/e": "a"}),
+            "allowed",
+        ),
+        (
+            allow(
+                "sagemaker:DescribeCluster", "*", StringEqualsIfExists={"aws:ResourceTag/e": ["a"]}
+            ),
+            Request("sagemaker:DescribeCluster", "x", {"aws:ResourceTag/e": "b"}),
+            "implicit_deny",
+        ),
+        (
+            allow(
+                "sagemaker:DescribeCluster", "*", StringEqualsIfExists={"aws:ResourceTag/e": ["a"]}
+            ),
+            Request("sagemaker:DescribeCluster", "x"),
+            "allowed",
         ),
     ],
 )

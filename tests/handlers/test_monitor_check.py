@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 from botocore.retries.standard import ExponentialBackoff
 
+from novapod.config import load_config
 from novapod.constructs.monitor.handler import decisions, index
-from tests.conftest import Synthesized
+from tests.conftest import ALL_CONFIGS, Synthesized
 from tests.fakes.aws_control_plane import FakeControlPlane
 from tests.handlers.monitor_world import (
     CLUSTER,
+    CLUSTER_TAGS,
     GROUP,
     LITE,
     NOW,
@@ -44,7 +46,8 @@ def deployed(
     world = deploy(control_plane)
     monkeypatch.setattr(index, "_now", lambda: NOW)
     monkeypatch.setattr(index, "CONNECT_TIMEOUT_SECONDS", 1.0)
-    monkeypatch.setattr(index, "READ_TIMEOUT_SECONDS", 1.0)
+    # Publish has one attempt: a read timeout a loaded machine could reach fails a run.
+    monkeypatch.setattr(index, "READ_TIMEOUT_SECONDS", 3.0)
     monkeypatch.setitem(ExponentialBackoff._DEFAULT_BACKOFF_CONFIG, "throttling_base_scale", 0.01)
     yield world
     control_plane.act_as(None)
@@ -174,6 +177,34 @@ def test_each_statement_is_needed(synthesized, deployed, sid, failure) -> None:
     assert sentence.startswith(f"{failure} (AccessDenied"), sentence
 
 
+def test_the_role_reads_no_cluster_tagged_for_another_environment(synthesized, deployed) -> None:
+    deployed.plane.hyperpod.tags[CLUSTER] = {"novapod:environment": "other"}
+    with pytest.raises(index.CheckError) as failed:
+        _run(synthesized, deployed)
+    assert str(failed.value).startswith(
+        f"SageMaker DescribeCluster of {CLUSTER} failed (AccessDeniedException"
+    )
+    # StringEqualsIfExists: a cluster without the tag is read, and one not created yet
+    # is ResourceNotFound (test_a_cluster_not_deployed_is_no_failure).
+    deployed.plane.hyperpod.tags[CLUSTER] = {}
+    assert _run(synthesized, deployed)["failures"] == []
+    deployed.plane.hyperpod.tags[CLUSTER] = dict(CLUSTER_TAGS)
+    assert _run(synthesized, deployed)["failures"] == []
+
+
+def test_the_nodes_of_every_page_are_counted(synthesized, deployed) -> None:
+    deployed.plane.hyperpod.node_page_size = 3  # 4 nodes: two pages
+    bad = deployed.plane.hyperpod.nodes[CLUSTER][3]  # on the second page
+    bad["InstanceStatus"] = {"Status": "Failure", "Message": "GPU ECC errors"}
+    _run(synthesized, deployed)
+    metrics = deployed.plane.monitoring
+    assert metrics.metric_values("UnhealthyNodes", **GROUP_DIMENSIONS) == [1.0]
+    assert [p.get("NextToken") for p in deployed.plane.calls_to("ListClusterNodes")] == [
+        None,
+        "3",
+    ]
+
+
 def test_the_role_puts_novapod_s_metrics_only(synthesized, deployed) -> None:
     raw = settings(synthesized) | {"namespace": "Other"}
     deployed.plane.act_as(principal(synthesized))
@@ -187,12 +218,28 @@ def test_metrics_go_in_requests_of_at_most_1000() -> None:
     assert list(decisions.batches([])) == []
 
 
-def test_a_run_is_bounded_below_the_function_s_timeout() -> None:
+@pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: Path(p).stem)
+def test_a_run_s_reads_and_its_stop_margin_fit_in_the_function_s_timeout(path) -> None:
+    """What a run spends before it publishes, each call retried to its limit, plus the
+    margin at which it stops publishing: the timeout never falls between a Publish and
+    the PutItem that records it. (Publishing itself is bounded by the remaining time,
+    test_monitor_alerts.py.)"""
     from novapod.constructs.monitor.construct import TIMEOUT
 
-    # Two plans, the cluster and one page of nodes, the metrics, the state's read and
-    # write, and three alerts, each retried to its limit.
-    assert index.worst_case_seconds(10) <= TIMEOUT.to_seconds()
+    config = load_config(path)
+    if not config.has_monitor:
+        return
+    plans = len(config.capacity.training_plans)
+    # Each plan; the cluster and a page of its nodes (a group has at most 100 nodes a
+    # page: more take more pages); one PutMetricData; the state's GetItem.
+    reads = plans + (2 if config.hyperpod is not None else 0) + 1 + 1
+    assert index.stop_margin_seconds() == 8 + 2 * 30 + 5  # one Publish, two PutItems
+    assert index.worst_case_seconds(reads) + index.stop_margin_seconds() <= TIMEOUT.to_seconds()
+
+
+def test_publish_is_one_attempt_and_the_others_three() -> None:
+    assert (index.PUBLISH_ATTEMPTS, index.MAX_ATTEMPTS) == (1, 3)
+    assert index.worst_case_seconds(1, 1) == 8  # connect 3 s + read 5 s, no retry
 
 
 def test_a_state_that_cannot_be_read_is_a_first_run() -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from novapod.config import load_config, parse_config
 from novapod.config.stacks import stack_kinds
-from novapod.constructs.monitor.construct import rate
+from novapod.constructs.monitor.construct import ENVIRONMENT_TAG, rate
 from novapod.yamlsafe import load as load_yaml
 from tests.conftest import (
     ALL_CONFIGS,
@@ -252,8 +252,14 @@ def test_the_check_s_role_reads_plans_and_cluster_puts_metrics_publishes_and_kee
         expected["DescribeHyperPodCluster"] = {
             "actions": ["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"],
             "resources": [f"arn:aws:sagemaker:{region}:{account}:cluster/*"],
-            "condition": None,
+            "condition": {
+                "StringEqualsIfExists": {"aws:ResourceTag/novapod:environment": config.name}
+            },
         }
+        # The cluster carries that tag (the environment tags every resource).
+        (cluster,) = resources(result.templates["hyperpod"], "AWS::SageMaker::Cluster").values()
+        tags = {t["Key"]: t["Value"] for t in cluster["Properties"]["Tags"]}
+        assert tags[ENVIRONMENT_TAG] == config.name == config.resource_tags[ENVIRONMENT_TAG]
     assert found == expected
 
 
@@ -331,7 +337,7 @@ def test_the_rules_send_hyperpod_s_events_of_the_cluster_to_the_topic(synth) -> 
         (target,) = rule["Properties"]["Targets"]
         assert target["Arn"] == {"Ref": topic_id}
         transformer = target["InputTransformer"]
-        text = json.loads(transformer["InputTemplate"])  # a JSON string: sent as text
+        text = transformer["InputTemplate"]  # plain text (test_monitor_events.py)
         for key in transformer["InputPathsMap"]:
             assert f"<{key}>" in text
         sentences[name] = (text, transformer["InputPathsMap"])
@@ -522,3 +528,33 @@ def test_in_a_closed_network_the_check_runs_outside_the_vpc_and_says_why() -> No
         for s in statements
         if s.get("Sid") in ("DescribeTrainingPlans", "DescribeHyperPodCluster")
     ]
+
+
+@pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: Path(p).stem)
+def test_the_storage_key_lets_the_alert_publishers_use_it_through_sns(synth, path) -> None:
+    """The SNS developer guide's key-policy statement for services publishing to an
+    encrypted topic (alerts.py says why it is there beside the rules' role): EventBridge
+    with a cluster (its rules), CloudWatch with a monitor (the check's alarms)."""
+    config = load_config(path)
+    result = synth(path)
+    key = result.templates["storage"]["Resources"]["EncryptionKey"]
+    statements = {s.get("Sid"): s for s in key["Properties"]["KeyPolicy"]["Statement"]}
+    found = statements.get("AlertPublishersThroughSns")
+    if not config.has_monitor:
+        assert found is None
+        return
+    services = ["cloudwatch.amazonaws.com"]
+    if config.hyperpod is not None:
+        services.append("events.amazonaws.com")
+    assert found is not None
+    principal = found["Principal"]["Service"]
+    assert sorted(principal if isinstance(principal, list) else [principal]) == services
+    assert found["Effect"] == "Allow"
+    assert sorted(found["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey"]
+    assert found["Resource"] == "*"  # in a key policy: this key
+    assert rendered(found["Condition"], result) == {
+        "StringEquals": {
+            "kms:ViaService": f"sns.{config.region}.amazonaws.com",
+            "aws:SourceAccount": config.account,
+        }
+    }

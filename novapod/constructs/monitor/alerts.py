@@ -4,16 +4,35 @@ rules that send it what SageMaker HyperPod publishes about the environment's clu
 The topic is encrypted with the storage stack's key (SNS server-side encryption) and its
 policy refuses every publish that does not use TLS (aws:SecureTransport). Whoever
 publishes to an encrypted topic needs `sns:Publish` on it and `kms:GenerateDataKey` and
-`kms:Decrypt` on its key (the Amazon SNS topic target page of the EventBridge user guide,
-docs.aws.amazon.com/eventbridge/latest/userguide/eb-custom-bus-target-sns.html, "Delivery
-role"); the key policy lets this account's IAM policies grant its use (the root
-statement of the storage stack's key), so the publishers' roles hold those grants, the
-key's use limited to calls SNS makes (kms:ViaService). The key policy needs no statement
-for EventBridge: the rules deliver with a role of their own (EventBridge takes an
-execution role for every target since March 2025: aws.amazon.com/about-aws/whats-new/
-2025/03/amazon-eventbridge-iam-execution-role-all-targets/), assumed by EventBridge for
-these rules only (aws:SourceAccount, aws:SourceArn: the condition keys of "Using IAM
-policy conditions in Amazon EventBridge", policy-keys-eventbridge.html).
+`kms:Decrypt` on its key (the SNS developer guide, sns-key-management.html). The key
+policy lets this account's IAM policies grant its use (the root statement of the storage
+stack's key), so the check's role holds those grants, the key's use limited to calls SNS
+makes (kms:ViaService).
+
+How EventBridge's rules get the key, the sources disagree:
+
+- the SNS developer guide (sns-key-management.html, "Enable compatibility between event
+  sources from AWS services and encrypted topics") and the AWS Knowledge Center article
+  "Why aren't my Amazon SNS topics receiving EventBridge notifications?"
+  (knowledge-center/sns-not-getting-eventbridge-notification) put a statement for the
+  service principal `events.amazonaws.com` in the key policy (kms:GenerateDataKey*,
+  kms:Decrypt), and the guide names `cloudwatch.amazonaws.com` likewise for alarms;
+- the March 2025 what's-new (aws.amazon.com/about-aws/whats-new/2025/03/
+  amazon-eventbridge-iam-execution-role-all-targets/) says every target may take an
+  execution role, which would carry the key's use itself; the user guide's page for SNS
+  targets with a role (eb-custom-bus-target-sns.html, "Delivery role") describes the
+  PublishBatch shape of another target type, not `AWS::Events::Rule` Targets[].RoleArn.
+
+Nothing offline can tell which one SageMaker's events take (the fake models neither
+EventBridge delivery nor KMS), and a wrong guess fails silently (the rule's
+FailedInvocations only). So both are here: the documented key-policy statement for the
+services that publish (`service_publishers`, written into the storage key's policy by the
+storage stack, conditioned on kms:ViaService sns.<region> and aws:SourceAccount, the
+condition the SNS guide gives; it says aws:SourceArn is not supported there), and the
+rules' own role, which may only publish to this topic and use the key through SNS,
+assumed by EventBridge for these rules only (aws:SourceAccount, aws:SourceArn: the
+condition keys of "Using IAM policy conditions in Amazon EventBridge",
+policy-keys-eventbridge.html). The role is harmless if unused.
 
 HyperPod sends three detail types to the default event bus (source aws.sagemaker; the
 "SageMaker HyperPod cluster events reference" and "Events that Amazon SageMaker AI sends
@@ -31,13 +50,20 @@ account:
   NodeProvisioningMode is Continuous.
 
 Each rule turns the event into one sentence (an input transformer) with the environment,
-the cluster or node, what happened and the command to look closer. SageMaker publishes no
-training-plan event: the scheduled check alerts on plans (handler/decisions.py).
+the cluster or node, what happened and the command to look closer. The template is plain
+text, not a JSON string: the API reference's InputTransformer page
+(docs.aws.amazon.com/eventbridge/latest/APIReference/API_InputTransformer.html) gives
+`"InputTemplate": "<instance> is in state <status>"` as the form for text, and the user
+guide ("Common issues with transforming input", eb-transform-target-input.html) says
+values are not escaped, so a quote in a FailureMessage would break a JSON string
+template; in text it is just a quote. A path the event lacks is left out (the same
+page). tests/stacks/test_monitor_events.py applies each rule to AWS's sample events.
+SageMaker publishes no training-plan event: the scheduled check alerts on plans
+(handler/decisions.py).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -119,6 +145,20 @@ def event_alerts(environment: str, cluster: str) -> list[EventAlert]:
     ]
 
 
+# The services that publish to the alert topic as themselves: EventBridge for the rules
+# on HyperPod's events, and CloudWatch for alarms whose action is the topic (the check's
+# alarms: one on its Errors publishes to the topic with every monitor).
+EVENTS_PRINCIPAL = "events.amazonaws.com"
+ALARMS_PRINCIPAL = "cloudwatch.amazonaws.com"
+
+
+def service_publishers(*, rules: bool) -> tuple[str, ...]:
+    """The service principals the storage key's policy lets use the key through SNS for
+    this environment's alert topic (see the module docstring): CloudWatch always (the
+    monitor's alarms), EventBridge when there are rules (a HyperPod cluster)."""
+    return (ALARMS_PRINCIPAL, EVENTS_PRINCIPAL) if rules else (ALARMS_PRINCIPAL,)
+
+
 def grant_publish(principal: iam.IGrantable, topic: sns.ITopic, key: kms.IKey, sid: str) -> None:
     """Publish to the encrypted topic: sns:Publish on it, its key through SNS only."""
     principal.grant_principal.add_to_principal_policy(
@@ -185,7 +225,6 @@ class Alerts(Construct):
         )
         grant_publish(self.events_role, self.topic, key, "PublishAlerts")
         for alert in alerts:
-            template = json.dumps(alert.sentence)  # a JSON string: EventBridge sends its text
             rule = events.CfnRule(
                 self,
                 "".join(p.capitalize() for p in alert.suffix.split("-")) + "Rule",
@@ -200,7 +239,7 @@ class Alerts(Construct):
                         arn=self.topic.topic_arn,
                         role_arn=self.events_role.role_arn,
                         input_transformer=events.CfnRule.InputTransformerProperty(
-                            input_paths_map=dict(alert.paths), input_template=template
+                            input_paths_map=dict(alert.paths), input_template=alert.sentence
                         ),
                     )
                 ],

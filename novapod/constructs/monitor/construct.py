@@ -3,7 +3,8 @@ Lambda function (code in `handler/`) every few minutes, which samples the traini
 and the HyperPod cluster's instance groups into CloudWatch metrics and alerts through the
 environment's topic (`alerts.py`) on what SageMaker does not publish. What it has sent is
 one item of a small DynamoDB table of its own (strongly consistent reads, a conditional
-write), so a run never alerts twice for the same occurrence.
+write after each alert sent), so each occurrence is alerted at least once and a second
+copy is rare (handler/index.py says when one happens).
 
 Least privilege, statement by statement (the Service Authorization Reference,
 docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsagemaker.html and
@@ -14,7 +15,16 @@ list_amazoncloudwatch.html):
   Region's clusters (resource type cluster), when the config has one: a cluster's ARN
   ends in an ID SageMaker generates when it creates the cluster, and naming it would make
   the check wait for the HyperPod cluster (a stack dependency), after which its function,
-  roles and schedule would lengthen every first deploy; both calls only read;
+  roles and schedule would lengthen every first deploy; both calls only read. They are
+  limited by the environment tag every novapod resource carries
+  (`novapod:environment`, NovapodConfig.resource_tags; the cluster resource type takes
+  the `aws:ResourceTag/${TagKey}` condition key for both actions in the Service
+  Authorization Reference) with `StringEqualsIfExists`: a cluster tagged for another
+  environment is refused, while a cluster not created yet (no tags to read) still
+  answers ResourceNotFound, which the check reports as "not deployed" while the monitor
+  deploys beside the cluster. The strict `StringEquals` would turn every run before the
+  cluster exists (and after it is destroyed) into AccessDenied. An untagged cluster of
+  this account and Region stays readable;
 - `cloudwatch:PutMetricData`, which has no resource type: Resource "*" with the
   `cloudwatch:namespace` condition key, so the function writes only novapod's metrics;
 - `sns:Publish` on the alert topic, and its key through SNS (`alerts.grant_publish`);
@@ -52,7 +62,6 @@ from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from novapod.capacity.extension import SEARCH_COMMAND
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.log_retention import log_group
 from novapod.constructs.monitor.alerts import grant_publish
@@ -72,13 +81,18 @@ from novapod.constructs.purchase_ledger import grant_environment_items
 
 HANDLER_ROOT = Path(__file__).resolve().parent
 NAMESPACE = "novapod"
-# The worst case of a run of ten calls, each retried to its limit (handler/index.py
-# worst_case_seconds, tested): two plans, the cluster and a page of nodes, the metrics,
-# the state's read and write and three alerts. One run at a time.
+# Above the worst case of a run's reads, each retried to its limit (handler/index.py
+# worst_case_seconds: the plans, the cluster and a page of nodes, the metrics, the state's
+# read) plus the margin at which it stops publishing (stop_margin_seconds), for every
+# shipped config (tested). Alerts are published only while that margin is left, so a
+# run is never stopped between a Publish and its record. One run at a time.
 TIMEOUT = Duration.minutes(5)
 RESERVED_CONCURRENCY = 1
 # What the function does with its state item (handler/index.py).
 STATE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
+# The tag novapod puts on every resource of an environment (NovapodConfig.resource_tags,
+# applied by environment.py), the HyperPod cluster included.
+ENVIRONMENT_TAG = "novapod:environment"
 
 
 @dataclass(frozen=True)
@@ -159,6 +173,9 @@ class ScheduledCheck(Construct):
                     sid="DescribeHyperPodCluster",
                     actions=["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"],
                     resources=[clusters],
+                    conditions={
+                        "StringEqualsIfExists": {f"aws:ResourceTag/{ENVIRONMENT_TAG}": environment}
+                    },
                 )
             )
             acknowledge(
@@ -167,7 +184,8 @@ class ScheduledCheck(Construct):
                 "A HyperPod cluster's ARN ends in an ID SageMaker generates (cluster/<id>); "
                 "naming it would make the check wait for the cluster and lengthen the "
                 "deploy. Read only (DescribeCluster, ListClusterNodes), this account and "
-                "Region; the function asks for its environment's cluster by name.",
+                "Region, and no cluster tagged for another novapod environment "
+                "(aws:ResourceTag condition).",
             )
         self.role.add_to_policy(
             iam.PolicyStatement(
@@ -228,7 +246,6 @@ class ScheduledCheck(Construct):
             "ending_alert_days": ending_alert_days,
             "topic_arn": topic.topic_arn,
             "state_table": self.state_table.table_name,
-            "extend_command": SEARCH_COMMAND.format(hours=24),
         }
         self.schedule_role = iam.Role(
             self,

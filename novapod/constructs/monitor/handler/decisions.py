@@ -15,7 +15,8 @@ ones while the plan is Active (paid for, unused); each instance group of Describ
 its TargetCount and CurrentCount (ClusterInstanceGroupDetails and
 ClusterRestrictedInstanceGroupDetails) and the nodes ListClusterNodes shows unhealthy.
 
-Alerts, each sent once per occurrence (its `key`): SageMaker publishes no training plan
+Alerts, each owed once per occurrence (its `key`; `index.py` publishes it at least once,
+a second copy is rare): SageMaker publishes no training plan
 event to EventBridge (the "Amazon SageMaker AI events" list of the EventBridge events
 reference names HyperPod's cluster, node health and cluster events, no plan), so the
 check alerts on what it sees:
@@ -23,7 +24,12 @@ check alerts on what it sees:
 - a plan turned Active, Expired or Failed (a status seen since an earlier run: a plan
   found in that status at the first look is not news);
 - an Active plan with reserved instances unused for `idle_alert_minutes`;
-- an Active plan ending within `ending_alert_days`;
+- an Active plan ending within `ending_alert_days`. The check has no view of the jobs
+  (their runs are in the cluster's Kubernetes API and the outputs bucket, which it does
+  not read), so the sentence does not tell anyone to extend the plan: it says that
+  jobs still running at the end are stopped and sends `novapod status CONFIG`, which
+  marks a job at risk of outliving the plan and gives the extension command for it
+  (docs/operations.md, "Alerts");
 - an instance group Failed, Degraded or Deleting, a node in Failure or NotFound
   (DescribeCluster's and ListClusterNodes' statuses; HyperPod's own cluster state, node
   health and cluster events go to the topic through EventBridge rules).
@@ -80,8 +86,6 @@ class Settings:
     ending_alert_days: int
     topic_arn: str
     state_table: str
-    # The command that lists a plan's extension offerings, ARN standing for the plan's.
-    extend_command: str
 
 
 def parse_settings(raw: Mapping[str, Any]) -> Settings:
@@ -119,7 +123,6 @@ def parse_settings(raw: Mapping[str, Any]) -> Settings:
         ending_alert_days=number("ending_alert_days", 1, 10**4),
         topic_arn=text("topic_arn"),
         state_table=text("state_table"),
-        extend_command=text("extend_command"),
     )
 
 
@@ -375,18 +378,20 @@ def _plan_alerts(
                     )
                 )
         if end is not None and end - now <= timedelta(days=settings.ending_alert_days):
+            # Not seen here: whether its jobs have runs left. `status` knows (job-at-risk).
             sentence = (
                 f"{say.plan(sample)} ends in {health.span(end - now)} ({values.iso(end)}) "
                 f"with {in_use} of {total} instances in use; jobs still running then are "
-                "stopped: extend it with an extend block on its entry (docs/operations.md)"
+                "stopped; this check does not see the jobs, so extend it only if status "
+                "shows a job at risk (with the extension command), and let it end if they "
+                "are done"
             )
-            arn = str(described.get("TrainingPlanArn") or sample.settings.plan_name)
             alerts.append(
                 say.alert(
                     _plan_key(name, "ending", values.iso(end)),
                     f"plan {name} ending",
                     sentence,
-                    settings.extend_command.replace("ARN", arn),
+                    say.status(),
                 )
             )
     return alerts, idle_since

@@ -10,25 +10,45 @@ One run:
    namespace, at most 1000 a request);
 3. reads the state the last run left (DynamoDB GetItem, strongly consistent: the item
    of this environment in the monitor stack's table), decides the alerts it owes
-   (`decisions.decide`), publishes each (SNS Publish, one sentence) and writes the new
-   state with a conditional PutItem on the item's `Sequence` (a run that finds the item
-   moved by another leaves it be: the next run takes it from there).
+   (`decisions.decide`), and publishes them one at a time (SNS Publish, one sentence),
+   writing the state after each one SNS accepted with a conditional PutItem on the
+   item's `Sequence` (a run that finds the item moved by another leaves it be and stops
+   publishing: the next run takes it from there).
 
-An alert is recorded as sent only once its Publish answered: one that failed is owed
-again by the next run, one that was sent is never sent again while its condition
-holds. Without the state (its read failed) a run sends nothing: it cannot know what was
-sent. A read or call that fails leaves its part out and the others are still done; the
-run then fails (one JSON line names each failed call), so the function's Errors metric
-counts it, and the next run, minutes later, starts again. Nothing here changes the
-environment but the metrics, the alerts and the state item.
+Alerts are sent **at least once** per occurrence, as SNS standard topics deliver anyway
+(docs.aws.amazon.com/sns/latest/dg/welcome-features.html: a standard topic delivers a
+message at least once, and sometimes more than one copy). What makes a second copy rare:
+
+- an alert is recorded as sent right after its Publish answered, before the next one
+  is published, so a run that fails or is stopped half way loses the record of at most
+  the one alert it was recording;
+- SNS Publish is sent once, never retried by botocore (`PUBLISH_ATTEMPTS`): its
+  standard retry mode retries a read timeout or a dropped connection
+  (botocore/retries/standard.py, TransientRetryableChecker), and SNS may have accepted
+  the message it never answered. One whose answer did not come is owed again, so it
+  may arrive twice, never three times;
+- a run that cannot record an alert it sent (PutItem failed) stops publishing and
+  fails; the next run sends that alert again (the one duplicate) and the rest.
+
+Without the state (its read failed) a run sends nothing: it cannot know what was sent.
+A run also stops publishing when the Lambda context's remaining time
+(`context.get_remaining_time_in_millis()`, docs.aws.amazon.com/lambda/latest/dg/
+python-context.html) is under `STOP_MARGIN_SECONDS`, the longest a Publish and two
+PutItems can take: what it sent is recorded, the rest is owed to the next run (one
+JSON line `deferred` names them). A read or call that fails leaves its part out and the
+others are still done; the run then fails (one JSON line names each failed call), so
+the function's Errors metric counts it, and the next run, minutes later, starts again.
+Nothing here changes the environment but the metrics, the alerts and the state item.
 
 Every AWS call has connect and read timeouts and botocore's standard retries
-(`worst_case_seconds` bounds a run; the construct's timeout is above it).
+(`worst_case_seconds`; the construct's timeout is above the reads' worst case plus the
+margin, tested).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -41,6 +61,8 @@ from .decisions import ClusterSample, PlanSample, Samples, Settings, State
 CONNECT_TIMEOUT_SECONDS: float = 3
 READ_TIMEOUT_SECONDS: float = 5
 MAX_ATTEMPTS = 3
+# A Publish SNS accepted but did not answer in time would be sent again by a retry.
+PUBLISH_ATTEMPTS = 1
 MAX_BACKOFF_SECONDS = 20  # botocore standard mode: pause before retry n <= min(2**n, 20) s
 NOT_FOUND = "ResourceNotFound"
 CONDITION_FAILED = "ConditionalCheckFailedException"
@@ -50,16 +72,35 @@ class CheckError(Exception):
     """A run that could not read or record everything; its sentence names each call."""
 
 
-def _client(service: str) -> Any:
+def _client(service: str, attempts: int = MAX_ATTEMPTS) -> Any:
     return aws.client(
-        service, aws.Settings(MAX_ATTEMPTS, CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS)
+        service, aws.Settings(attempts, CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS)
     )
 
 
-def worst_case_seconds(calls: int) -> float:
+def worst_case_seconds(calls: int, attempts: int = MAX_ATTEMPTS) -> float:
     """The longest a run of `calls` AWS calls can take: each retried to its limit."""
-    pauses = sum(min(2.0**n, MAX_BACKOFF_SECONDS) for n in range(1, MAX_ATTEMPTS))
-    return calls * (MAX_ATTEMPTS * (CONNECT_TIMEOUT_SECONDS + READ_TIMEOUT_SECONDS) + pauses)
+    pauses = sum(min(2.0**n, MAX_BACKOFF_SECONDS) for n in range(1, attempts))
+    return calls * (attempts * (CONNECT_TIMEOUT_SECONDS + READ_TIMEOUT_SECONDS) + pauses)
+
+
+def stop_margin_seconds() -> float:
+    """The time a run keeps when it stops publishing: one more Publish, the PutItem that
+    records it and one spare PutItem (the state of a run that sent nothing), plus a
+    few seconds to log and return."""
+    return worst_case_seconds(1, PUBLISH_ATTEMPTS) + worst_case_seconds(2) + 5
+
+
+class _Deadline:
+    """The Lambda context's remaining time (None: no context, no bound)."""
+
+    def __init__(self, context: Any) -> None:
+        self._remaining = getattr(context, "get_remaining_time_in_millis", None)
+
+    def near(self) -> bool:
+        if self._remaining is None:
+            return False
+        return float(self._remaining()) / 1000 < stop_margin_seconds()
 
 
 def check(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
@@ -74,11 +115,12 @@ def check(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
             cloudwatch.put_metric_data(Namespace=settings.namespace, MetricData=batch)
         except aws.ERRORS as exc:
             failures.append(errors.failed("CloudWatch PutMetricData", exc))
-    sent = _alert(samples, settings, now, failures)
+    sent, deferred = _alert(samples, settings, now, failures, _Deadline(context))
     summary = {
         "plans": {p.settings.name: p.status for p in samples.plans if p.error is None},
         "metrics": len(data),
         "alerts": sent,
+        "deferred": deferred,
         "failures": failures,
     }
     if failures:
@@ -88,30 +130,72 @@ def check(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         "sampled",
         f"{len(data)} metrics of {len(samples.plans)} plans"
         + (f" and cluster {settings.cluster}" if settings.cluster else "")
-        + f", {len(sent)} alerts",
+        + f", {len(sent)} alerts"
+        + (f", {len(deferred)} left to the next run" if deferred else ""),
         environment=settings.environment,
         **summary,
     )
     return summary
 
 
-def _alert(samples: Samples, settings: Settings, now: datetime, failures: list[str]) -> list[str]:
-    """Publish the alerts this run owes and record them; the keys of those sent."""
+class _Recorder:
+    """Writes the state as the run goes: after each alert SNS accepted, and once at the
+    end for what changed without an alert (plans seen, idling). Each write is
+    conditional on the Sequence of the item the run read, then of its own last write."""
+
+    def __init__(self, dynamodb: Any, settings: Settings, previous: State, now: datetime) -> None:
+        self.dynamodb = dynamodb
+        self.settings = settings
+        self.now = now
+        self.sequence = previous.sequence
+        self.written = previous.text() if previous.sequence else None
+        self.stopped = False  # the item moved, or a write failed: record nothing more
+
+    def record(self, state: State, failures: list[str]) -> bool:
+        """Write `state` unless it is what the item holds; False when it was not written."""
+        if self.stopped:
+            return False
+        if state.text() == self.written:
+            return True
+        state = replace(state, sequence=self.sequence)
+        if _write_state(self.dynamodb, self.settings, state, self.now, failures):
+            self.sequence += 1
+            self.written = state.text()
+            return True
+        self.stopped = True
+        return False
+
+
+def _alert(
+    samples: Samples,
+    settings: Settings,
+    now: datetime,
+    failures: list[str],
+    deadline: _Deadline,
+) -> tuple[list[str], list[str]]:
+    """Publish the alerts this run owes, recording each as it goes; the keys of those sent
+    and of those left to the next run (time ran short, or the state could not be
+    written)."""
     dynamodb = _client("dynamodb")
     key = {decisions.STATE_KEY: {"S": settings.environment}}
     try:
         item = dynamodb.get_item(TableName=settings.state_table, Key=key, ConsistentRead=True)
     except aws.ERRORS as exc:
         failures.append(errors.failed("DynamoDB GetItem of the check's state", exc))
-        return []
+        return [], []
     found = item.get("Item") or {}
     previous = decisions.read_state(
         (found.get("State") or {}).get("S"), int((found.get("Sequence") or {}).get("N") or 0)
     )
     decision = decisions.decide(samples, previous, now, settings)
-    sns = _client("sns")
-    sent, unsent = [], []
-    for alert in decision.alerts:
+    recorder = _Recorder(dynamodb, settings, previous, now)
+    sns = _client("sns", PUBLISH_ATTEMPTS)
+    owed = [alert.key for alert in decision.alerts]
+    sent: list[str] = []
+    unsent: list[str] = []
+    for index, alert in enumerate(decision.alerts):
+        if recorder.stopped or deadline.near():
+            break
         try:
             sns.publish(TopicArn=settings.topic_arn, Subject=alert.subject, Message=alert.message)
         except aws.ERRORS as exc:
@@ -120,17 +204,26 @@ def _alert(samples: Samples, settings: Settings, now: datetime, failures: list[s
             continue
         sent.append(alert.key)
         _log("alert", alert.message, key=alert.key, environment=settings.environment)
-    state = decisions.without(decision.state, unsent)
-    if previous.sequence and state.text() == previous.text():
-        return sent  # nothing new to record
-    _write_state(dynamodb, settings, state, now, failures)
-    return sent
+        # Recorded before the next is published: the keys not published yet stay owed.
+        recorder.record(decisions.without(decision.state, unsent + owed[index + 1 :]), failures)
+    deferred = [k for k in owed if k not in sent and k not in unsent]
+    if deferred:
+        _log(
+            "deferred",
+            f"{len(deferred)} alerts left to the next run: "
+            + ("the state could not be recorded" if recorder.stopped else "time ran short"),
+            keys=deferred,
+            environment=settings.environment,
+        )
+    recorder.record(decisions.without(decision.state, unsent + deferred), failures)
+    return sent, deferred
 
 
 def _write_state(
     dynamodb: Any, settings: Settings, state: State, now: datetime, failures: list[str]
-) -> None:
-    """The new state, if the item is still the one this run read (its Sequence)."""
+) -> bool:
+    """The new state, if the item is still the one this run read (its Sequence); False
+    when it was not written (the item moved, or the write failed)."""
     if state.sequence:
         condition: dict[str, Any] = {
             "ConditionExpression": "#sequence = :sequence",
@@ -154,8 +247,10 @@ def _write_state(
                 "another run wrote the check's state first; the next run takes it from there",
                 environment=settings.environment,
             )
-            return
+            return False
         failures.append(errors.failed("DynamoDB PutItem of the check's state", exc))
+        return False
+    return True
 
 
 def _sample(settings: Settings, sagemaker: Any, failures: list[str]) -> Samples:
