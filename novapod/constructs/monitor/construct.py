@@ -71,7 +71,7 @@ from novapod.constructs.provider import (
 from novapod.constructs.purchase_ledger import grant_environment_items
 
 HANDLER_ROOT = Path(__file__).resolve().parent
-NAMESPACE = "novapod"
+NAMESPACE = decisions.NAMESPACE
 # The worst case of a run of ten calls, each retried to its limit (handler/index.py
 # worst_case_seconds, tested): two plans, the cluster and a page of nodes, the metrics,
 # the state's read and write and three alerts. One run at a time.
