@@ -596,6 +596,15 @@ HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity", "MultiNodeTrainingVal
 def _health(args: argparse.Namespace) -> int:
     path, _ = _config_path(args)
     config = load_config(path, approvals=False, windows=False)
+    try:
+        return _health_run(args, path, config)
+    except health.HealthError as error:
+        if args.json:  # the refusal as a document too; the sentence still goes to stderr
+            print(health.refusal_json(config, args.group, str(error), waited=args.wait))
+        raise
+
+
+def _health_run(args: argparse.Namespace, path: str, config: NovapodConfig) -> int:
     health.check_group(config, args.group)  # an unknown group needs no AWS call
     asked = [c.strip() for c in (args.checks or "").split(",") if c.strip()]
     unknown = [c for c in asked if c not in HEALTH_CHECKS]
@@ -655,7 +664,8 @@ def _add_health(commands: Any, config_help: str) -> None:
             "API cannot tell, outside the VPC); 1 when an AWS call fails. Needs "
             "sagemaker:StartClusterHealthCheck (the HealthCheckPolicyArn output), "
             "DescribeCluster and ListClusterNodes (StatusPolicyArn), and for the refusal "
-            "eks:DescribeCluster and an access entry of nova.scientists."
+            "eks:DescribeCluster and an access entry of nova.scientists. --json prints the "
+            "check, each node's result or the refusal (docs/reference/health.schema.json)."
         ),
     )
     health_cmd.add_argument("config", nargs="?", help=config_help)
@@ -685,7 +695,9 @@ def _add_health(commands: Any, config_help: str) -> None:
         metavar="SECONDS",
         help="with --wait: seconds between polls (default: 60)",
     )
-    health_cmd.add_argument("--json", action="store_true", help="print JSON")
+    health_cmd.add_argument(
+        "--json", action="store_true", help="print JSON (docs/reference/health.schema.json)"
+    )
     health_cmd.set_defaults(run=_health)
 
 

@@ -38,6 +38,9 @@ so `health` refuses a group that runs a job unless `--force`: a pending or runni
 the jobs' namespace on one of its nodes (named `hyperpod-<instance id>` in the cluster),
 or a run of a job of the config on that group still running. When the cluster's API
 cannot be read it cannot tell, and refuses too.
+
+`--json` prints one document (`to_json`, or `refusal_json` for a check that did not
+start), as docs/reference/health.schema.json describes it (`SCHEMA_VERSION`).
 """
 
 from __future__ import annotations
@@ -69,7 +72,10 @@ IN_PROGRESS = "DeepHealthCheckInProgress"
 PASSED_STATUS = "Running"
 FAILED_STATUS = "Failure"
 EXIT_STARTED = 0
+EXIT_REFUSED = 2  # the CLI's exit for a HealthError (as for a config error)
 EXIT_ATTENTION = 4
+# `--json`'s version (docs/reference/health.schema.json); a new key or value is a new one.
+SCHEMA_VERSION = 1
 
 
 class HealthError(Exception):
@@ -387,7 +393,11 @@ def to_json(
     waited: bool,
     timed_out: bool,
 ) -> str:
+    """The check and each node's result, as docs/reference/health.schema.json describes:
+    `state` started (no --wait), finished (--wait, every node has a result) or timed-out."""
     document = {
+        "schema_version": SCHEMA_VERSION,
+        "state": "timed-out" if timed_out else "finished" if waited else "started",
         "cluster": found.cluster,
         "group": found.group,
         "instance_type": found.instance_type,
@@ -398,6 +408,31 @@ def to_json(
         "done": tracker.done,
         "notes": list(notes),
         "nodes": [n.json() for n in tracker.nodes.values()],
+        "summary": summary(tracker, waited=waited, timed_out=timed_out),
+        "refusal": None,
         "exit_status": exit_status(tracker, waited=waited),
+    }
+    return json.dumps(document, indent=2, sort_keys=True)
+
+
+def refusal_json(config: NovapodConfig, group: str, refusal: str, *, waited: bool) -> str:
+    """A check that did not start (a HealthError: exit 2), in the same schema: `state`
+    refused and the sentence that says why; nothing was started, no node has a result."""
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "state": "refused",
+        "cluster": config.prefix if config.hyperpod is not None else None,
+        "group": group,
+        "instance_type": None,
+        "checks": [],
+        "started_at": None,
+        "waited": waited,
+        "timed_out": False,
+        "done": False,
+        "notes": [],
+        "nodes": [],
+        "summary": None,
+        "refusal": refusal,
+        "exit_status": EXIT_REFUSED,
     }
     return json.dumps(document, indent=2, sort_keys=True)
