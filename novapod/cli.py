@@ -347,6 +347,7 @@ _IAM_ACTIONS = {
     ("s3", "ListObjectsV2"): "s3:ListBucket",
     ("s3", "HeadObject"): "s3:GetObject",
     ("s3", "HeadBucket"): "s3:ListBucket",
+    ("monitoring", "GetMetricData"): "cloudwatch:GetMetricData",  # signed as monitoring
 }
 _LAST_CALL: list[tuple[str, str]] = []
 
@@ -537,8 +538,16 @@ def _status(args: argparse.Namespace) -> int:
     # an environment whose plans ran out (their windows ended) is still read: status buys
     # nothing, and that is when what is left is worth seeing.
     config = load_config(path, approvals=False, windows=False)
-    cfn, sagemaker, dynamodb, s3, eks, sts = _aws_clients(
-        config, "status", "cloudformation", "sagemaker", "dynamodb", "s3", "eks", "sts"
+    cfn, sagemaker, dynamodb, s3, eks, sts, cloudwatch = _aws_clients(
+        config,
+        "status",
+        "cloudformation",
+        "sagemaker",
+        "dynamodb",
+        "s3",
+        "eks",
+        "sts",
+        "cloudwatch",
     )
     ending = timedelta(hours=args.ending_within)
 
@@ -553,6 +562,7 @@ def _status(args: argparse.Namespace) -> int:
                 s3=s3,
                 eks=eks,
                 sts=sts,
+                cloudwatch=cloudwatch,
                 now=_status_now(),
             )
         except (BotoCoreError, ClientError) as error:
@@ -586,6 +596,15 @@ HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity", "MultiNodeTrainingVal
 def _health(args: argparse.Namespace) -> int:
     path, _ = _config_path(args)
     config = load_config(path, approvals=False, windows=False)
+    try:
+        return _health_run(args, path, config)
+    except health.HealthError as error:
+        if args.json:  # the refusal as a document too; the sentence still goes to stderr
+            print(health.refusal_json(config, args.group, str(error), waited=args.wait))
+        raise
+
+
+def _health_run(args: argparse.Namespace, path: str, config: NovapodConfig) -> int:
     health.check_group(config, args.group)  # an unknown group needs no AWS call
     asked = [c.strip() for c in (args.checks or "").split(",") if c.strip()]
     unknown = [c for c in asked if c not in HEALTH_CHECKS]
@@ -696,7 +715,8 @@ def _add_health(commands: Any, config_help: str) -> None:
             "fails during --wait prints the nodes seen so far first). Needs "
             "sagemaker:StartClusterHealthCheck (the HealthCheckPolicyArn output), "
             "DescribeCluster and ListClusterNodes (StatusPolicyArn), and for the refusal "
-            "eks:DescribeCluster and an access entry of nova.scientists."
+            "eks:DescribeCluster and an access entry of nova.scientists. --json prints the "
+            "check, each node's result or the refusal (docs/reference/health.schema.json)."
         ),
     )
     health_cmd.add_argument("config", nargs="?", help=config_help)
@@ -729,7 +749,9 @@ def _add_health(commands: Any, config_help: str) -> None:
         metavar="SECONDS",
         help="with --wait: seconds between polls (default: 60)",
     )
-    health_cmd.add_argument("--json", action="store_true", help="print JSON")
+    health_cmd.add_argument(
+        "--json", action="store_true", help="print JSON (docs/reference/health.schema.json)"
+    )
     health_cmd.set_defaults(run=_health)
 
 
@@ -757,10 +779,12 @@ def _add_status(commands: Any, config_help: str) -> None:
             "config: each training plan (status, window, time to its end, total / free / "
             "in-use / unhealthy instances, fee paid from the purchase ledger, extensions, "
             "purchases awaiting reconciliation), each HyperPod instance group (desired and "
-            "current nodes, unhealthy nodes, its plan and whether that plan is Active), each "
+            "current nodes, unhealthy nodes, its plan and whether that plan is Active), the "
+            "instance-hours each plan reserved so far and, with the scheduled check, the "
+            "share of them in use (its CloudWatch metrics), each "
             "job (its runs from the Kubernetes API and S3, against the plan's schedule) and "
             "the drift from the config, each with the command that brings it back. Makes "
-            "only Describe, List, Query and Kubernetes GET calls."
+            "only Describe, List, Query, GetMetricData and Kubernetes GET calls."
         ),
         epilog=(
             "Exit 0 when healthy; 4 when something needs attention (a failed or degraded "
@@ -773,7 +797,8 @@ def _add_status(commands: Any, config_help: str) -> None:
             "cloudformation:DescribeStacks on the storage stack, dynamodb:Query on the "
             "purchase ledger and kms:Decrypt on the environment's key, "
             "sagemaker:DescribeTrainingPlan and DescribeTrainingPlanExtensionHistory on the "
-            "plans, sagemaker:DescribeCluster and ListClusterNodes on the cluster; with jobs, "
+            "plans, sagemaker:DescribeCluster and ListClusterNodes on the cluster; with the "
+            "scheduled check, cloudwatch:GetMetricData; with jobs, "
             "eks:DescribeCluster and s3:ListBucket on the jobs' outputs, and an access entry "
             "of nova.scientists for their runs in the cluster (without it, or from outside "
             "the VPC, the runs come from S3 and the report says why)."

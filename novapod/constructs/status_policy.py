@@ -21,6 +21,10 @@ the calls; its ACTIONS are these actions):
   list_amazonsagemaker.html).
 - `sagemaker:DescribeCluster` and `ListClusterNodes` on the HyperPod cluster's ARN
   (resource type cluster, list_amazonsagemaker.html).
+- With the scheduled check (`config.has_monitor`), `cloudwatch:GetMetricData` for the
+  share of each plan's reserved instance-hours in use: the Service Authorization
+  Reference lists no resource type and no condition key for it (list_amazoncloudwatch.html),
+  so it is granted on "*" (and acknowledged so); it reads metrics only.
 - With jobs (the nova stack's policy), what `status` reads of their runs:
   `eks:DescribeCluster` on the EKS cluster (its endpoint and CA; resource type cluster,
   list_amazonelastickubernetesservice.html) and `s3:ListBucket` on the artifacts bucket
@@ -114,6 +118,14 @@ def status_policy(
                 resources=list(plan_arns),
             ),
         )
+    if config.has_monitor:
+        statements.append(
+            iam.PolicyStatement(
+                sid="ReadPlanMetrics",
+                actions=["cloudwatch:GetMetricData"],
+                resources=["*"],
+            )
+        )
     if jobs is not None:
         eks_cluster, artifacts_bucket_arn = jobs
         statements += [
@@ -146,6 +158,14 @@ def status_policy(
         "A stack ARN ends in an ID CloudFormation generates (stack/<name>/<uuid>); the name is "
         "exact, DescribeStacks only.",
     )
+    if config.has_monitor:
+        acknowledge(
+            policy,
+            "AwsSolutions-IAM5[Resource::*]",
+            "cloudwatch:GetMetricData has no resource-level permissions (the Service "
+            "Authorization Reference lists no resource type or condition key for it); the "
+            "statement allows only that read of metrics.",
+        )
     CfnOutput(
         scope,
         "StatusPolicyArn",

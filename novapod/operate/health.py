@@ -57,6 +57,9 @@ or a run of a job of the config on that group still running. Only the jobs' name
 is read (the scientists' Role reaches no other): pods of other namespaces never stop a
 check, and the refusal says so; a config without jobs has nothing to look at (a note
 says so). When the cluster's API cannot be read it cannot tell, and refuses too.
+
+`--json` prints one document (`to_json`, or `refusal_json` for a check that did not
+start), as docs/reference/health.schema.json describes it (`SCHEMA_VERSION`).
 """
 
 from __future__ import annotations
@@ -88,6 +91,7 @@ IN_PROGRESS = "DeepHealthCheckInProgress"
 PASSED_STATUS = "Running"
 FAILED_STATUS = "Failure"
 EXIT_STARTED = 0
+EXIT_REFUSED = 2  # the CLI's exit for a HealthError (as for a config error)
 EXIT_ATTENTION = 4
 # A node not seen in progress by then has no result health can see (the module's doc).
 SETTLE_POLLS = 3
@@ -95,6 +99,8 @@ SETTLE_AFTER = timedelta(minutes=10)
 # Client errors with which StartClusterHealthCheck may refuse a start (not in its model).
 REFUSAL_CODES = frozenset({"ValidationException", "ConflictException"})
 NO_JOBS_NOTE = "not checked whether a job runs on the group: the config has no jobs"
+# `--json`'s version (docs/reference/health.schema.json); a new key or value is a new one.
+SCHEMA_VERSION = 1
 
 
 class HealthError(Exception):
@@ -492,7 +498,11 @@ def to_json(
     waited: bool,
     timed_out: bool,
 ) -> str:
+    """The check and each node's result, as docs/reference/health.schema.json describes:
+    `state` started (no --wait), finished (--wait, every node has a result) or timed-out."""
     document = {
+        "schema_version": SCHEMA_VERSION,
+        "state": "timed-out" if timed_out else "finished" if waited else "started",
         "cluster": found.cluster,
         "group": found.group,
         "instance_type": found.instance_type,
@@ -503,6 +513,31 @@ def to_json(
         "done": tracker.done,
         "notes": list(notes),
         "nodes": [n.json() for n in tracker.nodes.values()],
+        "summary": summary(tracker, waited=waited, timed_out=timed_out),
+        "refusal": None,
         "exit_status": exit_status(tracker, waited=waited),
+    }
+    return json.dumps(document, indent=2, sort_keys=True)
+
+
+def refusal_json(config: NovapodConfig, group: str, refusal: str, *, waited: bool) -> str:
+    """A check that did not start (a HealthError: exit 2), in the same schema: `state`
+    refused and the sentence that says why; nothing was started, no node has a result."""
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "state": "refused",
+        "cluster": config.prefix if config.hyperpod is not None else None,
+        "group": group,
+        "instance_type": None,
+        "checks": [],
+        "started_at": None,
+        "waited": waited,
+        "timed_out": False,
+        "done": False,
+        "notes": [],
+        "nodes": [],
+        "summary": None,
+        "refusal": refusal,
+        "exit_status": EXIT_REFUSED,
     }
     return json.dumps(document, indent=2, sort_keys=True)

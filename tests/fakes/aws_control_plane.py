@@ -282,7 +282,10 @@ class FakeControlPlane:
             self.dynamodb = dynamodb.FakeDynamoDB(account=lambda: self.account, region=REGION)
             # CloudWatch metrics and SNS topics (tests/fakes/monitoring.py).
             self.monitoring = monitoring.FakeMonitoring(
-                _ApiError, account=lambda: self.account, region=REGION
+                _ApiError,
+                account=lambda: self.account,
+                region=REGION,
+                now=lambda: self.now(),  # noqa: PLW0108 - tests replace self.now later
             )
 
     def start(self) -> FakeControlPlane:
@@ -667,9 +670,7 @@ class FakeControlPlane:
             if service == "bedrock":
                 return self._work_bedrock(operation, params)
             if service == "monitoring":
-                self.monitoring.work_cloudwatch(operation, params)
-                # PutMetricData has no output shape: an empty body.
-                return _Answer(200, monitoring.JSON_CONTENT_TYPE, b"")
+                return self._work_cloudwatch(operation, params)
             if service == "sns":
                 payload = self.monitoring.work_sns(operation, params)
                 self._check_answer("sns", operation, payload)
@@ -695,6 +696,17 @@ class FakeControlPlane:
             return _xml_answer(200, ec2_handler(self, params))
         except _ApiError as exc:
             return _api_error_answer(service, exc)
+
+    def _work_cloudwatch(self, operation: str, params: dict[str, Any]) -> _Answer:
+        payload = self.monitoring.work_cloudwatch(operation, params)
+        if payload is None:  # PutMetricData has no output shape: an empty body.
+            return _Answer(200, monitoring.JSON_CONTENT_TYPE, b"")
+        self.violations.extend(  # botocore names CloudWatch's model cloudwatch
+            f"{operation} answer: {error}"
+            for error in service_model.output_errors("cloudwatch", operation, payload)
+        )
+        body = json.dumps(_jsonable(payload)).encode()
+        return _Answer(200, monitoring.JSON_CONTENT_TYPE, body)
 
     def _work_sagemaker(self, operation: str, params: dict[str, Any]) -> _Answer:
         handler = _SAGEMAKER_OPERATIONS.get(operation)

@@ -6,7 +6,8 @@ and its runs in the fake Kubernetes API, read with the scientists' Role; each pi
 scriptable.
 
 `StatusWorld.healthy()` builds the environment with nothing to report (a day into the
-plan, sft's first run done, its second running on the four nova-lite nodes); tests then
+plan, sft's first run done, its second running on the four nova-lite nodes, the
+scheduled check's samples of both plans in CloudWatch, every instance in use); tests then
 change one thing (a plan's status or counts, a group, a node, a ledger item, a run) and
 run the CLI.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -48,6 +49,7 @@ NAMESPACE = "nova-jobs"
 OUTPUTS = "nova/dev/"
 PLAN_START = NOW - timedelta(days=1)  # the healthy world's plans started a day ago
 RUN_1, RUN_2 = "sft-a1b2c", "sft-d3e4f"
+SAMPLE_MINUTES = 5  # monitoring.every_minutes's default
 
 CONFIG = """\
 name: dev
@@ -198,6 +200,33 @@ class StatusWorld:
         used = count if in_use is None else in_use
         self.plane.set_plan_counts(name, available=count - used, in_use=used, unhealthy=0)
 
+    def sampled(
+        self,
+        plan: str,
+        in_use: int | Callable[[datetime], int],
+        *,
+        since: datetime = PLAN_START,
+        until: datetime = NOW,
+        every_minutes: int = SAMPLE_MINUTES,
+    ) -> int:
+        """What the scheduled check put of the config's plan `plan`: its InUseInstances
+        every `every_minutes` from `since` to before `until` (a count, or one per sample
+        time); the number of samples."""
+        count = 0
+        when = since
+        while when < until:
+            value = in_use(when) if callable(in_use) else in_use
+            self.plane.monitoring.put_datum(
+                "novapod",
+                "InUseInstances",
+                {"Environment": "dev", "Plan": plan},
+                at=when,
+                value=value,
+            )
+            count += 1
+            when += timedelta(minutes=every_minutes)
+        return count
+
     def put(self, item: dict[str, object]) -> None:
         self.plane.dynamodb.put_raw(TABLE, item, settled=True)
 
@@ -281,6 +310,8 @@ class StatusWorld:
             )
         )
         self.cluster()
+        self.sampled("main", 4)  # the check saw every reserved instance in use
+        self.sampled("spare", 2)
         if runs:
             self.sft_runs()
         return self

@@ -10,9 +10,13 @@ import json
 from datetime import timedelta
 from typing import Any
 
+import botocore.session
+import jsonschema
 import pytest
 
 from novapod import cli
+from novapod.operate import health as health_module
+from tests.conftest import ROOT
 from tests.fakes.aws_control_plane import Fault
 from tests.handlers.status_world import (
     CLUSTER,
@@ -27,6 +31,9 @@ from tests.handlers.status_world import (
 )
 
 __all__ = ["status_kube", "status_world"]  # fixtures
+
+SCHEMA = json.loads((ROOT / "docs" / "reference" / "health.schema.json").read_text())
+MODEL = botocore.session.get_session().get_service_model("sagemaker")
 
 
 @pytest.fixture(autouse=True)
@@ -45,8 +52,14 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 
 def health(world: StatusWorld, *args: str) -> tuple[int, str, str]:
+    """The command's exit status, stdout and stderr; with --json, stdout is checked
+    against docs/reference/health.schema.json (and its exit_status against the exit)."""
     status = cli.main(["health", str(world.path), *args])
     out, err = world.capsys.readouterr()
+    if "--json" in args and status in (0, 2, 4):
+        document = json.loads(out)
+        jsonschema.validate(document, SCHEMA)
+        assert document["exit_status"] == status
     return status, out, err
 
 
@@ -165,6 +178,129 @@ def test_checks_can_be_named_and_a_single_node_is_not_checked_across_nodes(
         "InstanceConnectivity",
         "InstanceStress",
     ]
+
+
+# --- the JSON and its schema -----------------------------------------------------------------
+
+
+def test_started_without_waiting_is_the_first_listing(status_world, clock) -> None:
+    world = status_world.healthy()
+    status, out, _ = health(world, "--group", "spare-rig", "--json")
+    document = json.loads(out)
+    first, second = spare_nodes(world)
+    assert status == 0
+    assert document == {
+        "schema_version": 1,
+        "state": "started",
+        "cluster": CLUSTER,
+        "group": "spare-rig",
+        "instance_type": "ml.p5.48xlarge",
+        "checks": ["InstanceStress", "InstanceConnectivity"],
+        "started_at": "2027-07-10T12:00:00Z",
+        "waited": False,
+        "timed_out": False,
+        "done": False,
+        "notes": [],
+        "nodes": [
+            {
+                "instance_id": node,
+                "status": "DeepHealthCheckInProgress",
+                "message": None,
+                "result": "in-progress",
+            }
+            for node in (first, second)
+        ],
+        "summary": "0 of 2 nodes passed, 2 without a result yet",
+        "refusal": None,
+        "exit_status": 0,
+    }
+
+
+def test_waited_until_every_node_passed_is_finished(status_world, clock) -> None:
+    world = status_world.healthy()
+    world.plane.hyperpod.health_check_polls = 2
+    status, out, _ = health(world, "--group", "spare-rig", "--wait", "--json")
+    document = json.loads(out)
+    assert (status, document["state"], document["done"]) == (0, "finished", True)
+    assert [n["result"] for n in document["nodes"]] == ["passed", "passed"]
+    assert document["summary"] == "2 of 2 nodes passed"
+
+
+def test_a_wait_that_timed_out_says_so(status_world, clock) -> None:
+    world = status_world.healthy()
+    world.plane.hyperpod.health_check_polls = 1000
+    status, out, _ = health(world, "--group", "spare-rig", "--wait", "--timeout", "2", "--json")
+    document = json.loads(out)
+    assert status == 4
+    assert (document["state"], document["timed_out"], document["done"]) == (
+        "timed-out",
+        True,
+        False,
+    )
+    assert document["summary"] == "0 of 2 nodes passed, 2 without a result when the wait timed out"
+
+
+def _as_is(world: StatusWorld) -> None:
+    """The healthy world: sft's second run on nova-lite, system of CPU instances."""
+
+
+def _no_cluster(world: StatusWorld) -> None:
+    world.plane.hyperpod.clusters.clear()
+
+
+def _cannot_tell(world: StatusWorld) -> None:
+    world.kube.refuse(401)
+
+
+@pytest.mark.parametrize(
+    ("args", "prepare", "refusal"),
+    [
+        (["--group", "nova-lite"], _as_is, "group nova-lite runs a job: run sft-"),
+        (["--group", "system"], _as_is, "group system runs on ml.m5.2xlarge"),
+        (["--group", "nova-pro"], _as_is, "the config has no instance group nova-pro"),
+        (["--group", "spare-rig", "--checks", "Gpu"], _as_is, "--checks: Gpu is not a deep"),
+        (["--group", "spare-rig"], _no_cluster, f"the HyperPod cluster {CLUSTER} is not deployed"),
+        (["--group", "spare-rig", "--wait"], _cannot_tell, "cannot tell whether group spare-rig"),
+    ],
+)
+def test_a_refusal_is_a_document_too(status_world, clock, args, prepare, refusal) -> None:
+    """With --json a refusal prints the document (state refused) and, as without it, its
+    sentence on stderr; exit 2, nothing started."""
+    world = status_world.healthy()
+    prepare(world)
+    status, out, err = health(world, *args, "--json")
+    document = json.loads(out)
+    assert status == 2
+    assert document["state"] == "refused" and document["refusal"].startswith(refusal)
+    assert err == f"novapod health: {document['refusal']}\n"
+    assert (document["cluster"], document["group"], document["waited"]) == (
+        CLUSTER,
+        args[1],
+        "--wait" in args,
+    )
+    assert (document["nodes"], document["checks"], document["started_at"]) == ([], [], None)
+    assert "StartClusterHealthCheck" not in world.plane.operations()
+
+
+def test_the_health_schema_is_closed_and_names_the_models_values() -> None:
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "object" or "properties" in node:
+                assert node.get("additionalProperties") is False, where
+                assert set(node["required"]) == set(node["properties"]), where
+            for key, value in node.items():
+                walk(value, f"{where}.{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{where}[{index}]")
+
+    walk(SCHEMA, "$")
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    assert SCHEMA["properties"]["schema_version"]["const"] == health_module.SCHEMA_VERSION
+    checks = SCHEMA["properties"]["checks"]["items"]["enum"]
+    assert checks == MODEL.shape_for("DeepHealthCheckType").enum == list(cli.HEALTH_CHECKS)
+    node = SCHEMA["properties"]["nodes"]["items"]["properties"]
+    assert node["status"]["enum"] == [*MODEL.shape_for("ClusterInstanceStatus").enum, None]
 
 
 # --- refusals -------------------------------------------------------------------------------

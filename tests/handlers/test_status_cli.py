@@ -23,6 +23,7 @@ from tests.handlers.status_world import (
     ARTIFACTS,
     CLUSTER,
     NOW,
+    PLAN_START,
     RUN_1,
     RUN_2,
     SCHEMA,
@@ -64,6 +65,11 @@ def test_a_healthy_environment_exits_0_with_a_table_per_section(status_world) ->
         "4/0/4/0                        55000.00 USD  +24 h (9000.00 USD)  ok",
         "  spare  Active  2027-07-09 12:00 -> 2027-07-23 12:00  in 13d 0h  "
         "2/0/2/0                        30000.00 USD  -                    ok",
+        "",
+        "Reserved instance-hours (in use: the scheduled check's samples)",
+        "  plan   reserved so far  sampled     in use     share  notes",
+        "  main   96 inst-h        24 of 24 h  96 inst-h  100%   ok",
+        "  spare  48 inst-h        24 of 24 h  48 inst-h  100%   ok",
         "",
         "Instance groups of HyperPod cluster novapod-dev: InService",
         "  group      kind        type            nodes current/desired  running/bad/other  "
@@ -113,6 +119,17 @@ def test_the_json_is_the_contract(status_world) -> None:
     }
     # No job of the config runs on the adopted plan: what runs there is not seen.
     assert (spare["instances"]["running_jobs"], spare["instances"]["idle"]) == (None, 0)
+    assert main["utilization"] == {
+        "reserved_instance_hours": 96.0,  # 4 instances for the 24 h since the start
+        "elapsed_hours": 24.0,
+        "sampled_hours": 24.0,  # 288 samples, 5 minutes apart
+        "coverage": 1.0,
+        "in_use_instance_hours": 96.0,
+        "in_use_share": 1.0,
+        "first_sample": "2027-07-09T12:00:00Z",
+        "period_seconds": 300,
+        "note": None,
+    }
     assert main["fee"] == {"amount": "55000.00", "currency": "USD", "source": "ledger"}
     assert (main["extensions"]["hours"], main["extensions"]["wanted_hours"]) == (24, 24)
     assert main["extensions"]["paid"] == [
@@ -189,7 +206,28 @@ def test_only_reads(status_world) -> None:
         ("sagemaker", "ListClusterNodes"),
         ("s3", "ListObjectsV2"),
         ("eks", "DescribeCluster"),
+        ("monitoring", "GetMetricData"),
     }
+    # One GetMetricData of each Active plan's in-use samples, from its start to now.
+    reads = world.plane.calls_to("GetMetricData")
+    assert [r["MetricDataQueries"][0]["MetricStat"]["Metric"] for r in reads] == [
+        {
+            "Namespace": "novapod",
+            "MetricName": "InUseInstances",
+            "Dimensions": [
+                {"Name": "Environment", "Value": "dev"},
+                {"Name": "Plan", "Value": plan},
+            ],
+        }
+        for plan in ("main", "spare")
+    ]
+    assert {(r["StartTime"], r["EndTime"]) for r in reads} == {
+        (PLAN_START.timestamp(), NOW.timestamp())
+    }
+    assert [
+        (q["Id"], q["MetricStat"]["Stat"], q["MetricStat"]["Period"])
+        for q in reads[0]["MetricDataQueries"]
+    ] == [("inuse", "Sum", 300), ("samples", "SampleCount", 300)]
     (query,) = world.plane.calls_to("Query")
     assert query["ConsistentRead"] is True
     assert query["ExpressionAttributeValues"] == {":env": {"S": "dev"}}
@@ -788,12 +826,16 @@ def docs_example(world: StatusWorld, tmp_path: Path, monkeypatch: pytest.MonkeyP
     """The environment the operations page shows: a day into its plan, sft's first run
     failed after six hours, its second (launched two hours later) runs on three of the
     four nova-lite nodes, the fourth failing its health check, and the system group was
-    scaled by hand."""
+    scaled by hand. The scheduled check saw main's four instances in its group all day,
+    and spare's two only after its first six hours."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "dev.yaml").write_text(world.path.read_text())
     world.path = Path("config/dev.yaml")
     world.healthy(runs=False)
+    world.plane.monitoring.metrics.clear()
+    world.sampled("main", 4)
+    world.sampled("spare", lambda when: 0 if when < PLAN_START + timedelta(hours=6) else 2)
     start = NOW - timedelta(days=1)
     world.kube.add_object(
         pytorchjob(

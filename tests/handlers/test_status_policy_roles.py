@@ -5,7 +5,7 @@ the policy is enough, and each of its statements is needed (least privilege)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +103,16 @@ def deployed(control_plane: FakeControlPlane, monkeypatch: pytest.MonkeyPatch) -
     # from S3, and says so; what IAM grants is what this test is about.
     plane.hyperpod.add_eks_cluster(CLUSTER, endpoint="https://127.0.0.1:9", ca_pem=CA_PEM)
     plane.put_object(ARTIFACTS, "nova/nova-lite/sft-lora/sft-lora-a1b2c/manifest.json", b"{}", NOW)
-    monkeypatch.setattr(cli, "_status_now", lambda: NOW)
+    # An hour into the plan, sampled by the scheduled check every five minutes.
+    for minute in range(0, 60, 5):
+        plane.monitoring.put_datum(
+            "novapod",
+            "InUseInstances",
+            {"Environment": "nova-lite", "Plan": "lite-sft"},
+            at=NOW + timedelta(minutes=minute),
+            value=4,
+        )
+    monkeypatch.setattr(cli, "_status_now", lambda: NOW + timedelta(hours=1))
     yield arn
     plane.act_as(None)
     assert plane.violations == []
@@ -119,6 +128,8 @@ def test_the_status_policy_is_enough(synthesized, deployed, control_plane, capsy
     assert "ListObjectsV2" in control_plane.operations()
     assert ("eks", "DescribeCluster") in {(c.service, c.operation) for c in control_plane.calls}
     assert "sft-lora-a1b2c  sft-lora  succeeded" in out  # its run, from S3
+    assert "GetMetricData" in control_plane.operations()
+    assert "  lite-sft  4 inst-h         1 of 1 h  4 inst-h  100%   ok" in out
 
 
 @pytest.mark.parametrize(
@@ -130,6 +141,7 @@ def test_the_status_policy_is_enough(synthesized, deployed, control_plane, capsy
         ("DescribeHyperPodCluster", "DescribeCluster"),
         ("DescribeEksCluster", "DescribeCluster"),
         ("ListJobOutputs", "ListObjectsV2"),
+        ("ReadPlanMetrics", "GetMetricData"),
     ],
 )
 def test_each_statement_is_needed(  # noqa: PLR0917 - fixtures and one case

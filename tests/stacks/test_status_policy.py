@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from novapod.operate.status.collect import ACTIONS, JOB_ACTIONS
+from novapod.operate.status.collect import ACTIONS, JOB_ACTIONS, METRIC_ACTIONS
 from tests.conftest import ROOT, joined, resources
 
 LITE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"
@@ -93,11 +93,23 @@ def test_the_status_policy_grants_the_calls_status_makes_on_this_environment_onl
             "resources": ["arn:aws:s3:::${ArtifactsBucket}"],  # the storage stack's bucket
             "condition": {"StringEquals": {"s3:prefix": "nova/nova-lite/"}},
         },
+        # The scheduled check's samples: GetMetricData has no resource-level permissions.
+        "ReadPlanMetrics": {
+            "actions": ["cloudwatch:GetMetricData"],
+            "resources": ["*"],
+            "condition": None,
+        },
     }
     # The actions are the calls `status` makes (collect.ACTIONS and, with jobs,
-    # JOB_ACTIONS), plus the key it reads with.
+    # JOB_ACTIONS, with the monitor METRIC_ACTIONS), plus the key it reads with.
     granted = {a for s in found.values() for a in s["actions"]}
-    assert granted == {*ACTIONS, *JOB_ACTIONS, "kms:Decrypt", "kms:DescribeKey"}
+    assert granted == {*ACTIONS, *JOB_ACTIONS, *METRIC_ACTIONS, "kms:Decrypt", "kms:DescribeKey"}
+    # Resource "*" is acknowledged with its reason on the policy alone (cdk-nag's
+    # AwsSolutions-IAM5 fails synthesis otherwise; checkov's CKV_AWS_111 is its twin).
+    skipped = {s["id"]: s["comment"] for s in policy_of(template)["Metadata"]["checkov"]["skip"]}
+    assert skipped["CKV_AWS_111"].startswith(
+        "cloudwatch:GetMetricData has no resource-level permissions"
+    )
     output = template["Outputs"]["StatusPolicyArn"]
     assert output["Value"] == {
         "Ref": next(
@@ -120,6 +132,19 @@ def test_without_jobs_the_hyperpod_stack_has_it_and_adopted_plans_go_by_arn(synt
     assert found["DescribeTrainingPlans"]["resources"] == [
         "arn:aws:sagemaker:us-east-1:111122223333:training-plan/team-p5-january"
     ]
+
+
+def test_without_the_monitor_stack_no_metric_is_granted(synth, tmp_path) -> None:
+    config = tmp_path / "no-monitor.yaml"
+    text = LITE.read_text().replace("notifications:\n  emails: [platform-team@example.com]\n", "")
+    assert "notifications" not in text  # nothing alerts without the monitor
+    config.write_text(text + "monitoring: {enabled: false}\n")
+    result = synth(config)
+    assert "monitor" not in result.templates
+    found = statements(result, policy_of(result.templates["nova"]))
+    assert "ReadPlanMetrics" not in found
+    granted = {a for s in found.values() for a in s["actions"]}
+    assert granted == {*ACTIONS, *JOB_ACTIONS, "kms:Decrypt", "kms:DescribeKey"}
 
 
 def health_policy_of(template: dict[str, Any]) -> dict[str, Any]:

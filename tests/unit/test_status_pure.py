@@ -5,12 +5,12 @@ tests/handlers/test_status_cli.py)."""
 from __future__ import annotations
 
 import io
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from novapod.constructs.handler_core.ledger import Entry
-from novapod.operate.status import assess, render, watch
+from novapod.operate.status import assess, collect, render, utilization, watch
 from novapod.operate.status.collect import ledger_plan
 
 
@@ -160,3 +160,53 @@ def test_a_pytorchjob_s_state_is_its_last_true_condition() -> None:
         "1 Master replica(s) failed.",
     )
     assert condition({"status": {}}) == (None, None, None)
+
+
+# --- the plans' instance-hours ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("age", "minutes", "period"),
+    [
+        (timedelta(hours=2), 5, 300),  # no shorter than the check's interval
+        (timedelta(days=14), 1, 60),  # 1-minute data for 15 days
+        (timedelta(days=15, minutes=1), 1, 300),  # then 5-minute data
+        (timedelta(days=62), 7, 600),  # a multiple of 300 above 7 minutes
+        (timedelta(days=64), 5, 3600),  # hourly beyond 63 days
+    ],
+)
+def test_the_metric_period_is_one_cloudwatch_keeps(age, minutes, period) -> None:
+    now = datetime(2027, 7, 10, tzinfo=UTC)
+    assert collect.metric_period(now - age, now, minutes) == period
+
+
+def test_the_metric_period_keeps_the_series_within_one_page() -> None:
+    now = datetime(2027, 7, 10, tzinfo=UTC)
+    # 14 days of ten 1-minute series would be 201,600 datapoints: 2 minutes make 100,800.
+    assert collect.metric_period(now - timedelta(days=14), now, 1, series=10) == 120
+
+
+def test_reserved_instance_hours_need_no_samples_and_end_with_the_plan() -> None:
+    start = datetime(2027, 7, 1, tzinfo=UTC)
+    plan = {
+        "Status": "Expired",
+        "StartTime": start,
+        "EndTime": start + timedelta(hours=48),
+        "TotalInstanceCount": 8,
+    }
+    row = utilization.utilization(plan, None, start + timedelta(days=9), 5, "deploy")
+    assert (row["reserved_instance_hours"], row["elapsed_hours"]) == (384.0, 48.0)
+    assert row["in_use_share"] is None and row["note"] is None
+
+
+def test_a_cloudwatch_status_other_than_complete_gives_no_figure() -> None:
+    start = datetime(2027, 7, 1, tzinfo=UTC)
+    plan = {"Status": "Active", "StartTime": start, "TotalInstanceCount": 2}
+    usage = collect.UsageFacts(
+        start, start + timedelta(hours=1), 300, ((start, 2.0),), ((start, 1.0),), "InternalError"
+    )
+    row = utilization.utilization(plan, usage, start + timedelta(hours=1), 5, "deploy")
+    assert (row["in_use_instance_hours"], row["in_use_share"]) == (None, None)
+    assert row["note"] == (
+        "CloudWatch answered InternalError for the scheduled check's samples; run status again"
+    )

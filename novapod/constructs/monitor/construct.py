@@ -80,7 +80,7 @@ from novapod.constructs.provider import (
 from novapod.constructs.purchase_ledger import grant_environment_items
 
 HANDLER_ROOT = Path(__file__).resolve().parent
-NAMESPACE = "novapod"
+NAMESPACE = decisions.NAMESPACE
 # Above the worst case of a run's reads, each retried to its limit (handler/index.py
 # worst_case_seconds: the plans, the cluster and a page of nodes, the metrics, the state's
 # read) plus the margin at which it stops publishing (stop_margin_seconds), for every

@@ -24,6 +24,9 @@ another type or count, or on another plan than the config says; the cluster not 
 a plan the config approves but SageMaker does not know; an extension the config asks for
 that the plan does not have.
 
+Each plan's `utilization` (`utilization.py`): the instance-hours reserved so far and, of an
+Active plan with the monitor stack, the share of them the scheduled check saw in use.
+
 Every purchase the ledger holds in a state a human must settle (`purchases.attention`:
 ambiguous, calling, claimed, failed, released by hand from an unsettled state) needs
 attention too: `novapod purchases` shows it and how to release it.
@@ -45,10 +48,13 @@ from novapod.operate import purchases
 from novapod.operate.status import jobs as status_jobs
 from novapod.operate.status.collect import ClusterFacts, Facts, PlanFacts
 from novapod.operate.status.expected import ExpectedGroup, ExpectedPlan
+from novapod.operate.status.utilization import utilization
 
 # 2: the jobs (`jobs`; attention run-failed, job-at-risk, job-late), the instances that
 # run a job (plans' instances.running_jobs and idle) and plan-idle judged by them.
-SCHEMA_VERSION = 2
+# 3: each plan's `utilization` (instance-hours reserved so far, and in use as the
+# scheduled check sampled them).
+SCHEMA_VERSION = 3
 EXIT_HEALTHY = 0
 EXIT_ATTENTION = 4
 DEFAULT_ENDING_WITHIN = timedelta(hours=72)
@@ -463,6 +469,13 @@ def _plan(  # noqa: PLR0917 - one plan's verdict reads all of these
             {"key": e.key, "state": e.state, "attention": purchases.attention(e)}
             for e in found.ledger
         ],
+        "utilization": utilization(
+            found.described,
+            found.usage,
+            now,
+            facts.expected.sample_minutes,
+            commands.deploy("monitor"),
+        ),
         "attention": kinds,
         "note": note,
     }

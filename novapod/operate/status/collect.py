@@ -25,6 +25,22 @@ a Describe, List or Query.
   InstanceGroupName, InstanceId, InstanceType, LaunchTime and InstanceStatus {Status,
   Message} (API_ListClusterNodes.html).
 
+With the monitor stack (`config.has_monitor`), how much of each Active plan was in use:
+
+- CloudWatch GetMetricData of the scheduled check's `InUseInstances` of the plan
+  (namespace novapod, dimensions Environment and Plan: the check's `decisions.metric_data`)
+  from the plan's start to now, two statistics a period: Sum (the samples' in-use counts)
+  and SampleCount (how many samples), every page (its paginator; a page that stops short
+  answers PartialData and a NextToken: MetricDataResult's StatusCode in the API
+  reference). CloudWatch keeps 1-minute data 15 days, 5-minute data 63 days and hourly
+  data 455 days, and a start older than 3 hours, 15 or 63 days needs a period that is a
+  multiple of 60, 300 or 3600 seconds or no datapoint comes back; one call returns at most
+  100,800 datapoints before it pages (API_GetMetricData.html: the retention list,
+  StartTime, MetricStat's Period, MaxDatapoints). `metric_period` picks the period by
+  those rules, no shorter than the check's interval and long enough for both series to
+  fit one page. GetMetricData has no resource-level permission (list_amazoncloudwatch.html
+  in the Service Authorization Reference): the StatusPolicy grants it on "*".
+
 With jobs (a config with `jobs` and a HyperPod cluster), their runs:
 
 - S3 ListObjectsV2 of the jobs' outputs prefix `nova/<env>/` in the artifacts bucket
@@ -45,9 +61,10 @@ a ledger that cannot be read raises `ledger.LedgerError`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError  # type: ignore[import-untyped]
@@ -55,6 +72,7 @@ from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 from novapod.capacity.naming import EXTENSION_NAME
 from novapod.constructs.bedrock_model.handler.manifest import ARCHIVE, MANIFEST, split_s3
 from novapod.constructs.handler_core import ledger
+from novapod.constructs.monitor.handler import decisions as monitor
 from novapod.nova import launch
 from novapod.operate import cluster_api
 from novapod.operate.status.expected import Expected, expected
@@ -78,7 +96,33 @@ ACTIONS = (
 )
 # With jobs, also these (ListObjectsV2 is authorized as s3:ListBucket, list_amazons3.html).
 JOB_ACTIONS = ("eks:DescribeCluster", "s3:ListBucket")
+# With the monitor stack, also this (list_amazoncloudwatch.html: no resource type).
+METRIC_ACTIONS = ("cloudwatch:GetMetricData",)
+# GetMetricData (API_GetMetricData.html): datapoints one call returns before it pages, and
+# how long CloudWatch keeps data of each period (the coarsest kept longest), oldest last.
+MAX_DATAPOINTS = 100_800
+RETENTION = (
+    (timedelta(days=15), 60),
+    (timedelta(days=63), 300),
+    (timedelta(days=455), 3600),
+)
+# MetricDataResult's StatusCode when every datapoint was returned.
+COMPLETE = "Complete"
 EKS_NOT_FOUND = "ResourceNotFoundException"
+
+
+@dataclass(frozen=True)
+class UsageFacts:
+    """The scheduled check's samples of one Active plan's in-use instances, read from
+    CloudWatch: per period (its start), the sum of the samples' counts and how many
+    samples there were."""
+
+    start: datetime  # the query's StartTime: the plan's start (at most 455 days back)
+    end: datetime  # its EndTime: now
+    period: int  # seconds
+    sums: tuple[tuple[datetime, float], ...]
+    counts: tuple[tuple[datetime, float], ...]
+    status: str = COMPLETE  # a StatusCode other than Complete: datapoints left out
 
 
 @dataclass(frozen=True)
@@ -87,6 +131,7 @@ class PlanFacts:
     described: Mapping[str, Any] | None  # DescribeTrainingPlan; None: not bought
     history: tuple[Mapping[str, Any], ...]  # DescribeTrainingPlanExtensionHistory
     ledger: tuple[ledger.Entry, ...]  # the plan's item and its extensions' items
+    usage: UsageFacts | None = None  # an Active plan's samples, with the monitor stack
 
 
 @dataclass(frozen=True)
@@ -147,9 +192,11 @@ def collect(
     s3: Any = None,
     eks: Any = None,
     sts: Any = None,
+    cloudwatch: Any = None,
 ) -> Facts:
     """Every fact of one round; `launch.LaunchError` when the storage stack (and so the
-    ledger) is not deployed. The jobs' facts need the `s3`, `eks` and `sts` clients."""
+    ledger) is not deployed. The jobs' facts need the `s3`, `eks` and `sts` clients, the
+    plans' use the `cloudwatch` client (and the monitor stack in the config)."""
     wanted = expected(config)
     with_jobs = bool(wanted.jobs) and s3 is not None and eks is not None and sts is not None
     names = launch.deployed_names(
@@ -168,12 +215,29 @@ def collect(
                 for page in pages.paginate(TrainingPlanArn=described["TrainingPlanArn"])
                 for extension in page.get("TrainingPlanExtensions", [])
             )
+        usage = None
+        start = (described or {}).get("StartTime")
+        if (
+            cloudwatch is not None
+            and wanted.sample_minutes is not None
+            and (described or {}).get("Status") == "Active"
+            and isinstance(start, datetime)
+        ):
+            usage = plan_usage(
+                cloudwatch,
+                environment=wanted.environment,
+                plan=plan.name,
+                start=start,
+                now=now,
+                sample_minutes=wanted.sample_minutes,
+            )
         plans.append(
             PlanFacts(
                 name=plan.name,
                 described=described,
                 history=history,
                 ledger=tuple(e for e in entries if ledger_plan(e) == plan.plan_name),
+                usage=usage,
             )
         )
     cluster = None
@@ -208,6 +272,73 @@ def collect(
         ledger=entries,
         cluster=cluster,
         jobs=jobs,
+    )
+
+
+def metric_period(start: datetime, end: datetime, sample_minutes: int, *, series: int = 2) -> int:
+    """The period (seconds) to read `series` metrics from `start` to `end` in one page: a
+    multiple of what CloudWatch still keeps of data as old as `start` (60 s within 15
+    days, 300 s within 63, 3600 s beyond), no shorter than the check's interval (each
+    period then holds a sample while the check ran), and long enough that the series'
+    datapoints stay within 100,800."""
+    age = end - start
+    step = next((s for kept, s in RETENTION if age <= kept), RETENTION[-1][1])
+    span = max(0.0, (end - start).total_seconds())
+    least = max(sample_minutes * 60, math.ceil(span * series / MAX_DATAPOINTS), step)
+    return -(-least // step) * step
+
+
+def plan_usage(
+    cloudwatch: Any,
+    *,
+    environment: str,
+    plan: str,
+    start: datetime,
+    now: datetime,
+    sample_minutes: int,
+) -> UsageFacts:
+    """The check's in-use samples of the config's plan `plan` since `start` (no further
+    back than CloudWatch keeps data), every page."""
+    start = max(start, now - RETENTION[-1][0])
+    if start >= now:
+        return UsageFacts(start, now, 60, (), ())
+    period = metric_period(start, now, sample_minutes)
+    metric = {
+        "Namespace": monitor.NAMESPACE,
+        "MetricName": monitor.IN_USE_METRIC,
+        "Dimensions": [
+            {"Name": monitor.ENVIRONMENT_DIMENSION, "Value": environment},
+            {"Name": monitor.PLAN_DIMENSION, "Value": plan},
+        ],
+    }
+    queries = [
+        {
+            "Id": ident,
+            "MetricStat": {"Metric": metric, "Period": period, "Stat": stat, "Unit": "Count"},
+            "ReturnData": True,
+        }
+        for ident, stat in (("inuse", "Sum"), ("samples", "SampleCount"))
+    ]
+    found: dict[str, list[tuple[datetime, float]]] = {"inuse": [], "samples": []}
+    last: dict[str, str] = {}
+    pages = cloudwatch.get_paginator("get_metric_data").paginate(
+        MetricDataQueries=queries, StartTime=start, EndTime=now, ScanBy="TimestampAscending"
+    )
+    for page in pages:
+        for result in page.get("MetricDataResults", []):
+            ident = str(result.get("Id"))
+            if ident not in found:
+                continue
+            found[ident] += zip(result.get("Timestamps", []), result.get("Values", []), strict=True)
+            last[ident] = str(result.get("StatusCode") or COMPLETE)
+    status = next((c for c in last.values() if c != COMPLETE), COMPLETE)
+    return UsageFacts(
+        start=start,
+        end=now,
+        period=period,
+        sums=tuple(sorted(found["inuse"])),
+        counts=tuple(sorted(found["samples"])),
+        status=status,
     )
 
 

@@ -5,7 +5,9 @@ Names are derived exactly as the stacks derive them: a bought plan's SageMaker n
 `novapod.capacity.naming.training_plan_name` of its request (an adopted plan's is the
 last part of its ARN), an extension's approval name `naming.extension_name`, the HyperPod
 cluster `novapod-<env>` (novapod/environment.py), a group's count its own or its plan's
-and its type its own or its plan's (novapod/stacks/hyperpod.py).
+and its type its own or its plan's (novapod/stacks/hyperpod.py). The scheduled check
+samples every `monitoring.every_minutes` when the config has the monitor stack
+(`config.has_monitor`, novapod/config/stacks.py).
 
 A job's schedule is where the planner put it in its plan (`novapod plan --json`: each
 plan's `schedule`, a job's slot in hours from the plan's start, its runs one after
@@ -89,6 +91,9 @@ class Expected:
     jobs: tuple[ExpectedJob, ...] = ()
     namespace: str | None = None  # the jobs' namespace, with a nova stack
     outputs: str | None = None  # the jobs' outputs prefix in the artifacts bucket
+    # Minutes between two samples of the scheduled check (monitoring.every_minutes);
+    # None: the config has no monitor stack (monitoring.enabled false), so no metrics.
+    sample_minutes: int | None = None
 
     def plan(self, name: str | None) -> ExpectedPlan | None:
         return next((p for p in self.plans if p.name == name), None)
@@ -174,6 +179,7 @@ def expected(config: NovapodConfig) -> Expected:
         jobs=expected_jobs(config) if with_jobs else (),
         namespace=config.nova_settings.namespace if with_jobs else None,
         outputs=render.output_prefix(config) if with_jobs else None,
+        sample_minutes=config.monitoring.every_minutes if config.has_monitor else None,
     )
 
 

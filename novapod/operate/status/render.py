@@ -1,8 +1,9 @@
 """`novapod status` output: text for a terminal, JSON for scripts (the contract).
 
 Text: a header line, then what needs attention (most urgent first, each with its next
-command), then a table per section (plans, instance groups, jobs and their runs, drift,
-purchases to reconcile), rows that need attention first. JSON: `Report.json()`, keys sorted, as
+command), then a table per section (plans, their reserved instance-hours and the share in
+use, instance groups, jobs and their runs, drift, purchases to reconcile), rows that need
+attention first. JSON: `Report.json()`, keys sorted, as
 docs/reference/status.schema.json describes it; `--watch` prints one document per line.
 """
 
@@ -111,6 +112,38 @@ def _plan_rows(plans: Sequence[dict[str, Any]]) -> list[list[str]]:
             ]
         )
     return rows
+
+
+def _figure(value: float | None, unit: str = "") -> str:
+    """96.0 -> 96, 1234.5 -> 1,234.5; None -> -."""
+    if value is None:
+        return "-"
+    text = f"{value:,.1f}".removesuffix(".0")
+    return f"{text}{unit}"
+
+
+def _use_rows(plans: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """The plans' instance-hours: reserved so far, sampled, in use and its share."""
+    rows = [["plan", "reserved so far", "sampled", "in use", "share", "notes"]]
+    for plan in plans:
+        use = plan["utilization"]
+        if use["reserved_instance_hours"] is None:
+            continue
+        sampled = "-"
+        if use["sampled_hours"] is not None:
+            sampled = f"{_figure(use['sampled_hours'])} of {_figure(use['elapsed_hours'])} h"
+        share = use["in_use_share"]
+        rows.append(
+            [
+                plan["name"],
+                _figure(use["reserved_instance_hours"], " inst-h"),
+                sampled,
+                _figure(use["in_use_instance_hours"], " inst-h"),
+                "-" if share is None else f"{share:.0%}",
+                use["note"] or ("ok" if share is not None else "-"),
+            ]
+        )
+    return rows if len(rows) > 1 else []
 
 
 def _group_rows(
@@ -245,6 +278,10 @@ def to_text(report: Report) -> str:
                 lines.append(f"     next: {item.command}")
     if report.plans:
         lines += ["", "Training plans", *table(_plan_rows(report.plans))]
+        use = _use_rows(report.plans)
+        if use:
+            lines += ["", "Reserved instance-hours (in use: the scheduled check's samples)"]
+            lines += table(use)
     if report.cluster is not None:
         cluster = report.cluster
         state = cluster["status"] or "not deployed"

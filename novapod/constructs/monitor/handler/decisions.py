@@ -49,6 +49,12 @@ from typing import Any
 
 from ...handler_core import health, values
 
+# The metrics' namespace, and their dimensions (`novapod status` reads them back).
+NAMESPACE = "novapod"
+ENVIRONMENT_DIMENSION = "Environment"
+PLAN_DIMENSION = "Plan"
+# The in-use count of a plan, sampled each run: `status` sums it into instance-hours.
+IN_USE_METRIC = "InUseInstances"
 # PutMetricData takes at most 1000 metrics a request (API_PutMetricData.html).
 MAX_DATUMS = 1000
 # SNS Publish's Subject: fewer than 100 characters (API_Publish.html).
@@ -192,7 +198,7 @@ def _datum(
 PLAN_METRICS = (
     ("TotalInstances", "TotalInstanceCount"),
     ("AvailableInstances", "AvailableInstanceCount"),
-    ("InUseInstances", "InUseInstanceCount"),
+    (IN_USE_METRIC, "InUseInstanceCount"),
     ("UnhealthyInstances", "UnhealthyInstanceCount"),
 )
 GROUP_METRICS = ("DesiredNodes", "CurrentNodes", "UnhealthyNodes")
@@ -204,7 +210,10 @@ def metric_data(samples: Samples, settings: Settings, now: datetime) -> list[dic
     for plan in samples.plans:
         if plan.described is None:
             continue
-        dims = (("Environment", settings.environment), ("Plan", plan.settings.name))
+        dims = (
+            (ENVIRONMENT_DIMENSION, settings.environment),
+            (PLAN_DIMENSION, plan.settings.name),
+        )
         for metric, member in PLAN_METRICS:
             count = plan.count(member)
             if count is not None:

@@ -1,0 +1,103 @@
+"""How much of a plan's reserved capacity was in use, for `novapod status`: the
+instance-hours reserved so far (the plan's total instances times the hours since its
+start, to its end at most: no metrics needed) and, of an Active plan, what the
+environment's scheduled check sampled of them. Pure: a plan's DescribeTrainingPlan, the
+samples `collect` read and a time in, the plan row's `utilization` out.
+
+Each run of the check puts the plan's InUseInstanceCount as one `InUseInstances` datum
+(novapod/constructs/monitor/handler/decisions.py), every `monitoring.every_minutes`. A
+sample then stands for that many minutes: the instance-hours in use are the samples'
+sum times the interval, the hours sampled their count times it (at most the hours
+since the start). The share is of the reserved instance-hours of the hours sampled, so
+a check that started late or was off for a while makes the share no less true; how much
+of the window the samples cover says how far it can be trusted. No samples, or the
+monitor stack off in the config, give no figure: null, and a note that says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from novapod.constructs.handler_core.values import as_utc, iso
+from novapod.operate.status.collect import COMPLETE, UsageFacts
+
+# A window whose samples fall short of it by less than two intervals is covered: the
+# first sample lands up to an interval after the start, the last up to one before now.
+SHORT_BY_INTERVALS = 2
+
+
+def _round(value: float, places: int = 1) -> float:
+    return round(value, places) + 0.0  # + 0.0: never -0.0
+
+
+def utilization(
+    plan: Mapping[str, Any] | None,
+    usage: UsageFacts | None,
+    now: datetime,
+    sample_minutes: int | None,
+    deploy_monitor: str,
+) -> dict[str, Any]:
+    """The plan row's `utilization` (docs/reference/status.schema.json)."""
+    plan = plan or {}
+    row: dict[str, Any] = {
+        "reserved_instance_hours": None,
+        "elapsed_hours": None,
+        "sampled_hours": None,
+        "coverage": None,
+        "in_use_instance_hours": None,
+        "in_use_share": None,
+        "first_sample": None,
+        "period_seconds": None,
+        "note": None,
+    }
+    start, end = as_utc(plan.get("StartTime")), as_utc(plan.get("EndTime"))
+    total = plan.get("TotalInstanceCount")
+    if start is None or not isinstance(total, int) or isinstance(total, bool):
+        return row
+    until = max(start, min(now, end) if end is not None else now)
+    elapsed = (until - start).total_seconds() / 3600
+    row["reserved_instance_hours"] = _round(total * elapsed)
+    row["elapsed_hours"] = _round(elapsed)
+    if plan.get("Status") != "Active":
+        return row
+    if sample_minutes is None:
+        row["note"] = (
+            "no samples of its use: monitoring.enabled is false, so the scheduled check "
+            "is not deployed"
+        )
+        return row
+    if usage is None:
+        return row
+    row["period_seconds"] = usage.period
+    if usage.status != COMPLETE:
+        row["note"] = (
+            f"CloudWatch answered {usage.status} for the scheduled check's samples; "
+            "run status again"
+        )
+        return row
+    samples = sum(value for _, value in usage.counts)
+    if not samples:
+        row["note"] = (
+            "no samples of the scheduled check since the plan started: is the monitor "
+            f"stack deployed ({deploy_monitor}) and its function running?"
+        )
+        return row
+    interval = sample_minutes / 60
+    sampled = min(samples * interval, elapsed)
+    in_use = sum(value for _, value in usage.sums) * interval
+    first = next(when for when, value in usage.counts if value)
+    row.update(
+        sampled_hours=_round(sampled),
+        coverage=_round(sampled / elapsed, 4) if elapsed else None,
+        in_use_instance_hours=_round(in_use),
+        in_use_share=_round(min(1.0, in_use / (total * sampled)), 4) if total else None,
+        first_sample=iso(first),
+    )
+    if elapsed - sampled >= SHORT_BY_INTERVALS * interval:
+        row["note"] = (
+            f"the check's samples cover {_round(sampled):g} of the {_round(elapsed):g} hours "
+            f"since the plan started (sampled from {iso(first)}): the share is of those hours"
+        )
+    return row
