@@ -59,7 +59,10 @@ from novapod.operate.status.expected import ExpectedEks, ExpectedGroup, Expected
 
 # 2: the jobs (`jobs`; attention run-failed, job-at-risk, job-late), the instances that
 # run a job (plans' instances.running_jobs and idle) and plan-idle judged by them.
-SCHEMA_VERSION = 2
+# 4 (3 is the metrics'): `eks` (the Kubernetes version and the bootstrap's marker), the
+# drift fields kubernetes_version, chart_revision, rig_revision, nova_access and marker,
+# the cluster's stack_updated_at and each group's replaced_nodes.
+SCHEMA_VERSION = 4
 EXIT_HEALTHY = 0
 EXIT_ATTENTION = 4
 DEFAULT_ENDING_WITHIN = timedelta(hours=72)
