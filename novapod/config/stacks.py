@@ -32,6 +32,9 @@ STORAGE_PINNED_IDS = {
     "lustre_association": "LustreDataRepositoryAssociation",
     "purchase_ledger": "PurchaseLedger",
 }
+# The HyperPod cluster's logical ID in the hyperpod stack (`novapod status` reads when
+# CloudFormation last updated it: DescribeStackResource).
+HYPERPOD_CLUSTER_LOGICAL_ID = "HyperPodCluster"
 
 
 def stack_kinds(config: NovapodConfig) -> tuple[str, ...]:

@@ -21,19 +21,23 @@ the calls; its ACTIONS are these actions):
   list_amazonsagemaker.html).
 - `sagemaker:DescribeCluster` and `ListClusterNodes` on the HyperPod cluster's ARN
   (resource type cluster, list_amazonsagemaker.html).
+- `cloudformation:DescribeStackResource` on the hyperpod stack (when CloudFormation last
+  updated the cluster; resource type stack, as DescribeStacks).
+- `eks:DescribeCluster` on the EKS cluster (its Kubernetes version, endpoint and CA;
+  resource type cluster, list_amazonelastickubernetesservice.html).
 - With the scheduled check (`config.has_monitor`), `cloudwatch:GetMetricData` for the
   share of each plan's reserved instance-hours in use: the Service Authorization
   Reference lists no resource type and no condition key for it (list_amazoncloudwatch.html),
   so it is granted on "*" (and acknowledged so); it reads metrics only.
-- With jobs (the nova stack's policy), what `status` reads of their runs:
-  `eks:DescribeCluster` on the EKS cluster (its endpoint and CA; resource type cluster,
-  list_amazonelastickubernetesservice.html) and `s3:ListBucket` on the artifacts bucket
-  for the jobs' outputs prefix `nova/<env>/` only (ListObjectsV2 is authorized as
-  ListBucket, with the request's Prefix as `s3:prefix`: list_amazons3.html). The
-  Kubernetes API itself is not IAM: it reads the PyTorchJobs and pods with the caller's
-  access entry, and the roles in `nova.scientists` have one whose Role may get and list
-  them in the jobs' namespace (novapod/nova/kubernetes.py); other callers' runs come from
-  S3 alone, and `status` says so.
+- With jobs (the nova stack's policy), `s3:ListBucket` on the artifacts bucket for the
+  jobs' outputs prefix `nova/<env>/` only (ListObjectsV2 is authorized as ListBucket,
+  with the request's Prefix as `s3:prefix`: list_amazons3.html).
+
+The Kubernetes API itself is not IAM: it reads the bootstrap's marker ConfigMap in
+kube-system and the jobs' PyTorchJobs and pods with the caller's access entry. The roles
+in `nova.scientists` have one whose Role may get and list PyTorchJobs and pods in the
+jobs' namespace (novapod/nova/kubernetes.py), not kube-system; `eks.admin_principals`
+are cluster admins. What a caller may not read, `status` says it did not read.
 """
 
 from __future__ import annotations
@@ -62,10 +66,10 @@ def status_policy(
     cluster_arn: str,
     ledger: PurchaseLedger,
     key: kms.IKey,
-    jobs: tuple[str, str] | None = None,
+    artifacts_bucket_arn: str | None = None,
 ) -> iam.ManagedPolicy:
-    """The policy, and its ARN as the `StatusPolicyArn` output of `scope`; `jobs`: the
-    EKS cluster's name and the artifacts bucket's ARN, for a config with jobs."""
+    """The policy, and its ARN as the `StatusPolicyArn` output of `scope`;
+    `artifacts_bucket_arn` for a config with jobs (their outputs are listed)."""
     environment = config.name
     plan_arns = [
         spec.existing_arn
@@ -76,8 +80,11 @@ def status_policy(
         )
         for spec, request in config.training_plan_requests()
     ]
-    storage = scope.format_arn(
-        service="cloudformation", resource="stack", resource_name=f"{config.prefix}-storage/*"
+    storage, hyperpod = (
+        scope.format_arn(
+            service="cloudformation", resource="stack", resource_name=f"{config.prefix}-{kind}/*"
+        )
+        for kind in ("storage", "hyperpod")
     )
     statements = [
         iam.PolicyStatement(
@@ -105,6 +112,19 @@ def status_policy(
             actions=["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"],
             resources=[cluster_arn],
         ),
+        iam.PolicyStatement(
+            sid="ReadClusterUpdateTime",
+            actions=["cloudformation:DescribeStackResource"],
+            resources=[hyperpod],
+        ),
+        # The EKS cluster the environment creates (novapod-<env>, novapod/environment.py).
+        iam.PolicyStatement(
+            sid="DescribeEksCluster",
+            actions=["eks:DescribeCluster"],
+            resources=[
+                scope.format_arn(service="eks", resource="cluster", resource_name=config.prefix)
+            ],
+        ),
     ]
     if plan_arns:
         statements.insert(
@@ -126,23 +146,15 @@ def status_policy(
                 resources=["*"],
             )
         )
-    if jobs is not None:
-        eks_cluster, artifacts_bucket_arn = jobs
-        statements += [
-            iam.PolicyStatement(
-                sid="DescribeEksCluster",
-                actions=["eks:DescribeCluster"],
-                resources=[
-                    scope.format_arn(service="eks", resource="cluster", resource_name=eks_cluster)
-                ],
-            ),
+    if artifacts_bucket_arn is not None:
+        statements.append(
             iam.PolicyStatement(
                 sid="ListJobOutputs",
                 actions=["s3:ListBucket"],
                 resources=[artifacts_bucket_arn],
                 conditions={"StringEquals": {"s3:prefix": output_prefix(config)}},
-            ),
-        ]
+            )
+        )
     policy = iam.ManagedPolicy(
         scope,
         "StatusPolicy",
@@ -152,12 +164,13 @@ def status_policy(
         "ledger, the HyperPod cluster and its nodes); attach to the platform engineers' roles",
         statements=statements,
     )
-    acknowledge(
-        policy,
-        f"AwsSolutions-IAM5[Resource::{nag_resource(scope, storage)}]",
-        "A stack ARN ends in an ID CloudFormation generates (stack/<name>/<uuid>); the name is "
-        "exact, DescribeStacks only.",
-    )
+    for stack, action in ((storage, "DescribeStacks"), (hyperpod, "DescribeStackResource")):
+        acknowledge(
+            policy,
+            f"AwsSolutions-IAM5[Resource::{nag_resource(scope, stack)}]",
+            "A stack ARN ends in an ID CloudFormation generates (stack/<name>/<uuid>); the "
+            f"name is exact, {action} only.",
+        )
     if config.has_monitor:
         acknowledge(
             policy,

@@ -12,7 +12,10 @@ caller's principal through the cluster's access entries: a role listed in
 namespace may get and list PyTorchJobs and pods (novapod/nova/kubernetes.py,
 scientist_rules).
 
-Only GETs of collections are made. The server answers each with a List object whose
+Only GETs are made: of collections, and of the bootstrap's marker ConfigMap in
+kube-system (`get_object`; `status` compares it with the pins). The scientists' Role
+is namespaced, so their access entry gets 403 Forbidden for kube-system; a cluster
+admin's (eks.admin_principals) reads it. The server answers a collection with a List object whose
 `metadata.continue` names the next page when the server chunks it
 (kubernetes.io/docs/reference/using-api/api-concepts/#retrieving-large-results-sets-in-chunks);
 every page is read. With the default private endpoint the API answers only inside the
@@ -41,15 +44,18 @@ TIMEOUT_SECONDS = 5.0
 # create, and the core pods its replicas run as.
 PYTORCHJOBS = "/apis/kubeflow.org/v1/namespaces/{namespace}/pytorchjobs"
 PODS = "/api/v1/namespaces/{namespace}/pods"
+CONFIGMAP = "/api/v1/namespaces/{namespace}/configmaps/{name}"
 MAX_PAGES = 100
 
 __all__ = [
+    "CONFIGMAP",
     "PODS",
     "PYTORCHJOBS",
     "Cluster",
     "Refused",
     "Unreachable",
     "connect",
+    "get_object",
     "list_items",
 ]
 
@@ -113,6 +119,18 @@ def list_items(
         if not token_:
             return items
     raise Refused(0, f"more than {MAX_PAGES} pages of {path}")
+
+
+def get_object(
+    cluster: Cluster, path: str, *, timeout: float = TIMEOUT_SECONDS
+) -> dict[str, Any] | None:
+    """The object at `path`, or None when the server answers 404 NotFound."""
+    try:
+        return _get(cluster, path, timeout)
+    except Refused as error:
+        if error.status == 404:
+            return None
+        raise
 
 
 def _get(cluster: Cluster, path: str, timeout: float) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from novapod.config import HyperPod, NovapodConfig, RestrictedGroup, StandardGroup
+from novapod.config.stacks import HYPERPOD_CLUSTER_LOGICAL_ID
 from novapod.constructs.execution_role import (
     ROLE_IDS,
     ExecutionRole,
@@ -34,7 +35,7 @@ from novapod.constructs.purchase_ledger import PurchaseLedger
 from novapod.constructs.status_policy import health_policy, status_policy
 from novapod.constructs.training_plan.construct import TrainingPlan
 
-CLUSTER_LOGICAL_ID = "HyperPodCluster"
+CLUSTER_LOGICAL_ID = HYPERPOD_CLUSTER_LOGICAL_ID
 
 
 class HyperPodStack(Stack):

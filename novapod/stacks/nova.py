@@ -156,7 +156,7 @@ class NovaStack(Stack):
                 cluster_arn=hyperpod_cluster_arn,
                 ledger=ledger,
                 key=key,
-                jobs=(cluster_name, artifacts_bucket.bucket_arn),
+                artifacts_bucket_arn=artifacts_bucket.bucket_arn,
             )
             if ledger is not None
             else None

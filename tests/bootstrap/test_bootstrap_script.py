@@ -248,3 +248,24 @@ def test_an_unknown_mode_is_a_usage_error(sandbox: Sandbox) -> None:
     result = sandbox.run("upgrade")
     assert result.returncode == 2
     assert "usage:" in result.stderr
+
+
+def test_the_marker_records_the_revisions_the_buildspec_computed(sandbox: Sandbox) -> None:
+    """The revisions come from the build variables (buildspec.py, the one computation
+    `novapod status` compares with), and one that names another commit is refused before
+    anything is installed: the marker would hide what runs."""
+    result = sandbox.run("install", rig=True, CHART_REVISION=f"{'2' * 40}:helm_chart/X")
+    assert result.returncode != 0
+    assert f"CHART_REVISION {'2' * 40}:helm_chart/X is not of CHART_COMMIT {CHART_COMMIT}" in (
+        result.stderr
+    )
+    assert helm_upgrades(sandbox) == []
+    result = sandbox.run("install", rig=True, RIG_REVISION="old:script.sh")
+    assert result.returncode != 0
+    assert f"RIG_REVISION old:script.sh is not of RIG_COMMIT {RIG_COMMIT}" in result.stderr
+    result = sandbox.run("install", rig=True)
+    assert result.returncode == 0, result.stderr
+    assert (sandbox.marker()["chart_revision"], sandbox.marker()["rig_revision"]) == (
+        CHART_REVISION,
+        RIG_REVISION,
+    )

@@ -232,14 +232,21 @@ class HyperPodFake:
         self._outcomes[instance_id] = (outcome, message)
 
     def add_eks_cluster(
-        self, name: str, *, endpoint: str, ca_pem: bytes, status: str = "ACTIVE"
+        self,
+        name: str,
+        *,
+        endpoint: str,
+        ca_pem: bytes,
+        status: str = "ACTIVE",
+        version: str = "1.32",
     ) -> None:
-        """An EKS cluster whose API server is `endpoint`, signed by the CA `ca_pem`."""
+        """An EKS cluster whose API server is `endpoint`, signed by the CA `ca_pem`, running
+        Kubernetes `version` (DescribeCluster's Cluster.version, "major.minor")."""
         self.eks_clusters[name] = {
             "name": name,
             "arn": f"arn:aws:eks:{REGION}:{self.account}:cluster/{name}",
             "createdAt": datetime(2030, 1, 1, tzinfo=UTC),
-            "version": "1.32",
+            "version": version,
             "endpoint": endpoint,
             "status": status,
             # DescribeCluster returns the PEM base64-encoded, as kubeconfig's

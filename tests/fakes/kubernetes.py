@@ -22,11 +22,13 @@ of the collection (with an equality-based `labelSelector`; any other selector sy
 a 400), PUT (update, the name and namespace must match the path) and DELETE (a Status
 of Success, as for objects without finalizers; NotFound with the API server's message
 otherwise), under their group's served version only (`kubeflow.org/v1`, `apps/v1`,
-`batch/v1`, core `v1`). `bind_role(namespace, rules)` authorizes like RBAC for a user
+`batch/v1`, core `v1`): ConfigMaps too, such as the bootstrap's marker in kube-system.
+`bind_role(namespace, rules)` authorizes like RBAC for a user
 bound to one namespaced Role: a verb (get, list, update, delete, by method and path) on
-a resource outside the rules, or in another namespace, is a 403 with the API server's
-Forbidden message (k8s.io/apiserver pkg/endpoints/handlers/responsewriters/errors.go,
-forbiddenMessage).
+a resource outside the rules, or in another namespace (a GET of kube-system's marker by
+the scientists' Role), is a 403 with the API server's Forbidden message
+(k8s.io/apiserver pkg/endpoints/handlers/responsewriters/errors.go, forbiddenMessage);
+`allow_all()` drops the binding, as for a cluster admin's access entry.
 """
 
 from __future__ import annotations
@@ -223,6 +225,11 @@ class FakeKubernetes:
         """Authorize every request as a user bound to a Role of `rules` in `namespace`."""
         with self._lock:
             self.role = (namespace, rules)
+
+    def allow_all(self) -> None:
+        """Authorize every request, as AmazonEKSClusterAdminPolicy does."""
+        with self._lock:
+            self.role = None
 
     def add_object(self, obj: dict[str, Any]) -> None:
         """Store a namespaced object as a create would (resourceVersion set)."""

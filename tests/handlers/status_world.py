@@ -2,8 +2,9 @@
 with a bought plan (extended by a day), an adopted plan, a HyperPod cluster with two
 restricted groups and a standard group, the purchase ledger, the job `sft` (two runs of
 24 h on nova-lite, the plan's first two days) with its outputs in the artifacts bucket
-and its runs in the fake Kubernetes API, read with the scientists' Role; each piece
-scriptable.
+and its runs in the fake Kubernetes API, read with the scientists' Role (which may not
+read kube-system: the bootstrap's marker is a 403 unless `as_admin()`), the EKS cluster
+at the config's Kubernetes version and the hyperpod stack; each piece scriptable.
 
 `StatusWorld.healthy()` builds the environment with nothing to report (a day into the
 plan, sft's first run done, its second running on the four nova-lite nodes, the
@@ -32,7 +33,7 @@ from novapod.nova.kubernetes import scientist_rules
 from novapod.operate import cluster_api
 from novapod.operate.status.expected import expected
 from tests.conftest import ROOT
-from tests.fakes.aws_control_plane import FakeControlPlane
+from tests.fakes.aws_control_plane import FakeControlPlane, StackResource
 from tests.fakes.hyperpod import restricted_group, standard_group
 from tests.fakes.kubernetes import FakeKubernetes
 from tests.handlers.ledger_rows import ledger_row
@@ -50,6 +51,10 @@ OUTPUTS = "nova/dev/"
 PLAN_START = NOW - timedelta(days=1)  # the healthy world's plans started a day ago
 RUN_1, RUN_2 = "sft-a1b2c", "sft-d3e4f"
 SAMPLE_MINUTES = 5  # monitoring.every_minutes's default
+# The hyperpod stack last updated the cluster two days before the plans started: its
+# standard group's nodes came then, the restricted groups' with their plans.
+STACK_UPDATED = PLAN_START - timedelta(days=2)
+MARKER_PATH = "/api/v1/namespaces/kube-system/configmaps/novapod-hyperpod-dependencies"
 
 CONFIG = """\
 name: dev
@@ -346,7 +351,42 @@ class StatusWorld:
         hyperpod.clusters[CLUSTER]["NodeRecovery"] = node_recovery
         for group in [*groups, *standard]:
             if group.get("InstanceGroupName"):
-                hyperpod.add_nodes(CLUSTER, group["InstanceGroupName"], group["CurrentCount"])
+                # Nodes of a group on a plan launch when its plan starts; others at the deploy.
+                launched = (
+                    PLAN_START + timedelta(minutes=10)
+                    if group.get("TrainingPlanArn")
+                    else STACK_UPDATED - timedelta(minutes=20)
+                )
+                hyperpod.add_nodes(
+                    CLUSTER, group["InstanceGroupName"], group["CurrentCount"], launched=launched
+                )
+
+    def marker(self, **recorded: str) -> dict[str, str]:
+        """The bootstrap's marker ConfigMap in kube-system, as a build with the config's pins
+        writes it, keys overridden by `recorded` (an empty value: the key absent)."""
+        wanted = expected(load_config(self.path, approvals=False)).eks
+        assert wanted is not None
+        data = {
+            **wanted.marker,
+            "nova_access_objects": "nova-jobs/Role/novapod-scientists",
+            "nova_namespace": NAMESPACE,
+            "pins_sha256": "0" * 64,
+            "written_by": "novapod-cluster-bootstrap",
+        } | recorded
+        data = {k: v for k, v in data.items() if v}
+        self.kube.add_object(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": wanted.marker_name, "namespace": wanted.marker_namespace},
+                "data": data,
+            }
+        )
+        return data
+
+    def as_admin(self) -> None:
+        """The caller is a cluster admin (eks.admin_principals): RBAC lets it read anything."""
+        self.kube.allow_all()
 
     # --- running ------------------------------------------------------------------------
 
@@ -398,10 +438,25 @@ def status_world(
     status_kube.reset()
     status_kube.namespaces.add(NAMESPACE)
     status_kube.bind_role(NAMESPACE, scientist_rules())
-    control_plane.hyperpod.add_eks_cluster(
-        CLUSTER, endpoint=status_kube.endpoint, ca_pem=status_kube.ca_pem
-    )
     path, plan, extension = write_config(tmp_path)
+    eks = expected(load_config(path, approvals=False)).eks
+    assert eks is not None
+    control_plane.hyperpod.add_eks_cluster(
+        CLUSTER,
+        endpoint=status_kube.endpoint,
+        ca_pem=status_kube.ca_pem,
+        version=eks.kubernetes_version,
+    )
+    # The hyperpod stack, whose cluster resource CloudFormation last updated STACK_UPDATED.
+    control_plane.add_stack(
+        "novapod-dev-hyperpod",
+        resources={
+            "HyperPodCluster": StackResource(
+                "AWS::SageMaker::Cluster", status="UPDATE_COMPLETE", updated=STACK_UPDATED
+            )
+        },
+        created=STACK_UPDATED - timedelta(days=5),
+    )
     world = StatusWorld(control_plane, status_kube, path, plan, extension, capsys)
     monkeypatch.setattr(cli, "_status_now", lambda: NOW)
     monkeypatch.setattr(cli, "_status_sleep", world.slept.append)

@@ -22,6 +22,7 @@ from tests.handlers.status_world import (
     ADOPTED_ARN,
     ARTIFACTS,
     CLUSTER,
+    MARKER_PATH,
     NOW,
     PLAN_START,
     RUN_1,
@@ -80,6 +81,15 @@ def test_a_healthy_environment_exits_0_with_a_table_per_section(status_world) ->
         "InService  spare  Active       ok",
         "  system     standard    ml.m5.2xlarge   1/1                    1/0/0              "
         "InService  -      -            ok",
+        "",
+        "EKS cluster novapod-dev: ACTIVE, Kubernetes 1.34 (the config's)",
+        # The scientists' Role is the jobs' namespace's: the marker is a note, not an error.
+        "  bootstrap marker kube-system/novapod-hyperpod-dependencies not read: HTTP 403, RBAC "
+        "does not let your role get ConfigMaps in namespace kube-system (configmaps "
+        '"novapod-hyperpod-dependencies" is forbidden: User "novapod-scientist" cannot get '
+        'resource "configmaps" in API group "" in the namespace "kube-system"); the '
+        "scientists' access is to the jobs' namespace only, a role in eks.admin_principals "
+        "may read it",
         "",
         "Jobs in namespace nova-jobs (runs from the cluster and S3)",
         "  job  plan  runs done/running/failed/left  state    planned (UTC)                    "
@@ -199,6 +209,7 @@ def test_only_reads(status_world) -> None:
     calls = {(c.service, c.operation) for c in world.plane.calls}
     assert calls == {
         ("cloudformation", "DescribeStacks"),
+        ("cloudformation", "DescribeStackResource"),
         ("dynamodb", "Query"),
         ("sagemaker", "DescribeTrainingPlan"),
         ("sagemaker", "DescribeTrainingPlanExtensionHistory"),
@@ -233,8 +244,13 @@ def test_only_reads(status_world) -> None:
     assert query["ExpressionAttributeValues"] == {":env": {"S": "dev"}}
     (listing,) = world.plane.calls_to("ListObjectsV2")
     assert (listing["Bucket"], listing["Prefix"]) == (ARTIFACTS, "nova/dev/")
-    # The cluster's API: two GETs of the jobs' namespace, as the scientists' Role allows.
+    (resource,) = world.plane.calls_to("DescribeStackResource")
+    assert resource == {"StackName": "novapod-dev-hyperpod", "LogicalResourceId": "HyperPodCluster"}
+    assert len(world.plane.calls_to("DescribeCluster")) == 2  # SageMaker's and EKS's, once each
+    # The cluster's API: the bootstrap's marker (refused: a 403 for the scientists' Role),
+    # then two GETs of the jobs' namespace, as their Role allows.
     assert [(r.method, r.path) for r in world.kube.requests] == [
+        ("GET", MARKER_PATH),
         ("GET", "/apis/kubeflow.org/v1/namespaces/nova-jobs/pytorchjobs"),
         ("GET", "/api/v1/namespaces/nova-jobs/pods"),
     ]
@@ -825,9 +841,10 @@ EXAMPLE_START = (
 def docs_example(world: StatusWorld, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """The environment the operations page shows: a day into its plan, sft's first run
     failed after six hours, its second (launched two hours later) runs on three of the
-    four nova-lite nodes, the fourth failing its health check, and the system group was
-    scaled by hand. The scheduled check saw main's four instances in its group all day,
-    and spare's two only after its first six hours."""
+    four nova-lite nodes, the fourth failing its health check, HyperPod replaced a node of
+    spare-rig three hours ago, and the system group was scaled by hand; read by a cluster
+    admin, who may read the bootstrap's marker. The scheduled check saw main's four
+    instances in its group all day, and spare's two only after its first six hours."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "dev.yaml").write_text(world.path.read_text())
@@ -855,7 +872,12 @@ def docs_example(world: StatusWorld, tmp_path: Path, monkeypatch: pytest.MonkeyP
     world.plane.hyperpod.set_instance_groups(
         CLUSTER, [{**system, "TargetCount": 2, "CurrentCount": 2}]
     )
-    world.plane.hyperpod.add_node(CLUSTER, "system")
+    world.plane.hyperpod.add_node(CLUSTER, "system", launched=NOW - timedelta(days=2, hours=23))
+    nodes = world.plane.hyperpod.nodes[CLUSTER]
+    nodes.remove(next(n for n in nodes if n["InstanceGroupName"] == "spare-rig"))
+    world.plane.hyperpod.add_node(CLUSTER, "spare-rig", launched=NOW - timedelta(hours=3))
+    world.as_admin()
+    world.marker()
     status, out, err = world.run()
     assert (status, err) == (4, "")
     return f"$ novapod status config/dev.yaml\n{out}$ echo $?\n4\n"

@@ -13,6 +13,7 @@ import pytest
 from tests.handlers.status_world import (
     CLUSTER,
     CONFIG,
+    MARKER_PATH,
     NOW,
     RUN_1,
     RUN_2,
@@ -278,7 +279,7 @@ def test_an_unreachable_cluster_reads_the_runs_from_s3_and_says_so(status_world)
     come from S3 (a run without its manifest is then of unknown state)."""
     world = status_world.healthy()
     world.plane.hyperpod.add_eks_cluster(
-        CLUSTER, endpoint="https://127.0.0.1:9", ca_pem=world.kube.ca_pem
+        CLUSTER, endpoint="https://127.0.0.1:9", ca_pem=world.kube.ca_pem, version="1.34"
     )
     code, document = world.json()
     assert code == 0
@@ -329,7 +330,9 @@ def test_an_eks_cluster_not_deployed_is_a_note(status_world) -> None:
     world = status_world.healthy()
     world.plane.hyperpod.eks_clusters.clear()
     code, document = world.json()
-    assert (code, document["jobs"]["note"]) == (0, f"EKS cluster {CLUSTER} is not deployed")
+    assert document["jobs"]["note"] == f"EKS cluster {CLUSTER} is not deployed"
+    # For the runs a note; for the environment, drift (tests/handlers/test_status_drift.py).
+    assert [a["kind"] for a in document["attention"]] == ["drift"] and code == 4
     assert world.kube.requests == []
 
 
@@ -346,4 +349,5 @@ def test_a_config_without_jobs_has_no_jobs_section(status_world, tmp_path) -> No
     _, document = world.json()
     assert document["jobs"] is None
     assert "ListObjectsV2" not in world.plane.operations()
-    assert world.kube.requests == []
+    # The bootstrap's marker only: nothing of a jobs' namespace.
+    assert [r.path for r in world.kube.requests] == [MARKER_PATH]

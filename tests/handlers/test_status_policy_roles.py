@@ -15,7 +15,7 @@ import trustme
 from novapod import cli
 from tests.conftest import ROOT, Synthesized, producer_value, resources
 from tests.fakes import iam
-from tests.fakes.aws_control_plane import FakeControlPlane
+from tests.fakes.aws_control_plane import FakeControlPlane, StackResource
 from tests.fakes.hyperpod import restricted_group
 from tests.handlers.test_fake_iam import EXAMPLE_ACCOUNT
 from tests.handlers.world import LEDGER_TABLE
@@ -101,7 +101,18 @@ def deployed(control_plane: FakeControlPlane, monkeypatch: pytest.MonkeyPatch) -
     plane.hyperpod.add_nodes(CLUSTER, "nova-lite", 4)
     # The EKS cluster's API is out of reach (a private endpoint): status reads the runs
     # from S3, and says so; what IAM grants is what this test is about.
-    plane.hyperpod.add_eks_cluster(CLUSTER, endpoint="https://127.0.0.1:9", ca_pem=CA_PEM)
+    plane.hyperpod.add_eks_cluster(
+        CLUSTER, endpoint="https://127.0.0.1:9", ca_pem=CA_PEM, version="1.34"
+    )
+    # The hyperpod stack: when CloudFormation last updated the cluster (before its nodes).
+    plane.add_stack(
+        "novapod-nova-lite-hyperpod",
+        resources={
+            "HyperPodCluster": StackResource(
+                "AWS::SageMaker::Cluster", updated=datetime(2029, 12, 31, tzinfo=UTC)
+            )
+        },
+    )
     plane.put_object(ARTIFACTS, "nova/nova-lite/sft-lora/sft-lora-a1b2c/manifest.json", b"{}", NOW)
     # An hour into the plan, sampled by the scheduled check every five minutes.
     for minute in range(0, 60, 5):
@@ -127,6 +138,7 @@ def test_the_status_policy_is_enough(synthesized, deployed, control_plane, capsy
     assert "ListClusterNodes" in control_plane.operations()
     assert "ListObjectsV2" in control_plane.operations()
     assert ("eks", "DescribeCluster") in {(c.service, c.operation) for c in control_plane.calls}
+    assert "DescribeStackResource" in control_plane.operations()
     assert "sft-lora-a1b2c  sft-lora  succeeded" in out  # its run, from S3
     assert "GetMetricData" in control_plane.operations()
     assert "  lite-sft  4 inst-h         1 of 1 h  4 inst-h  100%   ok" in out
@@ -139,6 +151,7 @@ def test_the_status_policy_is_enough(synthesized, deployed, control_plane, capsy
         ("QueryPurchaseLedger", "Query"),
         ("DescribeTrainingPlans", "DescribeTrainingPlan"),
         ("DescribeHyperPodCluster", "DescribeCluster"),
+        ("ReadClusterUpdateTime", "DescribeStackResource"),
         ("DescribeEksCluster", "DescribeCluster"),
         ("ListJobOutputs", "ListObjectsV2"),
         ("ReadPlanMetrics", "GetMetricData"),

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from novapod.config import load_config
+from novapod.constructs.cluster_bootstrap.buildspec import recorded_marker
 from novapod.operate.status.collect import ACTIONS, JOB_ACTIONS, METRIC_ACTIONS
+from novapod.operate.status.expected import expected
 from tests.conftest import ROOT, joined, resources
 
 LITE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"
@@ -82,12 +85,21 @@ def test_the_status_policy_grants_the_calls_status_makes_on_this_environment_onl
             "resources": ["${HyperPodCluster.ClusterArn}"],
             "condition": None,
         },
-        # The jobs' runs: the EKS cluster's endpoint, and their outputs' listing only.
+        # When CloudFormation last updated the cluster (the nodes launched since).
+        "ReadClusterUpdateTime": {
+            "actions": ["cloudformation:DescribeStackResource"],
+            "resources": [
+                "arn:aws:cloudformation:us-east-1:111122223333:stack/novapod-nova-lite-hyperpod/*"
+            ],
+            "condition": None,
+        },
+        # Its Kubernetes version, and the endpoint for the marker and the jobs' runs.
         "DescribeEksCluster": {
             "actions": ["eks:DescribeCluster"],
             "resources": ["arn:aws:eks:us-east-1:111122223333:cluster/novapod-nova-lite"],
             "condition": None,
         },
+        # The jobs' outputs' listing only.
         "ListJobOutputs": {
             "actions": ["s3:ListBucket"],
             "resources": ["arn:aws:s3:::${ArtifactsBucket}"],  # the storage stack's bucket
@@ -126,7 +138,16 @@ def test_without_jobs_the_hyperpod_stack_has_it_and_adopted_plans_go_by_arn(synt
     template = result.templates["hyperpod"]
     assert "StatusPolicyArn" in template["Outputs"]
     found = statements(result, policy_of(template))
-    assert "DescribeEksCluster" not in found and "ListJobOutputs" not in found  # no jobs
+    assert "ListJobOutputs" not in found  # no jobs
+    # The drift of the EKS cluster and of the nodes is read without jobs too.
+    assert found["DescribeEksCluster"]["resources"] == [
+        "arn:aws:eks:us-east-1:111122223333:cluster/novapod-adopt"
+    ]
+    assert found["ReadClusterUpdateTime"]["resources"] == [
+        "arn:aws:cloudformation:us-east-1:111122223333:stack/novapod-adopt-hyperpod/*"
+    ]
+    granted = {a for s in found.values() for a in s["actions"]}
+    assert granted == {*ACTIONS, *METRIC_ACTIONS, "kms:Decrypt", "kms:DescribeKey"}
     assert found["DescribeHyperPodCluster"]["resources"] == ["${HyperPodCluster.ClusterArn}"]
     assert found["QueryPurchaseLedger"]["resources"] == ["${PurchaseLedger.Arn}"]
     assert found["DescribeTrainingPlans"]["resources"] == [
@@ -185,3 +206,21 @@ def test_the_health_check_policy_starts_deep_health_checks_on_this_cluster_only(
         }
         assert "sagemaker:StartClusterHealthCheck" not in granted
     assert "HealthCheckPolicyArn" not in synth(LITE).templates["hyperpod"]["Outputs"]
+
+
+def test_status_expects_the_marker_the_eks_stack_s_bootstrap_records(synth) -> None:
+    """What `status` compares the marker with is what the synthesized bootstrap resource's
+    build environment makes the build record: one computation (buildspec.recorded_marker
+    of buildspec.build_environment), with the chart's revision the template shows."""
+    for path in (LITE, ADOPT):
+        result = synth(path)
+        (bootstrap,) = resources(
+            result.templates["eks"], "Custom::NovapodClusterBootstrap"
+        ).values()
+        props = bootstrap["Properties"]
+        wanted = expected(load_config(path, approvals=False)).eks
+        assert wanted is not None
+        assert dict(wanted.marker) == recorded_marker(props["BuildEnvironment"]), path
+        assert wanted.marker["chart_revision"] == props["ChartRevision"]
+        assert wanted.marker.get("rig_revision") == (props["RigRevision"] or None)
+        assert wanted.marker["nova_access_sha256"] == props.get("KubernetesSha256", "")

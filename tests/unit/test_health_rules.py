@@ -40,7 +40,7 @@ def test_nodes_are_counted_as_status_counts_them() -> None:
         {"InstanceStatus": {"Status": s}}
         for s in ("Running", "Failure", "NotFound", "Pending", "DeepHealthCheckInProgress")
     ] + [{}]
-    row = assess._group_row(None, {}, nodes, "restricted", {})
+    row = assess._group_row(None, {}, nodes, "restricted", {}, None)
     assert (
         health.node_counts(nodes)
         == row["nodes"]

@@ -8,10 +8,17 @@ event's own properties, as overrides with `BOOTSTRAP_MODE` and `CLUSTER_NAME`; C
 supplies the asset location. With Nova jobs, `access_variables` adds the namespace and
 access objects (novapod/nova/kubernetes.py) to those overrides only, not to the
 buildspec: a new namespace changes the resource, not the project.
+
+What a successful install records in the marker ConfigMap is read from these variables
+(`recorded_marker`): the script records CHART_REVISION and RIG_REVISION (the pins'
+`revision`, computed here and nowhere else) and NOVA_ACCESS_SHA256, so `novapod status`
+computes what the cluster should record from the same `build_environment` the construct
+puts on its resource.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from novapod.nova.kubernetes import NovaAccess, compact_json
@@ -21,6 +28,11 @@ Mode = Literal["install", "delete"]
 MODES: tuple[str, ...] = ("install", "delete")
 UNPINNED = "UNPINNED"
 MARKER_CONFIGMAP = "novapod-hyperpod-dependencies"
+# The marker's keys that say what is installed (bootstrap.sh marker_put also writes
+# nova_access_objects, nova_namespace, pins_sha256 and written_by).
+CHART_REVISION_KEY = "chart_revision"
+RIG_REVISION_KEY = "rig_revision"
+NOVA_ACCESS_KEY = "nova_access_sha256"
 # Where the build unpacks the scripts asset (not the source directory: the project
 # has no source; the asset is fetched by the first command).
 SCRIPTS_DIR = "/tmp/novapod-bootstrap"  # noqa: S108 - fixed path inside the build container
@@ -73,6 +85,9 @@ def pin_variables(
         "MARKER_CONFIGMAP": MARKER_CONFIGMAP,
         "HYPERPOD_REPO_URL": pins.repository,
         "CHART_COMMIT": value(chart.commit),
+        # What the build records once the chart is installed (the script refuses an
+        # unpinned commit before it records anything).
+        "CHART_REVISION": chart.revision if chart.commit else UNPINNED,
         "CHART_BRANCH": chart.branch,
         "CHART_PATH": chart.path,
         "CHART_RELEASE": chart.release,
@@ -80,6 +95,7 @@ def pin_variables(
         "CHART_TIMEOUT": chart.timeout,
         "CHART_WAIT": "true" if chart.wait else "false",
         "RIG_COMMIT": value(rig_pin.commit),
+        "RIG_REVISION": rig_pin.revision if rig_pin.commit else UNPINNED,
         "RIG_BRANCH": rig_pin.branch,
         "RIG_SCRIPT": rig_pin.script,
         "RIG_RELEASE": rig_pin.release,
@@ -120,3 +136,25 @@ def access_variables(access: NovaAccess) -> dict[str, str]:
                 f"characters; CodeBuild takes at most {MAX_VARIABLE_CHARS} per variable"
             )
     return variables
+
+
+def build_environment(
+    pins: HyperPodDependencies, *, rig: bool, region: str, access: NovaAccess | None
+) -> dict[str, str]:
+    """The environment of an install build: the resource's BuildEnvironment property."""
+    return {
+        **pin_variables(pins, mode="install", rig=rig, region=region),
+        **(access_variables(access) if access else {}),
+    }
+
+
+def recorded_marker(environment: Mapping[str, str]) -> dict[str, str]:
+    """What an install build run with `environment` records in the marker ConfigMap
+    (bootstrap.sh do_install and install_nova_access): the chart's revision; the RIG
+    script's when it installs the RIG dependencies (otherwise the build leaves the key as
+    an earlier build wrote it); the Nova access objects' digest, empty without jobs."""
+    recorded = {CHART_REVISION_KEY: environment["CHART_REVISION"]}
+    if environment.get("INSTALL_RIG") == "true":
+        recorded[RIG_REVISION_KEY] = environment["RIG_REVISION"]
+    recorded[NOVA_ACCESS_KEY] = environment.get("NOVA_ACCESS_SHA256", "")
+    return recorded

@@ -62,7 +62,7 @@ from novapod.constructs.provider import (
 from novapod.nova.kubernetes import NovaAccess
 from novapod.pins import HyperPodDependencies, default_pins
 
-from .buildspec import access_variables, build_spec, pin_variables
+from .buildspec import build_environment, build_spec
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS_DIR = HERE / "codebuild"
@@ -251,12 +251,9 @@ class ClusterBootstrap(Construct):
                 "InstallRigDependencies": "true" if install_rig_dependencies else "false",
                 # Every build runs with the pins of its own event (see handler/decisions.py),
                 # and with the Nova access objects it declares (the manifests, readable here).
-                "BuildEnvironment": {
-                    **pin_variables(
-                        self.pins, mode="install", rig=install_rig_dependencies, region=region
-                    ),
-                    **(access_variables(nova_access) if nova_access else {}),
-                },
+                "BuildEnvironment": build_environment(
+                    self.pins, rig=install_rig_dependencies, region=region, access=nova_access
+                ),
                 # For reviewers of the template; PinsSha256 already covers them.
                 "ChartRevision": self.pins.chart.revision,
                 "RigRevision": self.pins.rig.revision if install_rig_dependencies else "",

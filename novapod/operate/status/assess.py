@@ -27,6 +27,16 @@ that the plan does not have.
 Each plan's `utilization` (`utilization.py`): the instance-hours reserved so far and, of an
 Active plan with the monitor stack, the share of them the scheduled check saw in use.
 
+The EKS cluster (with a HyperPod cluster): drift when it is not deployed, when its
+Kubernetes version (DescribeCluster's `version`, judged while it is ACTIVE) is not
+`eks.kubernetes_version`, and when the bootstrap's marker ConfigMap does not record what
+the pins and the config install (the chart's and the RIG script's revisions, the Nova
+access objects' digest), or is missing. A marker the caller may not read is a note.
+
+Nodes launched after CloudFormation last updated the cluster (`replaced_nodes` of each
+group) are information, not attention: HyperPod replaces nodes itself (node recovery),
+and a group's count that differs from the config is drift already.
+
 Every purchase the ledger holds in a state a human must settle (`purchases.attention`:
 ambiguous, calling, claimed, failed, released by hand from an unsettled state) needs
 attention too: `novapod purchases` shows it and how to release it.
@@ -41,20 +51,24 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, get_args
 
 from novapod.capacity.extension import SEARCH_COMMAND
+from novapod.constructs.cluster_bootstrap import buildspec
 from novapod.constructs.handler_core import health, ledger
 from novapod.constructs.handler_core.values import as_utc, iso
 from novapod.constructs.training_plan.handler.extension import counted, extended_hours
 from novapod.operate import purchases
 from novapod.operate.status import jobs as status_jobs
-from novapod.operate.status.collect import ClusterFacts, Facts, PlanFacts
-from novapod.operate.status.expected import ExpectedGroup, ExpectedPlan
+from novapod.operate.status.collect import ClusterFacts, EksFacts, Facts, PlanFacts
+from novapod.operate.status.expected import ExpectedEks, ExpectedGroup, ExpectedPlan
 from novapod.operate.status.utilization import utilization
 
 # 2: the jobs (`jobs`; attention run-failed, job-at-risk, job-late), the instances that
 # run a job (plans' instances.running_jobs and idle) and plan-idle judged by them.
 # 3: each plan's `utilization` (instance-hours reserved so far, and in use as the
 # scheduled check sampled them).
-SCHEMA_VERSION = 3
+# 4: `eks` (the Kubernetes version and the bootstrap's marker), the drift fields
+# kubernetes_version, chart_revision, rig_revision, nova_access and marker, the
+# cluster's stack_updated_at and each group's replaced_nodes.
+SCHEMA_VERSION = 4
 EXIT_HEALTHY = 0
 EXIT_ATTENTION = 4
 DEFAULT_ENDING_WITHIN = timedelta(hours=72)
@@ -86,7 +100,19 @@ URGENCY: tuple[AttentionKind, ...] = get_args(AttentionKind)
 CLUSTER_UNSETTLED = frozenset({"Creating", "Deleting"})
 
 DriftField = Literal["cluster", "group", "kind", "instance_type", "instance_count",
-                     "training_plan", "plan", "extension"]  # fmt: skip
+                     "training_plan", "plan", "extension", "kubernetes_version",
+                     "chart_revision", "rig_revision", "nova_access", "marker"]  # fmt: skip
+# The marker's keys and the drift field each is judged as.
+MARKER_FIELDS: dict[str, DriftField] = {
+    buildspec.CHART_REVISION_KEY: "chart_revision",
+    buildspec.RIG_REVISION_KEY: "rig_revision",
+    buildspec.NOVA_ACCESS_KEY: "nova_access",
+}
+# A restricted group gets its nodes when its plan's reserved capacity starts, whenever
+# the deploy was: nodes launched within this time of the plan's start came with it (an
+# assumption: HyperPod documents no provisioning time; they are information only).
+PLAN_START_GRACE = timedelta(hours=1)
+EKS_SETTLED = "ACTIVE"  # EKS ClusterStatus in which its version is what it runs
 
 
 @dataclass(frozen=True)
@@ -141,6 +167,7 @@ class Report:
     purchases: list[dict[str, Any]]
     attention: list[Attention] = field(default_factory=list)
     jobs: dict[str, Any] | None = None
+    eks: dict[str, Any] | None = None
 
     @property
     def exit_status(self) -> int:
@@ -163,6 +190,7 @@ class Report:
             "drift": [d.json() for d in self.drift],
             "purchases": self.purchases,
             "jobs": self.jobs,
+            "eks": self.eks,
         }
 
 
@@ -223,6 +251,7 @@ def assess(facts: Facts, *, ending_within: timedelta = DEFAULT_ENDING_WITHIN) ->
         for p in facts.plans
     ]
     cluster, groups = _cluster(facts, plans, commands, attention, drift)
+    eks = _eks(facts, commands, drift)
     unsettled = []
     for entry in facts.ledger:
         why = purchases.attention(entry)
@@ -270,6 +299,7 @@ def assess(facts: Facts, *, ending_within: timedelta = DEFAULT_ENDING_WITHIN) ->
         purchases=unsettled,
         attention=attention,
         jobs=_jobs_section(facts, verdicts),
+        eks=eks,
     )
 
 
@@ -661,7 +691,7 @@ def _cluster(
                 commands.deploy("hyperpod"),
             )
         )
-        groups = [_group_row(g, None, (), None, None) for g in facts.expected.groups]
+        groups = [_group_row(g, None, (), None, None, None) for g in facts.expected.groups]
         return {"name": found.name, "deployed": False, "status": None, "failure": None}, groups
     status = str(cluster.get("ClusterStatus"))
     if status in health.CLUSTER_FAILED:
@@ -683,7 +713,7 @@ def _cluster(
         rows.append(_group(found, wanted, group, kind, nodes, by_arn, commands, attention, drift))
     for name, (group, kind) in deployed.items():  # in the cluster, not in the config
         nodes = [n for n in found.nodes if n.get("InstanceGroupName") == name]
-        rows.append(_group_row(None, group, nodes, kind, by_arn))
+        rows.append(_group_row(None, group, nodes, kind, by_arn, found.stack_updated_at))
         if status not in CLUSTER_UNSETTLED:
             removal = " (and deletes its FSx for Lustre)" if kind == "restricted" else ""
             drift.append(
@@ -703,6 +733,7 @@ def _cluster(
         "status": status,
         "failure": cluster.get("FailureMessage") or None,
         "node_recovery": cluster.get("NodeRecovery"),
+        "stack_updated_at": iso(found.stack_updated_at) or None,
     }
     return summary, rows
 
@@ -730,7 +761,7 @@ def _group(  # noqa: PLR0917 - one group's verdict reads all of these
     attention: list[Attention],
     drift: list[Drift],
 ) -> dict[str, Any]:
-    row = _group_row(wanted, group, nodes, kind, by_arn)
+    row = _group_row(wanted, group, nodes, kind, by_arn, found.stack_updated_at)
     settled = (found.described or {}).get("ClusterStatus") not in CLUSTER_UNSETTLED
     if group is None:
         if settled:
@@ -871,12 +902,13 @@ def _group_drift(
     return out
 
 
-def _group_row(
+def _group_row(  # noqa: PLR0917 - one group's row reads all of these
     wanted: ExpectedGroup | None,
     group: Mapping[str, Any] | None,
     nodes: Sequence[Mapping[str, Any]],
     kind: str | None,
     by_arn: Mapping[str, dict[str, Any]] | None,
+    since: datetime | None,
 ) -> dict[str, Any]:
     group = group or {}
     arn = group.get("TrainingPlanArn")
@@ -906,5 +938,204 @@ def _group_row(
         "plan_arn": arn,
         "plan_status": plan_status,
         "plan_active": (plan_status == "Active") if arn else None,
+        "replaced_nodes": replaced_nodes(nodes, _launched_by_stack_until(since, plan_row)),
         "attention": [],
     }
+
+
+def _launched_by_stack_until(
+    since: datetime | None, plan_row: Mapping[str, Any] | None
+) -> datetime | None:
+    """Until when a group's nodes came from the deploy: the cluster's last update by
+    CloudFormation, or, for a group whose plan started later (its nodes come with the
+    plan's capacity), PLAN_START_GRACE after the plan's start."""
+    start = as_utc(plan_row.get("start")) if plan_row else None
+    updated = as_utc(since)
+    if updated is None or start is None or start <= updated:
+        return updated
+    return start + PLAN_START_GRACE
+
+
+def replaced_nodes(
+    nodes: Sequence[Mapping[str, Any]], since: datetime | None
+) -> list[dict[str, Any]]:
+    """The nodes launched after CloudFormation last updated the cluster (`since`), oldest
+    first: not launched by the stack (see collect.py). None known without `since`."""
+    cutoff = as_utc(since)
+    if cutoff is None:
+        return []
+    later = [
+        (launched, n)
+        for n in nodes
+        if (launched := as_utc(n.get("LaunchTime"))) is not None and launched > cutoff
+    ]
+    later.sort(key=lambda pair: pair[0])
+    return [
+        {
+            "instance_id": n.get("InstanceId"),
+            "launch_time": iso(launched),
+            "status": health.node_status(n),
+        }
+        for launched, n in later
+    ]
+
+
+# --- the EKS cluster and its bootstrap -------------------------------------------------
+
+
+def _eks(facts: Facts, commands: _Commands, drift: list[Drift]) -> dict[str, Any] | None:
+    wanted, found = facts.expected.eks, facts.eks
+    if wanted is None or found is None:
+        return None
+    subject, command = f"eks cluster {found.name}", commands.deploy("eks")
+    described = found.described
+    section: dict[str, Any] = {
+        "name": found.name,
+        "deployed": described is not None,
+        "status": None,
+        "kubernetes_version": None,
+        "config_kubernetes_version": wanted.kubernetes_version,
+        "marker": None,
+    }
+    if described is None:
+        drift.append(
+            Drift(
+                subject,
+                "cluster",
+                found.name,
+                None,
+                f"the EKS cluster {found.name} is not deployed",
+                command,
+            )
+        )
+        return section
+    status, version = described.get("status"), described.get("version")
+    section |= {"status": status, "kubernetes_version": version}
+    settled = status == EKS_SETTLED
+    if settled and version and version != wanted.kubernetes_version:
+        drift.append(
+            Drift(
+                subject,
+                "kubernetes_version",
+                wanted.kubernetes_version,
+                str(version),
+                version_message(str(version), wanted.kubernetes_version),
+                command,
+            )
+        )
+    if found.marker is not None:
+        section["marker"] = _marker_section(found, wanted)
+        if settled:
+            drift += _marker_drift(found, wanted, subject, command)
+    return section
+
+
+def _minor(version: str) -> tuple[int, ...] | None:
+    try:
+        return tuple(int(part) for part in version.split("."))
+    except ValueError:
+        return None
+
+
+def version_message(deployed: str, wanted: str) -> str:
+    """What a Kubernetes version other than the config's means, and the way back: EKS
+    upgrades one minor version at a time and never downgrades (docs.aws.amazon.com/eks/
+    latest/userguide/update-cluster.html); at the end of extended support EKS upgrades a
+    cluster itself (kubernetes-versions.html)."""
+    have, want = _minor(deployed), _minor(wanted)
+    base = f"Kubernetes {deployed} in the cluster, {wanted} in the config"
+    if have is None or want is None or len(have) != 2 or len(want) != 2 or have[0] != want[0]:
+        return f"{base}; a deploy of the eks stack sets the config's version"
+    if have < want:
+        step = f"{have[0]}.{have[1] + 1}"
+        if step == wanted:
+            return f"{base}; a deploy of the eks stack upgrades it in place"
+        return (
+            f"{base}; EKS upgrades one minor version at a time: set eks.kubernetes_version "
+            f'to "{step}", deploy the eks stack, and repeat (docs/operations.md, Upgrading '
+            "Kubernetes)"
+        )
+    return (
+        f"{base}: it was upgraded outside CloudFormation (by hand, or by EKS at the end of "
+        f'extended support) and EKS cannot downgrade; set eks.kubernetes_version: "{deployed}" '
+        "in the config, then deploy the eks stack"
+    )
+
+
+def _marker_section(found: EksFacts, wanted: ExpectedEks) -> dict[str, Any]:
+    marker = found.marker
+    assert marker is not None
+    data = marker.data
+    return {
+        "namespace": marker.namespace,
+        "name": marker.name,
+        "read": marker.read,
+        "found": (data is not None) if marker.read else None,
+        "note": marker.note,
+        "recorded": {k: data.get(k) for k in MARKER_FIELDS} if data is not None else None,
+        "expected": dict(wanted.marker),
+    }
+
+
+def _marker_drift(found: EksFacts, wanted: ExpectedEks, subject: str, command: str) -> list[Drift]:
+    """How the bootstrap's record differs from what the pins and the config install."""
+    marker = found.marker
+    if marker is None or not marker.read:
+        return []
+    where = f"{marker.namespace}/{marker.name}"
+    if marker.data is None:
+        return [
+            Drift(
+                subject,
+                "marker",
+                where,
+                None,
+                f"ConfigMap {where} is missing: the HyperPod dependencies bootstrap never "
+                "finished (or the marker was deleted); a deploy of the eks stack runs it when "
+                "its pins changed, otherwise start its HyperPodDependencies build "
+                "(docs/operations.md, Upgrading Kubernetes)",
+                command,
+            )
+        ]
+    out = []
+    for key, expected_value in wanted.marker.items():
+        recorded = marker.data.get(key, "")
+        if recorded == expected_value:
+            continue
+        field_ = MARKER_FIELDS[key]
+        out.append(
+            Drift(
+                subject,
+                field_,
+                expected_value or None,
+                recorded or None,
+                _marker_message(field_, recorded, expected_value),
+                command,
+            )
+        )
+    return out
+
+
+def _marker_message(field_: DriftField, recorded: str, wanted: str) -> str:
+    if field_ == "chart_revision":
+        return (
+            f"the HyperPod dependencies chart is at {recorded or 'no recorded revision'}, the "
+            f"pins say {wanted}; a deploy of the eks stack installs the pinned revision"
+        )
+    if field_ == "rig_revision":
+        return (
+            f"the RIG dependencies are at {recorded or 'no recorded revision'}, the pins say "
+            f"{wanted}; a deploy of the eks stack installs them where none are, and refuses "
+            "over another revision (uninstall it first: docs/operations.md, Upgrading "
+            "Kubernetes)"
+        )
+    if not wanted:
+        return (
+            "the cluster still holds the Nova access objects of an earlier config (its jobs' "
+            "namespace and RBAC); a deploy of the eks stack removes them"
+        )
+    return (
+        "the Nova jobs' namespace and access objects in the cluster are not the config's "
+        f"(digest {recorded[:12] or 'none'}, the config's {wanted[:12]}); a deploy of the "
+        "eks stack applies them"
+    )

@@ -25,6 +25,27 @@ a Describe, List or Query.
   InstanceGroupName, InstanceId, InstanceType, LaunchTime and InstanceStatus {Status,
   Message} (API_ListClusterNodes.html).
 
+- CloudFormation DescribeStackResource of the HyperPod cluster in the hyperpod stack
+  (logical ID `HyperPodCluster`): its LastUpdatedTimestamp, "time the status was updated"
+  (StackResourceDetail in API_DescribeStackResource.html), i.e. when CloudFormation last
+  created or updated the cluster. A node whose LaunchTime is later was not launched by
+  the stack: HyperPod replaced it (node recovery, a deep health check) or someone did
+  (BatchReplaceClusterNodes "terminates the specified instances and provisions new
+  replacement instances", API_BatchReplaceClusterNodes.html), or the group's capacity
+  came later (its plan started after the deploy). A stack or resource that does not
+  exist is a ValidationError (the service's answer, aws/aws-cli#2532): nothing to compare.
+
+With a HyperPod cluster, its EKS cluster (the HyperPod cluster's Orchestrator.Eks.ClusterArn,
+else the one novapod creates, `<prefix>`):
+
+- EKS DescribeCluster: `version` (the Kubernetes version, API_DescribeCluster.html:
+  Cluster.version), `status`, the API endpoint and CA.
+- A GET of the bootstrap's marker ConfigMap (`kube-system/novapod-hyperpod-dependencies`)
+  through the Kubernetes API with the caller's credentials (`novapod.operate.cluster_api`):
+  what the bootstrap build last installed. A 404 means no build recorded anything. A
+  refusal (401 without an access entry; 403 for the scientists, whose Role is namespaced)
+  and an API that does not answer are `MarkerFacts.note`, not errors.
+
 With the monitor stack (`config.has_monitor`), how much of each Active plan was in use:
 
 - CloudWatch GetMetricData of the scheduled check's `InUseInstances` of the plan
@@ -48,12 +69,12 @@ With jobs (a config with `jobs` and a HyperPod cluster), their runs:
   `<job>/<run>/`, when it was first and last written, and the object that says it
   finished, as `novapod launch` and `novapod results` find it (a training run's
   `manifest.json` or `output/output.tar.gz`, an evaluation's `eval-result/results_*.json`).
-- EKS DescribeCluster of the HyperPod cluster's EKS cluster (its Orchestrator.Eks.ClusterArn)
-  for the API endpoint and CA, then the Kubernetes API with the caller's credentials
-  (`novapod.operate.cluster_api`): the PyTorchJobs and the pods of the jobs' namespace.
+- The EKS cluster's Kubernetes API (the DescribeCluster above), with the caller's
+  credentials: the PyTorchJobs and the pods of the jobs' namespace.
   An API that does not answer (a private endpoint seen from outside the VPC), or refuses
   the caller (no access entry, RBAC), is not an error: the runs are then read from S3
-  only, and `KubernetesFacts.note` says why. An EKS cluster that is not found is the same.
+  only, and `KubernetesFacts.note` says why. An EKS cluster that is not found is the same;
+  an API that did not answer the marker's GET is not asked again.
 
 Any other AWS error propagates (the CLI says which call failed and what it needs);
 a ledger that cannot be read raises `ledger.LedgerError`.
@@ -70,12 +91,13 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 
 from novapod.capacity.naming import EXTENSION_NAME
+from novapod.config.stacks import HYPERPOD_CLUSTER_LOGICAL_ID
 from novapod.constructs.bedrock_model.handler.manifest import ARCHIVE, MANIFEST, split_s3
 from novapod.constructs.handler_core import ledger
 from novapod.constructs.monitor.handler import decisions as monitor
 from novapod.nova import launch
 from novapod.operate import cluster_api
-from novapod.operate.status.expected import Expected, expected
+from novapod.operate.status.expected import Expected, ExpectedEks, expected
 
 if TYPE_CHECKING:
     from novapod.config import NovapodConfig
@@ -88,14 +110,16 @@ NOT_FOUND = "ResourceNotFound"
 # environment's key, which encrypts the table.
 ACTIONS = (
     "cloudformation:DescribeStacks",
+    "cloudformation:DescribeStackResource",
     "dynamodb:Query",
     "sagemaker:DescribeTrainingPlan",
     "sagemaker:DescribeTrainingPlanExtensionHistory",
     "sagemaker:DescribeCluster",
     "sagemaker:ListClusterNodes",
+    "eks:DescribeCluster",
 )
-# With jobs, also these (ListObjectsV2 is authorized as s3:ListBucket, list_amazons3.html).
-JOB_ACTIONS = ("eks:DescribeCluster", "s3:ListBucket")
+# With jobs, also this (ListObjectsV2 is authorized as s3:ListBucket, list_amazons3.html).
+JOB_ACTIONS = ("s3:ListBucket",)
 # With the monitor stack, also this (list_amazoncloudwatch.html: no resource type).
 METRIC_ACTIONS = ("cloudwatch:GetMetricData",)
 # GetMetricData (API_GetMetricData.html): datapoints one call returns before it pages, and
@@ -108,6 +132,8 @@ RETENTION = (
 )
 # MetricDataResult's StatusCode when every datapoint was returned.
 COMPLETE = "Complete"
+# DescribeStackResource's answer for a stack or a logical ID that does not exist.
+STACK_NOT_FOUND = "ValidationError"
 EKS_NOT_FOUND = "ResourceNotFoundException"
 
 
@@ -139,6 +165,27 @@ class ClusterFacts:
     name: str
     described: Mapping[str, Any] | None  # DescribeCluster; None: not deployed
     nodes: tuple[Mapping[str, Any], ...]  # ListClusterNodes
+    # When CloudFormation last created or updated the cluster; None: not known (the
+    # hyperpod stack or its cluster resource not found)
+    stack_updated_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class MarkerFacts:
+    """The bootstrap's marker ConfigMap, as the caller could read it."""
+
+    namespace: str
+    name: str
+    read: bool  # False: refused or not answered; `note` says why
+    note: str | None = None
+    data: Mapping[str, str] | None = None  # its data; None when read and not found
+
+
+@dataclass(frozen=True)
+class EksFacts:
+    name: str
+    described: Mapping[str, Any] | None  # EKS DescribeCluster's `cluster`; None: not found
+    marker: MarkerFacts | None  # None: the cluster is not found or has no API yet
 
 
 @dataclass(frozen=True)
@@ -179,6 +226,7 @@ class Facts:
     ledger: tuple[ledger.Entry, ...]  # every item of the environment
     cluster: ClusterFacts | None  # None: the config has no HyperPod cluster
     jobs: JobsFacts | None = None  # None: the config has no jobs on a HyperPod cluster
+    eks: EksFacts | None = None  # None: no HyperPod cluster (or no EKS client given)
 
 
 def collect(
@@ -251,16 +299,39 @@ def collect(
                 for page in pages.paginate(ClusterName=wanted.cluster_name)
                 for node in page.get("ClusterNodeSummaries", [])
             )
-        cluster = ClusterFacts(wanted.cluster_name, described, nodes)
+        cluster = ClusterFacts(
+            wanted.cluster_name,
+            described,
+            nodes,
+            stack_updated_at=(
+                cluster_updated_at(cloudformation, wanted.stack("hyperpod"))
+                if described is not None
+                else None
+            ),
+        )
+    eks_facts, api, unreachable = None, None, None
+    if wanted.eks is not None and eks is not None and sts is not None:
+        eks_name = eks_cluster_name(wanted, cluster)
+        eks_described = describe_eks(eks, eks_name)
+        marker = None
+        if eks_described is not None:
+            api, unreachable = _connect(eks_described, sts)
+            marker, unreachable = marker_facts(api, unreachable, wanted.eks, eks_name)
+        eks_facts = EksFacts(eks_name, eks_described, marker)
     jobs = None
     if with_jobs:
         assert wanted.namespace is not None and wanted.outputs is not None
         outputs_uri = f"s3://{names['ArtifactsBucket']}/{wanted.outputs}"
+        eks_name = eks_cluster_name(wanted, cluster)
         jobs = JobsFacts(
             outputs_uri=outputs_uri,
             outputs=run_outputs(s3, outputs_uri, wanted),
-            kubernetes=kubernetes_facts(
-                eks, sts, eks_cluster_name(wanted, cluster), wanted.namespace
+            kubernetes=(
+                namespace_facts(
+                    eks_facts.described, sts, eks_name, wanted.namespace, api, unreachable
+                )
+                if eks_facts is not None
+                else kubernetes_facts(eks, sts, eks_name, wanted.namespace)
             ),
         )
     return Facts(
@@ -272,6 +343,7 @@ def collect(
         ledger=entries,
         cluster=cluster,
         jobs=jobs,
+        eks=eks_facts,
     )
 
 
@@ -383,31 +455,130 @@ def run_outputs(s3: Any, outputs_uri: str, wanted: Expected) -> dict[str, tuple[
     return {job: tuple(runs) for job, runs in out.items()}
 
 
+def cluster_updated_at(cloudformation: Any, stack: str) -> datetime | None:
+    """When CloudFormation last created or updated the HyperPod cluster of `stack`; None
+    when the stack or its cluster resource does not exist."""
+    try:
+        detail = cloudformation.describe_stack_resource(
+            StackName=stack, LogicalResourceId=HYPERPOD_CLUSTER_LOGICAL_ID
+        )["StackResourceDetail"]
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") == STACK_NOT_FOUND:
+            return None
+        raise
+    updated: datetime = detail["LastUpdatedTimestamp"]
+    return updated
+
+
+def describe_eks(eks: Any, eks_cluster: str) -> Mapping[str, Any] | None:
+    """EKS DescribeCluster's `cluster`, or None when there is no such cluster."""
+    try:
+        described: Mapping[str, Any] = eks.describe_cluster(name=eks_cluster)["cluster"]
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") == EKS_NOT_FOUND:
+            return None
+        raise
+    return described
+
+
+def _unanswered(what: str, error: cluster_api.Unreachable) -> str:
+    return (
+        f"{what} does not answer ({error}); with a private endpoint run novapod from "
+        "inside the VPC or from a network in eks.private_access_cidrs"
+    )
+
+
+def _connect(
+    described: Mapping[str, Any], sts: Any
+) -> tuple[cluster_api.Cluster | None, str | None]:
+    """A connection to the cluster's API, or why there is none."""
+    try:
+        return cluster_api.connect(dict(described), sts), None
+    except cluster_api.Unreachable as error:
+        return None, _unanswered(
+            f"the Kubernetes API of EKS cluster {described.get('name')}", error
+        )
+
+
+def marker_facts(
+    api: cluster_api.Cluster | None, unreachable: str | None, wanted: ExpectedEks, eks_cluster: str
+) -> tuple[MarkerFacts, str | None]:
+    """The marker ConfigMap as the caller reads it, and why the API does not answer (None
+    when it does): a refusal is the caller's rights, not the API's reach."""
+
+    def unread(note: str) -> MarkerFacts:
+        return MarkerFacts(wanted.marker_namespace, wanted.marker_name, read=False, note=note)
+
+    if api is None:
+        return unread(unreachable or "no API"), unreachable
+    try:
+        found = cluster_api.get_object(
+            api,
+            cluster_api.CONFIGMAP.format(
+                namespace=wanted.marker_namespace, name=wanted.marker_name
+            ),
+        )
+    except cluster_api.Unreachable as error:
+        why = _unanswered(f"the Kubernetes API of EKS cluster {eks_cluster}", error)
+        return unread(why), why
+    except cluster_api.Refused as error:
+        return unread(marker_refusal(error, wanted.marker_namespace)), None
+    if found is None:  # no build recorded anything
+        return MarkerFacts(wanted.marker_namespace, wanted.marker_name, read=True), None
+    data = found.get("data")
+    recorded = {str(k): str(v) for k, v in data.items()} if isinstance(data, Mapping) else {}
+    return MarkerFacts(wanted.marker_namespace, wanted.marker_name, read=True, data=recorded), None
+
+
+def marker_refusal(error: cluster_api.Refused, namespace: str) -> str:
+    """What a refusal of the marker's GET means for the caller."""
+    if error.status == 401:
+        return (
+            "HTTP 401, your role has no access entry in the cluster (the roles in "
+            "eks.admin_principals have one)"
+        )
+    if error.status == 403:
+        return (
+            f"HTTP 403, RBAC does not let your role get ConfigMaps in namespace {namespace} "
+            f"({error.message or 'Forbidden'}); the scientists' access is to the jobs' "
+            "namespace only, a role in eks.admin_principals may read it"
+        )
+    return str(error)
+
+
 def kubernetes_facts(eks: Any, sts: Any, eks_cluster: str, namespace: str) -> KubernetesFacts:
     """The PyTorchJobs and pods of the jobs' namespace, read with the caller's credentials;
     an API that cannot be read gives `read=False` and the sentence saying why."""
+    return namespace_facts(describe_eks(eks, eks_cluster), sts, eks_cluster, namespace)
+
+
+def namespace_facts(  # noqa: PLR0917 - one read, and what an earlier one found
+    described: Mapping[str, Any] | None,
+    sts: Any,
+    eks_cluster: str,
+    namespace: str,
+    api: cluster_api.Cluster | None = None,
+    unreachable: str | None = None,
+) -> KubernetesFacts:
+    """`kubernetes_facts` of a cluster already described (and perhaps connected to, or
+    found not to answer)."""
 
     def unread(note: str) -> KubernetesFacts:
         return KubernetesFacts(eks_cluster, namespace, read=False, note=note)
 
-    try:
-        described = eks.describe_cluster(name=eks_cluster)["cluster"]
-    except ClientError as error:
-        if error.response.get("Error", {}).get("Code") == EKS_NOT_FOUND:
-            return unread(f"EKS cluster {eks_cluster} is not deployed")
-        raise
+    if described is None:
+        return unread(f"EKS cluster {eks_cluster} is not deployed")
+    if unreachable is not None:
+        return unread(unreachable)
     what = f"the Kubernetes API of EKS cluster {eks_cluster}"
     try:
-        api = cluster_api.connect(described, sts)
+        api = api or cluster_api.connect(dict(described), sts)
         pytorchjobs = cluster_api.list_items(
             api, cluster_api.PYTORCHJOBS.format(namespace=namespace)
         )
         pods = cluster_api.list_items(api, cluster_api.PODS.format(namespace=namespace))
     except cluster_api.Unreachable as error:
-        return unread(
-            f"{what} does not answer ({error}); with a private endpoint run novapod from "
-            "inside the VPC or from a network in eks.private_access_cidrs"
-        )
+        return unread(_unanswered(what, error))
     except cluster_api.Refused as error:
         return unread(f"{what} refused the read: {kubernetes_refusal(error, namespace)}")
     return KubernetesFacts(

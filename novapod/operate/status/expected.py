@@ -13,17 +13,26 @@ A job's schedule is where the planner put it in its plan (`novapod plan --json`:
 plan's `schedule`, a job's slot in hours from the plan's start, its runs one after
 another of `hours_per_run` each); its output prefix is `render.output_uri` (what
 `novapod launch` and `novapod results` use), its namespace `nova.namespace`.
+
+The EKS cluster is `novapod-<env>` (novapod/environment.py) at `eks.kubernetes_version`
+(novapod/stacks/eks.py); what its bootstrap build records in the marker ConfigMap is
+`buildspec.recorded_marker` of the `buildspec.build_environment` the construct puts on
+its resource (the pins, the RIG switch, the Nova access objects of a config with jobs).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from novapod.capacity import extension as plan_extension
 from novapod.capacity.naming import extension_name
+from novapod.constructs.cluster_bootstrap import buildspec
 from novapod.nova import render
 from novapod.nova.catalog import catalog
+from novapod.nova.kubernetes import nova_access
+from novapod.pins import default_pins
 
 if TYPE_CHECKING:
     from novapod.config import NovapodConfig
@@ -81,6 +90,17 @@ class ExpectedJob:
 
 
 @dataclass(frozen=True)
+class ExpectedEks:
+    """The EKS cluster the HyperPod cluster runs on, and what its bootstrap records."""
+
+    name: str
+    kubernetes_version: str  # eks.kubernetes_version
+    marker_namespace: str  # where the bootstrap keeps its marker (the chart's namespace)
+    marker_name: str
+    marker: Mapping[str, str]  # the marker's keys as an install with these pins records them
+
+
+@dataclass(frozen=True)
 class Expected:
     environment: str
     region: str
@@ -94,6 +114,7 @@ class Expected:
     # Minutes between two samples of the scheduled check (monitoring.every_minutes);
     # None: the config has no monitor stack (monitoring.enabled false), so no metrics.
     sample_minutes: int | None = None
+    eks: ExpectedEks | None = None  # with a HyperPod cluster
 
     def plan(self, name: str | None) -> ExpectedPlan | None:
         return next((p for p in self.plans if p.name == name), None)
@@ -169,6 +190,9 @@ def expected(config: NovapodConfig) -> Expected:
                 )
             )
     with_jobs = config.has_nova_stack
+    eks = None
+    if hyperpod is not None and config.eks is not None:
+        eks = expected_eks(config)
     return Expected(
         environment=config.name,
         region=config.region,
@@ -180,6 +204,26 @@ def expected(config: NovapodConfig) -> Expected:
         namespace=config.nova_settings.namespace if with_jobs else None,
         outputs=render.output_prefix(config) if with_jobs else None,
         sample_minutes=config.monitoring.every_minutes if config.has_monitor else None,
+        eks=eks,
+    )
+
+
+def expected_eks(config: NovapodConfig) -> ExpectedEks:
+    """The EKS cluster as the eks stack builds it (novapod/environment.py passes these)."""
+    assert config.eks is not None
+    pins = default_pins()
+    environment = buildspec.build_environment(
+        pins,
+        rig=bool(config.hyperpod and config.hyperpod.restricted_instance_groups),
+        region=config.region,
+        access=nova_access(config.nova_settings.namespace) if config.has_nova_stack else None,
+    )
+    return ExpectedEks(
+        name=config.prefix,
+        kubernetes_version=config.eks.kubernetes_version,
+        marker_namespace=pins.chart.namespace,
+        marker_name=buildspec.MARKER_CONFIGMAP,
+        marker=buildspec.recorded_marker(environment),
     )
 
 

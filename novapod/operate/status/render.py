@@ -2,8 +2,9 @@
 
 Text: a header line, then what needs attention (most urgent first, each with its next
 command), then a table per section (plans, their reserved instance-hours and the share in
-use, instance groups, jobs and their runs, drift, purchases to reconcile), rows that need
-attention first. JSON: `Report.json()`, keys sorted, as
+use, instance groups and the nodes launched since the stack last updated the cluster, the
+EKS cluster and its bootstrap, jobs and their runs, drift, purchases to reconcile), rows
+that need attention first. JSON: `Report.json()`, keys sorted, as
 docs/reference/status.schema.json describes it; `--watch` prints one document per line.
 """
 
@@ -170,6 +171,8 @@ def _group_rows(
             notes.append("not created yet" if cluster_status == "Creating" else "not deployed")
         if not group["in_config"]:
             notes.append("not in the config")
+        if group["replaced_nodes"]:
+            notes.append(f"{len(group['replaced_nodes'])} launched since the deploy")
         rows.append(
             [
                 group["name"],
@@ -262,6 +265,45 @@ def _jobs_lines(jobs: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _replaced_lines(cluster: dict[str, Any], groups: Sequence[dict[str, Any]]) -> list[str]:
+    rows = [["node", "group", "launched (UTC)", "status"]]
+    rows += [
+        [node["instance_id"], group["name"], _when(node["launch_time"]), node["status"]]
+        for group in groups
+        for node in group["replaced_nodes"]
+    ]
+    if len(rows) == 1:
+        return []
+    return [
+        "",
+        f"Nodes launched since CloudFormation last updated the cluster "
+        f"({_when(cluster['stack_updated_at'])} UTC): replaced (by HyperPod or by hand), added "
+        "outside CloudFormation, or provisioned when their group's capacity came",
+        *table(rows),
+    ]
+
+
+def _eks_lines(eks: dict[str, Any]) -> list[str]:
+    if not eks["deployed"]:
+        return ["", f"EKS cluster {eks['name']}: not deployed"]
+    version, wanted = eks["kubernetes_version"], eks["config_kubernetes_version"]
+    same = "the config's" if version == wanted else f"the config has {wanted}"
+    lines = ["", f"EKS cluster {eks['name']}: {eks['status']}, Kubernetes {version} ({same})"]
+    marker = eks["marker"]
+    if marker is None:
+        return lines
+    where = f"bootstrap marker {marker['namespace']}/{marker['name']}"
+    if not marker["read"]:
+        return [*lines, f"  {where} not read: {marker['note']}"]
+    if not marker["found"]:
+        return [*lines, f"  {where}: missing"]
+    recorded = marker["recorded"]
+    differs = [k for k, v in marker["expected"].items() if recorded.get(k) != v]
+    if not differs:
+        return [*lines, f"  {where}: as the pins and the config say"]
+    return [*lines, f"  {where}: {', '.join(differs)} differ (see the drift)"]
+
+
 def to_text(report: Report) -> str:
     document = report.json()
     count = len(report.attention)
@@ -289,6 +331,10 @@ def to_text(report: Report) -> str:
         lines += ["", f"Instance groups of HyperPod cluster {cluster['name']}: {state}{failure}"]
         if report.groups:
             lines += table(_group_rows(report.groups, cluster["status"]))
+        if cluster["deployed"]:
+            lines += _replaced_lines(cluster, report.groups)
+    if report.eks is not None:
+        lines += _eks_lines(report.eks)
     if report.jobs is not None:
         lines += _jobs_lines(report.jobs)
     if report.drift:

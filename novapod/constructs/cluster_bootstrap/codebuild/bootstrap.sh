@@ -10,9 +10,10 @@
 # Nothing here prompts: the RIG script's one y/N question is answered on its stdin.
 #
 # Idempotence: after each step the script records what it installed in the ConfigMap
-# $MARKER_CONFIGMAP (kube-system), keys chart_revision / rig_revision
-# ("<commit>:<path>"). A step whose release is deployed and whose recorded revision
-# equals the pinned one is skipped, so a second run changes nothing. The Nova step
+# $MARKER_CONFIGMAP (kube-system), keys chart_revision / rig_revision: CHART_REVISION
+# and RIG_REVISION ("<commit>:<path>", computed by buildspec.py from the pins, which
+# `novapod status` compares the marker with). A step whose release is deployed and whose
+# recorded revision equals the pinned one is skipped, so a second run changes nothing. The Nova step
 # records nova_access_sha256, the objects it applied (nova_access_objects) and the
 # namespace it created (nova_namespace, empty when the namespace already existed).
 set -euo pipefail
@@ -296,7 +297,8 @@ do_install() {
   local state
   require_set CLUSTER_NAME AWS_REGION HYPERPOD_REPO_URL CHART_PATH CHART_BRANCH \
     CHART_RELEASE CHART_TIMEOUT CHART_WAIT RIG_SCRIPT RIG_BRANCH RIG_RELEASE \
-    MARKER_CONFIGMAP PINS_SHA256 HELM_URL HELM_ARCHIVE_MEMBER KUBECTL_URL HMA_VALUES_KEY
+    MARKER_CONFIGMAP PINS_SHA256 HELM_URL HELM_ARCHIVE_MEMBER KUBECTL_URL HMA_VALUES_KEY \
+    CHART_REVISION RIG_REVISION
   require_commit CHART_COMMIT "the HyperPod dependencies chart"
   require_image HMA_IMAGE "the health-monitoring agent in ${AWS_REGION}"
   require_sha256 HELM_SHA256 helm
@@ -307,8 +309,13 @@ do_install() {
     require_sha256 YQ_SHA256 yq
     tools+=(yq)
   fi
-  chart_revision="${CHART_COMMIT}:${CHART_PATH}"
-  rig_revision="${RIG_COMMIT}:${RIG_SCRIPT}"
+  chart_revision=$CHART_REVISION
+  rig_revision=$RIG_REVISION
+  # A revision recorded for another commit than the one installed would hide drift.
+  [[ $chart_revision == "${CHART_COMMIT}:"* ]] ||
+    fail "CHART_REVISION ${chart_revision} is not of CHART_COMMIT ${CHART_COMMIT}"
+  [[ $rig != true || $rig_revision == "${RIG_COMMIT}:"* ]] ||
+    fail "RIG_REVISION ${rig_revision} is not of RIG_COMMIT ${RIG_COMMIT}"
 
   fetch_tools "${tools[@]}"
   connect
