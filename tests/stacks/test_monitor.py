@@ -172,7 +172,7 @@ def test_the_function_runs_once_at_a_time_in_the_private_subnets(synth) -> None:
     assert props["Handler"] == "novapod_lambda.monitor.handler.index.check"
     assert (props["Runtime"], props["Architectures"]) == ("python3.14", ["arm64"])
     assert props["ReservedConcurrentExecutions"] == 1
-    assert props["Timeout"] == 300
+    assert props["Timeout"] == 360  # construct.TIMEOUT, above handler/index.py's worst case
     assert "Environment" not in props  # its settings are the schedule's input
     network = result.templates["network"]
     subnets = [producer_value(result, s) for s in props["VpcConfig"]["SubnetIds"]]

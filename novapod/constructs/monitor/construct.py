@@ -93,10 +93,11 @@ from novapod.nova.kubernetes import MONITOR_GROUP
 
 HANDLER_ROOT = Path(__file__).resolve().parent
 NAMESPACE = "novapod"
-# The worst case of a run of ten calls, each retried to its limit (handler/index.py
-# worst_case_seconds, tested): two plans, the cluster and a page of nodes, the metrics,
-# the state's read and write and three alerts. One run at a time.
-TIMEOUT = Duration.minutes(5)
+# The worst case of a run of eleven calls, each retried to its limit, and two pages of
+# PyTorchJobs (handler/index.py worst_case_seconds, tested): two plans, the cluster and a
+# page of nodes, the EKS cluster, the metrics, the state's read and write and three
+# alerts. One run at a time.
+TIMEOUT = Duration.minutes(6)
 RESERVED_CONCURRENCY = 1
 # What the function does with its state item (handler/index.py).
 STATE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")

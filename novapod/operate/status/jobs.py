@@ -174,8 +174,8 @@ def _run(
         return Run(name, "unknown", None, None, None, message, None, first)
     found = run_rules.run_phase(objects)
     end = found.end or (finished if found.state == "succeeded" else None)
-    message = found.message if found.state != "succeeded" else None
-    return Run(name, found.state, found.phase, found.start, end, message, uri, first)
+    note = found.message if found.state != "succeeded" else None
+    return Run(name, found.state, found.phase, found.start, end, note, uri, first)
 
 
 # --- the schedule -----------------------------------------------------------------------

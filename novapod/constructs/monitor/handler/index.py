@@ -56,6 +56,7 @@ MAX_ATTEMPTS = 3
 MAX_BACKOFF_SECONDS = 20  # botocore standard mode: pause before retry n <= min(2**n, 20) s
 NOT_FOUND = "ResourceNotFound"
 CONDITION_FAILED = "ConditionalCheckFailedException"
+EKS_NOT_FOUND = "ResourceNotFoundException"
 # Each GET of the Kubernetes API, no retry (the next run reads again).
 KUBERNETES_TIMEOUT_SECONDS: float = 5
 
@@ -70,10 +71,13 @@ def _client(service: str) -> Any:
     )
 
 
-def worst_case_seconds(calls: int) -> float:
-    """The longest a run of `calls` AWS calls can take: each retried to its limit."""
+def worst_case_seconds(calls: int, kubernetes_gets: int = 0) -> float:
+    """The longest a run of `calls` AWS calls and `kubernetes_gets` GETs of the Kubernetes
+    API can take: each AWS call retried to its limit, each GET once (its timeout bounds
+    the connect and the read)."""
     pauses = sum(min(2.0**n, MAX_BACKOFF_SECONDS) for n in range(1, MAX_ATTEMPTS))
-    return calls * (MAX_ATTEMPTS * (CONNECT_TIMEOUT_SECONDS + READ_TIMEOUT_SECONDS) + pauses)
+    aws_calls = calls * (MAX_ATTEMPTS * (CONNECT_TIMEOUT_SECONDS + READ_TIMEOUT_SECONDS) + pauses)
+    return aws_calls + kubernetes_gets * 2 * KUBERNETES_TIMEOUT_SECONDS
 
 
 def check(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
@@ -94,6 +98,11 @@ def check(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         "metrics": len(data),
         "alerts": sent,
         "failures": failures,
+        **(
+            {"jobs": samples.jobs.error or f"{len(samples.jobs.pytorchjobs)} PyTorchJobs"}
+            if samples.jobs is not None
+            else {}
+        ),
     }
     if failures:
         _log("fail", "; ".join(failures), environment=settings.environment, **summary)
@@ -208,6 +217,10 @@ def _sample_jobs(jobs: JobSettings, failures: list[str]) -> JobsSample:
     try:
         described = _client("eks").describe_cluster(name=name)["cluster"]
     except aws.ERRORS as exc:
+        if errors.error_code(exc) == EKS_NOT_FOUND:
+            # Not deployed (the error EKS DescribeCluster documents): no run to read, and
+            # what was known of the runs stays.
+            return JobsSample(error=f"EKS cluster {name} is not deployed")
         failures.append(errors.failed(f"EKS DescribeCluster of {name}", exc))
         return JobsSample(error=failures[-1])
     what = f"Kubernetes API of EKS cluster {name}: list PyTorchJobs in {jobs.namespace}"
