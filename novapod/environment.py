@@ -106,9 +106,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         # The VPC's flow logs: here only without an eks stack (constructs/flow_logs.py).
         flow_logs=config.network.flow_logs if config.eks is None else None,
         # The monitor's topic is encrypted with the storage key (constructs/monitor/alerts.py).
-        alert_publishers=service_publishers(rules=config.hyperpod is not None)
-        if "monitor" in kinds
-        else (),
+        alert_publishers=service_publishers() if "monitor" in kinds else (),
         env=env,
         description=f"novapod {config.name}: KMS key, S3 buckets, FSx for Lustre (retained)",
     )

@@ -59,6 +59,7 @@ EQUIVALENT_RULES: dict[str, Equivalent] = {
     "LambdaDLQ": Equivalent(_packs("LambdaDLQ"), ("CKV_AWS_116",)),
     "LambdaConcurrency": Equivalent(_packs("LambdaConcurrency"), ("CKV_AWS_115",)),
     "LambdaInsideVPC": Equivalent(_packs("LambdaInsideVPC"), ("CKV_AWS_117",)),
+    "CloudWatchAlarmAction": Equivalent(_packs("CloudWatchAlarmAction")),
     # checkov only: environment variables encrypted with a customer managed key.
     "LambdaEnvironmentEncryption": Equivalent((), ("CKV_AWS_173",)),
     "IAMNoInlinePolicy": Equivalent(_packs("IAMNoInlinePolicy")),

@@ -37,6 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+# The launcher's run names (main.py valid_run_name: run_name[:34] + "-" + 5 of [a-z0-9]),
+# one copy with the rule that reads runs from PyTorchJobs.
+from novapod.constructs.handler_core.runs import RUN_NAME_PREFIX_CHARS, RUN_SUFFIX
 from novapod.nova import render
 from novapod.nova.catalog import CatalogError
 from novapod.nova.launch import (
@@ -52,9 +55,6 @@ from novapod.nova.launch import (
 if TYPE_CHECKING:
     from novapod.config import NovapodConfig
 
-# main.py valid_run_name: run_name[:34] + "-" + 5 of [a-z0-9].
-RUN_NAME_PREFIX_CHARS = 34
-RUN_SUFFIX = "-[a-z0-9]{5}"
 NO_HELM = (
     "helm is not on PATH; install Helm 3 or 4 (the HyperPod CLI needs it too, see "
     "https://helm.sh/docs/intro/install/)"

@@ -3,8 +3,10 @@
 `nova_access(namespace)` renders what the jobs' namespace needs in the EKS cluster:
 the Namespace, a Role with exactly the kinds the Nova job charts create and the verbs
 the HyperPod CLI uses, its RoleBinding to the scientists' group (`SCIENTISTS_GROUP`, the
-group of their EKS access entries), and a ClusterRole/ClusterRoleBinding that lets the
-NovaEnvironment check read namespaces and CRDs (`ENVIRONMENT_CHECK_GROUP`). The
+group of their EKS access entries), a ClusterRole/ClusterRoleBinding that lets the
+NovaEnvironment check read namespaces and CRDs (`ENVIRONMENT_CHECK_GROUP`), and a Role and
+RoleBinding that let the environment's scheduled check list the namespace's PyTorchJobs
+(`MONITOR_GROUP`, the group of its access entry in the monitor stack). The
 ClusterBootstrap build applies them (novapod/constructs/cluster_bootstrap/README.md).
 
 Where the kinds and verbs come from: the upstream facts (novapod/data/nova_upstream.yaml,
@@ -45,6 +47,14 @@ from novapod.nova.upstream import upstream_facts
 ENVIRONMENT_CHECK_GROUP = "novapod-nova-environment-check"
 SCIENTIST_ROLE = "novapod-nova-scientists"
 ENVIRONMENT_CHECK_ROLE = "novapod-nova-environment-check"
+# The group the environment's scheduled check's EKS access entry maps its role to (the
+# monitor stack): bound to MONITOR_ROLE in the jobs' namespace, which lists PyTorchJobs
+# there and nothing else. No EKS access policy is that narrow, and none reads them:
+# AmazonEKSViewPolicy names no kubeflow.org resource, AmazonEKSAdminViewPolicy reads every
+# resource, Secrets included (docs.aws.amazon.com/eks/latest/userguide/
+# access-policy-permissions.html).
+MONITOR_GROUP = "novapod-monitor"
+MONITOR_ROLE = "novapod-monitor"
 # The recommended label for the tool that manages an object
 # (kubernetes.io/docs/concepts/overview/working-with-objects/common-labels/); the
 # bootstrap build deletes only namespaces that carry it (it created them).
@@ -89,6 +99,11 @@ ENVIRONMENT_CHECK_RULES: tuple[Rule, ...] = (
 )
 
 
+# What the scheduled check reads (novapod/constructs/monitor/handler/index.py): the
+# collection of PyTorchJobs of the jobs' namespace, paged; list only, no get or watch.
+MONITOR_RULES: tuple[Rule, ...] = ((("kubeflow.org",), ("pytorchjobs",), ("list",)),)
+
+
 def _labels() -> dict[str, str]:
     return {MANAGED_BY_LABEL: MANAGED_BY}
 
@@ -119,7 +134,9 @@ def namespace_object(namespace: str) -> dict[str, Any]:
 
 
 def access_objects(namespace: str) -> list[dict[str, Any]]:
-    """Role and RoleBinding in the namespace, then the check's ClusterRole and binding."""
+    """The scientists' Role and RoleBinding in the namespace, the NovaEnvironment check's
+    ClusterRole and binding, then the scheduled check's Role and RoleBinding in the
+    namespace."""
     role = {
         "apiVersion": f"{RBAC_API}/v1",
         "kind": "Role",
@@ -137,7 +154,15 @@ def access_objects(namespace: str) -> list[dict[str, Any]]:
     cluster_binding = _binding(
         "ClusterRoleBinding", ENVIRONMENT_CHECK_ROLE, "ClusterRole", ENVIRONMENT_CHECK_GROUP
     )
-    return [role, role_binding, cluster_role, cluster_binding]
+    monitor_role = {
+        "apiVersion": f"{RBAC_API}/v1",
+        "kind": "Role",
+        "metadata": {"name": MONITOR_ROLE, "namespace": namespace, "labels": _labels()},
+        "rules": _rules(MONITOR_RULES),
+    }
+    monitor_binding = _binding("RoleBinding", MONITOR_ROLE, "Role", MONITOR_GROUP)
+    monitor_binding["metadata"]["namespace"] = namespace
+    return [role, role_binding, cluster_role, cluster_binding, monitor_role, monitor_binding]
 
 
 def object_ref(obj: Mapping[str, Any]) -> str:

@@ -11,8 +11,9 @@ and clusters without jobs too, and needs no deployed value of the clusters (it f
 the plans and the cluster by their names), so it deploys while they are built, off the
 deploy's critical path: after the network and storage stacks (the private subnets, the
 key of its log group) and, with an eks section, after the eks stack, which builds the NAT
-routes its function's calls take. A plan not bought yet or a cluster not created yet is
-what it reports until they exist.
+routes its function's calls take and the EKS cluster its access entry is made in (with
+jobs: the check reads their runs there). A plan not bought yet or a cluster not created
+yet is what it reports until they exist.
 """
 
 from __future__ import annotations
@@ -25,10 +26,16 @@ from constructs import Construct
 
 from novapod.capacity.extension import plan_name
 from novapod.config import NovapodConfig
-from novapod.constructs.monitor.alerts import Alerts
-from novapod.constructs.monitor.construct import ScheduledCheck, WatchedPlan
+from novapod.constructs.monitor.alerts import CHECK_FAILING, Alerts, check_alarm_alert
+from novapod.constructs.monitor.construct import (
+    ALARM_RUNS,
+    ScheduledCheck,
+    WatchedJobs,
+    WatchedPlan,
+)
 from novapod.constructs.monitor.dashboard import EnvironmentDashboard
 from novapod.constructs.network import PrivatePlacement
+from novapod.nova.catalog import catalog
 
 CLOSED_NETWORK_REASON = (
     "The environment's network is closed: its VPC endpoints (network.endpoints) reach "
@@ -49,6 +56,21 @@ def watched_plans(stack: Stack, config: NovapodConfig) -> list[WatchedPlan]:
         jobs = tuple(job.name for job in config.jobs if config.job_plan(job) == spec.name)
         plans.append(WatchedPlan(spec.name, name, arn, jobs))
     return plans
+
+
+def watched_jobs(config: NovapodConfig) -> WatchedJobs | None:
+    """The config's jobs that run on its HyperPod cluster (distillation runs as a SageMaker
+    training job: not there), or None without any."""
+    if not config.has_nova_stack:
+        return None
+    techniques = catalog().techniques
+    names = tuple(
+        job.name for job in config.jobs if techniques[job.technique].not_launchable is None
+    )
+    if not names:
+        return None
+    # The HyperPod cluster and its EKS cluster share the name novapod-<env> (environment.py).
+    return WatchedJobs(config.prefix, config.nova_settings.namespace, names)
 
 
 class MonitorStack(Stack):
@@ -94,7 +116,18 @@ class MonitorStack(Stack):
             placement=None if closed else placement,
             log_retention_days=config.eks.log_retention_days if config.eks else 365,
             key=key,
+            alarm_name=f"{config.prefix}-{CHECK_FAILING}",
             outside_vpc_reason=CLOSED_NETWORK_REASON if closed else "",
+            jobs=watched_jobs(config),
+        )
+        self.alerts.add_alarm_rule(
+            check_alarm_alert(
+                config.name,
+                self.check.alarm.alarm_arn,
+                ALARM_RUNS,
+                monitoring.every_minutes,
+                self.check.log_group.log_group_name,
+            )
         )
         hyperpod = config.hyperpod
         groups = (
@@ -113,6 +146,7 @@ class MonitorStack(Stack):
             every_minutes=monitoring.every_minutes,
             function=self.check.function,
             log_group=self.check.log_group,
+            jobs=self.check.access_entry is not None,
         )
         CfnOutput(
             self,

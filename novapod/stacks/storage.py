@@ -189,7 +189,7 @@ class StorageStack(Stack):
 
     def _let_services_publish_alerts(self, services: Sequence[str]) -> None:
         """The monitor's alert topic is encrypted with this key; AWS services that publish
-        to it as themselves (EventBridge rules, CloudWatch alarms:
+        to it as themselves (EventBridge rules:
         novapod/constructs/monitor/alerts.py, service_publishers, says which and why)
         need its use in the key policy: the SNS developer guide's "Enable compatibility
         between event sources from AWS services and encrypted topics"

@@ -17,6 +17,7 @@ CLUSTER_ROLE = "clusterrole.rbac.authorization.k8s.io"
 CLUSTER_ROLE_BINDING = "clusterrolebinding.rbac.authorization.k8s.io"
 SCIENTISTS = "novapod-nova-scientists"
 CHECK = "novapod-nova-environment-check"
+MONITOR = "novapod-monitor"
 
 
 def calls_of(sandbox: Sandbox, *prefix: str) -> list[list[str]]:
@@ -54,6 +55,8 @@ def test_install_creates_the_namespace_then_applies_the_objects_server_side(
         ("RoleBinding", "team-a"),
         ("ClusterRole", None),
         ("ClusterRoleBinding", None),
+        ("Role", "team-a"),
+        ("RoleBinding", "team-a"),
     ]
     marker = sandbox.marker()
     assert marker["nova_access_sha256"] == env["NOVA_ACCESS_SHA256"]
@@ -62,6 +65,8 @@ def test_install_creates_the_namespace_then_applies_the_objects_server_side(
         f"team-a/{ROLE_BINDING}/{SCIENTISTS}",
         f"/{CLUSTER_ROLE}/{CHECK}",
         f"/{CLUSTER_ROLE_BINDING}/{CHECK}",
+        f"team-a/{ROLE}/{MONITOR}",
+        f"team-a/{ROLE_BINDING}/{MONITOR}",
     ]
     assert marker["nova_namespace"] == "team-a"
     assert "created namespace team-a" in result.stdout
@@ -107,6 +112,8 @@ def test_an_existing_namespace_is_used_and_never_created_or_deleted(
         [ROLE_BINDING, SCIENTISTS, "kubeflow"],
         [CLUSTER_ROLE, CHECK, ""],
         [CLUSTER_ROLE_BINDING, CHECK, ""],
+        [ROLE, MONITOR, "kubeflow"],
+        [ROLE_BINDING, MONITOR, "kubeflow"],
     ]
     assert sandbox.namespaces() == {"kubeflow": manager}
     assert sandbox.marker()["nova_access_sha256"] == ""
@@ -123,6 +130,8 @@ def test_a_new_namespace_deletes_the_old_objects_and_the_namespace_novapod_creat
     assert deletes(sandbox) == [
         [ROLE, SCIENTISTS, "team-a"],
         [ROLE_BINDING, SCIENTISTS, "team-a"],
+        [ROLE, MONITOR, "team-a"],
+        [ROLE_BINDING, MONITOR, "team-a"],
         ["namespace", "team-a", ""],
     ]
     assert sandbox.namespaces() == {"team-b": "novapod"}
@@ -159,11 +168,13 @@ def test_delete_removes_the_objects_and_the_namespace_it_created_before_the_char
     assert sandbox.run("install", rig=False, **env).returncode == 0
     result = sandbox.run("delete", rig=False, **env)
     assert result.returncode == 0, result.stderr
-    assert deletes(sandbox)[:5] == [
+    assert deletes(sandbox)[:7] == [
         [ROLE, SCIENTISTS, "team-a"],
         [ROLE_BINDING, SCIENTISTS, "team-a"],
         [CLUSTER_ROLE, CHECK, ""],
         [CLUSTER_ROLE_BINDING, CHECK, ""],
+        [ROLE, MONITOR, "team-a"],
+        [ROLE_BINDING, MONITOR, "team-a"],
         ["namespace", "team-a", ""],
     ]
     calls = sandbox.calls()

@@ -225,21 +225,27 @@ def test_a_run_s_reads_and_its_stop_margin_fit_in_the_function_s_timeout(path) -
     the PutItem that records it. (Publishing itself is bounded by the remaining time,
     test_monitor_alerts.py.)"""
     from novapod.constructs.monitor.construct import TIMEOUT
+    from novapod.stacks.monitor import watched_jobs
 
     config = load_config(path)
     if not config.has_monitor:
         return
     plans = len(config.capacity.training_plans)
+    jobs = watched_jobs(config) is not None
     # Each plan; the cluster and a page of its nodes (a group has at most 100 nodes a
-    # page: more take more pages); one PutMetricData; the state's GetItem.
-    reads = plans + (2 if config.hyperpod is not None else 0) + 1 + 1
+    # page: more take more pages); with jobs the EKS cluster and two pages of PyTorchJobs;
+    # one PutMetricData; the state's GetItem.
+    reads = plans + (2 if config.hyperpod is not None else 0) + (1 if jobs else 0) + 1 + 1
+    gets = 2 if jobs else 0
     assert index.stop_margin_seconds() == 8 + 2 * 30 + 5  # one Publish, two PutItems
-    assert index.worst_case_seconds(reads) + index.stop_margin_seconds() <= TIMEOUT.to_seconds()
+    spent = index.worst_case_seconds(reads, kubernetes_gets=gets) + index.stop_margin_seconds()
+    assert spent <= TIMEOUT.to_seconds()
 
 
 def test_publish_is_one_attempt_and_the_others_three() -> None:
     assert (index.PUBLISH_ATTEMPTS, index.MAX_ATTEMPTS) == (1, 3)
     assert index.worst_case_seconds(1, 1) == 8  # connect 3 s + read 5 s, no retry
+    assert index.worst_case_seconds(0, kubernetes_gets=1) == 2 * index.KUBERNETES_TIMEOUT_SECONDS
 
 
 def test_a_state_that_cannot_be_read_is_a_first_run() -> None:

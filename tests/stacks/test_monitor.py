@@ -13,6 +13,8 @@ import pytest
 from novapod.config import load_config, parse_config
 from novapod.config.stacks import stack_kinds
 from novapod.constructs.monitor.construct import ENVIRONMENT_TAG, rate
+from novapod.nova.kubernetes import MONITOR_GROUP, MONITOR_ROLE, MONITOR_RULES
+from novapod.stacks.monitor import watched_jobs
 from novapod.yamlsafe import load as load_yaml
 from tests.conftest import (
     ALL_CONFIGS,
@@ -170,7 +172,7 @@ def test_the_function_runs_once_at_a_time_in_the_private_subnets(synth) -> None:
     assert props["Handler"] == "novapod_lambda.monitor.handler.index.check"
     assert (props["Runtime"], props["Architectures"]) == ("python3.14", ["arm64"])
     assert props["ReservedConcurrentExecutions"] == 1
-    assert props["Timeout"] == 300
+    assert props["Timeout"] == 360  # construct.TIMEOUT, above handler/index.py's worst case
     assert "Environment" not in props  # its settings are the schedule's input
     network = result.templates["network"]
     subnets = [producer_value(result, s) for s in props["VpcConfig"]["SubnetIds"]]
@@ -260,7 +262,103 @@ def test_the_check_s_role_reads_plans_and_cluster_puts_metrics_publishes_and_kee
         (cluster,) = resources(result.templates["hyperpod"], "AWS::SageMaker::Cluster").values()
         tags = {t["Key"]: t["Value"] for t in cluster["Properties"]["Tags"]}
         assert tags[ENVIRONMENT_TAG] == config.name == config.resource_tags[ENVIRONMENT_TAG]
+    if watched_jobs(config) is not None:
+        # The EKS cluster named at synth: its exact ARN (the Kubernetes API is authorized
+        # by the cluster's access entry, not IAM).
+        expected["DescribeEksCluster"] = {
+            "actions": ["eks:DescribeCluster"],
+            "resources": [f"arn:aws:eks:{region}:{account}:cluster/{config.prefix}"],
+            "condition": None,
+        }
     assert found == expected
+
+
+# --- the jobs' runs -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", MONITORED, ids=lambda p: Path(p).stem)
+def test_with_jobs_the_check_reads_their_runs_with_an_access_entry_of_its_own(synth, path) -> None:
+    result = synth(path)
+    config = load_config(path)
+    template = result.templates["monitor"]
+    _, function = only(template, "AWS::Lambda::Function")
+    role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    entries = resources(template, "AWS::EKS::AccessEntry")
+    ingress = resources(template, "AWS::EC2::SecurityGroupIngress")
+    settings = json.loads(joined(schedule_of(template)["Properties"]["Target"]["Input"]))
+    jobs = watched_jobs(config)
+    if jobs is None:
+        assert (entries, ingress, settings.get("jobs")) == ({}, {}, None)
+        return
+    launchable = [j.name for j in config.jobs if j.technique != "distillation"]
+    assert jobs.names == tuple(launchable)
+    assert settings["jobs"] == {
+        "eks_cluster": config.prefix,
+        "namespace": config.nova_settings.namespace,
+        "names": launchable,
+        "region": "${AWS::Region}",
+    }
+    ((_, entry),) = entries.items()
+    # A Kubernetes group and no access policy (AmazonEKSViewPolicy cannot list
+    # PyTorchJobs; the group's Role lists them in the jobs' namespace only).
+    assert {k: v for k, v in entry["Properties"].items() if k != "Tags"} == {
+        "ClusterName": config.prefix,
+        "PrincipalArn": {"Fn::GetAtt": [role_id, "Arn"]},
+        "Type": "STANDARD",
+        "KubernetesGroups": [MONITOR_GROUP],
+    }
+    # HTTPS from the check's group to the private endpoint's (the HyperPod group).
+    group_id, _ = only(template, "AWS::EC2::SecurityGroup")
+    ((_, rule),) = ingress.items()
+    props = rule["Properties"]
+    assert (props["IpProtocol"], props["FromPort"], props["ToPort"]) == ("tcp", 443, 443)
+    assert props["SourceSecurityGroupId"] == {"Fn::GetAtt": [group_id, "GroupId"]}
+    hyperpod_group = producer_value(result, props["GroupId"])
+    assert hyperpod_group == {"Fn::GetAtt": ["HyperPodSecurityGroup1B7ACBFE", "GroupId"]}
+
+
+def test_the_check_s_kubernetes_group_may_only_list_pytorchjobs_in_the_jobs_namespace(
+    synth,
+) -> None:
+    assert MONITOR_RULES == ((("kubeflow.org",), ("pytorchjobs",), ("list",)),)
+    result = synth(LITE)
+    config = load_config(LITE)
+    namespace = config.nova_settings.namespace
+    (build,) = resources(result.templates["eks"], "Custom::NovapodClusterBootstrap").values()
+    env = build["Properties"]["BuildEnvironment"]
+    applied = json.loads(env["NOVA_ACCESS_MANIFEST"])["items"]
+    mine = [o for o in applied if o["metadata"]["name"] == MONITOR_ROLE]
+    assert mine == [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {
+                "name": MONITOR_ROLE,
+                "namespace": namespace,
+                "labels": {"app.kubernetes.io/managed-by": "novapod"},
+            },
+            "rules": [
+                {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs"], "verbs": ["list"]}
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {
+                "name": MONITOR_ROLE,
+                "namespace": namespace,
+                "labels": {"app.kubernetes.io/managed-by": "novapod"},
+            },
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": MONITOR_ROLE,
+            },
+            "subjects": [
+                {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": MONITOR_GROUP}
+            ],
+        },
+    ]
 
 
 # --- the alerts -----------------------------------------------------------------------------
@@ -308,7 +406,11 @@ def test_the_rules_send_hyperpod_s_events_of_the_cluster_to_the_topic(synth) -> 
     result = synth(LITE)
     template = result.templates["monitor"]
     topic_id, _ = only(template, "AWS::SNS::Topic")
-    rules = {r["Properties"]["Name"]: r for r in resources(template, "AWS::Events::Rule").values()}
+    rules = {
+        r["Properties"]["Name"]: r
+        for r in resources(template, "AWS::Events::Rule").values()
+        if r["Properties"]["EventPattern"]["source"] == ["aws.sagemaker"]
+    }
     base = {"source": ["aws.sagemaker"], "account": ["111122223333"]}
     cluster = "novapod-nova-lite"
     assert {name: r["Properties"]["EventPattern"] for name, r in rules.items()} == {
@@ -379,7 +481,7 @@ def test_the_rules_deliver_with_a_role_for_them_only(synth) -> None:
         "ArnEquals": {
             "aws:SourceArn": [
                 f"arn:aws:events:us-east-1:111122223333:rule/novapod-nova-lite-{suffix}"
-                for suffix in ("cluster-state", "node-health", "cluster-event")
+                for suffix in ("cluster-state", "node-health", "cluster-event", "check-failing")
             ]
         },
     }
@@ -404,7 +506,7 @@ def test_the_state_table_is_encrypted_and_disposable_and_the_check_is_told_of_it
     assert (parsed["idle_alert_minutes"], parsed["ending_alert_days"]) == (60, 3)
 
 
-def test_without_a_cluster_there_are_no_event_rules() -> None:
+def test_without_a_cluster_there_are_no_hyperpod_rules() -> None:
     from aws_cdk import App, Stack
     from aws_cdk import aws_kms as kms
 
@@ -415,7 +517,65 @@ def test_without_a_cluster_there_are_no_event_rules() -> None:
     alerts = Alerts(
         stack, "A", environment="e", prefix="novapod-e", cluster_name=None, emails=[], key=key
     )
-    assert (alerts.rules, alerts.events_role) == ({}, None)
+    assert alerts.rules == {}
+    # The role stays, for the check's alarm's rule (the stack adds it), and only that.
+    assert alerts.names == {"check-failing": "novapod-e-check-failing"}
+
+
+# --- the check's alarm ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", MONITORED, ids=lambda p: Path(p).stem)
+def test_the_check_s_alarm_watches_its_errors_and_reaches_the_topic_through_a_rule(
+    synth, path
+) -> None:
+    result = synth(path)
+    config = load_config(path)
+    template = result.templates["monitor"]
+    function_id, _ = only(template, "AWS::Lambda::Function")
+    topic_id, _ = only(template, "AWS::SNS::Topic")
+    log_id, _ = only(template, "AWS::Logs::LogGroup")
+    alarm_id, alarm = only(template, "AWS::CloudWatch::Alarm")
+    props = alarm["Properties"]
+    minutes = config.monitoring.every_minutes
+    assert {k: v for k, v in props.items() if k not in ("AlarmDescription", "Tags")} == {
+        "AlarmName": f"{config.prefix}-check-failing",
+        "Namespace": "AWS/Lambda",
+        "MetricName": "Errors",
+        "Dimensions": [{"Name": "FunctionName", "Value": {"Ref": function_id}}],
+        "Statistic": "Sum",
+        "Period": 60 * minutes,
+        "Threshold": 1,
+        "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+        "EvaluationPeriods": 3,
+        "DatapointsToAlarm": 3,
+        "TreatMissingData": "notBreaching",
+    }  # no AlarmActions: CloudWatch would publish without a role, the rule does with one
+    (rule,) = [
+        r
+        for r in resources(template, "AWS::Events::Rule").values()
+        if r["Properties"]["Name"] == f"{config.prefix}-check-failing"
+    ]
+    assert rule["Properties"]["EventPattern"] == {
+        "source": ["aws.cloudwatch"],
+        "detail-type": ["CloudWatch Alarm State Change"],
+        "account": [config.account],
+        "resources": [{"Fn::GetAtt": [alarm_id, "Arn"]}],
+        "detail": {"state": {"value": ["ALARM"]}},
+    }
+    (target,) = rule["Properties"]["Targets"]
+    assert target["Arn"] == {"Ref": topic_id}
+    role_id = target["RoleArn"]["Fn::GetAtt"][0]
+    assert role_statements(result, role_id) == publish_statements(topic_id)
+    transformer = target["InputTransformer"]
+    assert transformer["InputPathsMap"] == {"reason": "$.detail.state.reason"}
+    sentence = joined(transformer["InputTemplate"])  # plain text, not a JSON string
+    assert sentence == (
+        f"novapod {config.name}: the environment's scheduled check has failed its last 3 "
+        f"runs ({3 * minutes} min), so its metrics and alerts are not current (<reason>); "
+        f"next: aws logs filter-log-events --log-group-name ${{{log_id}}} --filter-pattern "
+        "'{ $.step = \"fail\" }' --region ${AWS::Region}"
+    )
 
 
 # --- the dashboard --------------------------------------------------------------------------
@@ -434,7 +594,21 @@ def test_the_dashboard_shows_each_plan_and_group_and_the_check(synth, path) -> N
     name, body = dashboard_body(result)
     assert name == config.prefix
     assert body["start"] == "-P7D"
-    text, *graphs, runs, alerts = body["widgets"]
+    widgets = body["widgets"]
+    with_jobs = watched_jobs(config) is not None
+    if with_jobs:
+        *widgets, job_events = widgets
+        assert job_events["type"] == "log"
+        assert job_events["properties"]["title"] == (
+            "the last job events (runs started, succeeded, failed)"
+        )
+        log_id, _ = only(result.templates["monitor"], "AWS::Logs::LogGroup")
+        assert job_events["properties"]["query"] == (
+            f"SOURCE '${{{log_id}}}' | fields @timestamp, job, run, event, phase, at\n"
+            '| filter step = "job-event"\n| sort @timestamp desc\n| limit 20'
+        )
+    text, *graphs, runs, alerts = widgets
+    assert not [w for w in graphs if w["type"] != "metric"]
     assert text["type"] == "text" and f"# novapod {config.name}" in text["properties"]["markdown"]
     plans = [spec.name for spec in config.capacity.training_plans]
     groups = [g.name for g in config.hyperpod.restricted_instance_groups] + [
@@ -507,6 +681,7 @@ def test_in_a_closed_network_the_check_runs_outside_the_vpc_and_says_why() -> No
         placement=None,
         log_retention_days=365,
         key=key,
+        alarm_name="novapod-e-check-failing",
         outside_vpc_reason=CLOSED_NETWORK_REASON,
     )
     template = app.synth().get_stack_by_name("S").template
@@ -533,8 +708,9 @@ def test_in_a_closed_network_the_check_runs_outside_the_vpc_and_says_why() -> No
 @pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: Path(p).stem)
 def test_the_storage_key_lets_the_alert_publishers_use_it_through_sns(synth, path) -> None:
     """The SNS developer guide's key-policy statement for services publishing to an
-    encrypted topic (alerts.py says why it is there beside the rules' role): EventBridge
-    with a cluster (its rules), CloudWatch with a monitor (the check's alarms)."""
+    encrypted topic (alerts.py says why it is there beside the rules' role): EventBridge,
+    whose rules deliver HyperPod's events and the check's alarm; CloudWatch never
+    publishes to the topic (the alarm has no SNS action)."""
     config = load_config(path)
     result = synth(path)
     key = result.templates["storage"]["Resources"]["EncryptionKey"]
@@ -543,9 +719,7 @@ def test_the_storage_key_lets_the_alert_publishers_use_it_through_sns(synth, pat
     if not config.has_monitor:
         assert found is None
         return
-    services = ["cloudwatch.amazonaws.com"]
-    if config.hyperpod is not None:
-        services.append("events.amazonaws.com")
+    services = ["events.amazonaws.com"]
     assert found is not None
     principal = found["Principal"]["Service"]
     assert sorted(principal if isinstance(principal, list) else [principal]) == services

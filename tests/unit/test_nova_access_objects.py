@@ -24,12 +24,16 @@ def test_namespaced_objects_follow_the_namespace_and_cluster_ones_do_not() -> No
         "team-a",
         None,
         None,
+        "team-a",
+        "team-a",
     ]
     assert access.refs() == (
         "team-a/role.rbac.authorization.k8s.io/novapod-nova-scientists",
         "team-a/rolebinding.rbac.authorization.k8s.io/novapod-nova-scientists",
         "/clusterrole.rbac.authorization.k8s.io/novapod-nova-environment-check",
         "/clusterrolebinding.rbac.authorization.k8s.io/novapod-nova-environment-check",
+        "team-a/role.rbac.authorization.k8s.io/novapod-monitor",
+        "team-a/rolebinding.rbac.authorization.k8s.io/novapod-monitor",
     )
 
 
@@ -51,6 +55,8 @@ def test_the_manifest_is_one_kubectl_list() -> None:
         "RoleBinding",
         "ClusterRole",
         "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
     ]
 
 

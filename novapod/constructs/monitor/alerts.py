@@ -58,8 +58,22 @@ guide ("Common issues with transforming input", eb-transform-target-input.html) 
 values are not escaped, so a quote in a FailureMessage would break a JSON string
 template; in text it is just a quote. A path the event lacks is left out (the same
 page). tests/stacks/test_monitor_events.py applies each rule to AWS's sample events.
-SageMaker publishes no training-plan event: the scheduled check alerts on plans
-(handler/decisions.py).
+SageMaker publishes no training-plan event, nor any for a job on a HyperPod EKS cluster:
+the scheduled check alerts on plans and failed runs (handler/decisions.py).
+
+A fourth rule sends the check's own alarm (`check-failing`, on the function's Errors,
+construct.py): CloudWatch sends an alarm's state changes to the default event bus
+(detail type `CloudWatch Alarm State Change`, source aws.cloudwatch, the alarm's ARN in
+`resources`, `detail.state.value` and `detail.state.reason`; "Alarm events and
+EventBridge", docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/
+cloudwatch-and-eventbridge.html, which also says CloudWatch guarantees their delivery).
+The alarm has no SNS action of its own: an alarm action publishes as the service
+principal cloudwatch.amazonaws.com, with no role, so the topic's key would need a key
+policy statement allowing that principal kms:Decrypt and kms:GenerateDataKey* ("Enable
+compatibility between event sources from AWS services and encrypted topics",
+docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services).
+The rule delivers with the same role as HyperPod's rules instead, and the storage key's
+policy allows EventBridge through SNS (`service_publishers`).
 """
 
 from __future__ import annotations
@@ -82,6 +96,10 @@ SOURCE = "aws.sagemaker"
 CLUSTER_STATE = "SageMaker HyperPod Cluster State Change"
 NODE_HEALTH = "SageMaker HyperPod Cluster Node Health Event"
 CLUSTER_EVENT = "SageMaker HyperPod Cluster Event"
+ALARM_SOURCE = "aws.cloudwatch"
+ALARM_STATE_CHANGE = "CloudWatch Alarm State Change"
+# The suffix of the check's alarm's name and of its rule's.
+CHECK_FAILING = "check-failing"
 PUBLISH_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
 
 
@@ -95,14 +113,36 @@ class EventAlert:
     detail: Mapping[str, object]
     paths: Mapping[str, str]
     sentence: str
+    source: str = SOURCE
+    resources: tuple[str, ...] = ()
 
     def pattern(self, account: str) -> dict[str, object]:
         return {
-            "source": [SOURCE],
+            "source": [self.source],
             "detail-type": [self.detail_type],
             "account": [account],
+            **({"resources": list(self.resources)} if self.resources else {}),
             "detail": dict(self.detail),
         }
+
+
+def check_alarm_alert(
+    environment: str, alarm_arn: str, runs: int, every_minutes: int, log_group: str
+) -> EventAlert:
+    """The rule of the check's alarm: into ALARM once the check failed `runs` runs in a
+    row; the next command reads its failed runs' lines (step "fail", index.py)."""
+    return EventAlert(
+        CHECK_FAILING,
+        ALARM_STATE_CHANGE,
+        {"state": {"value": ["ALARM"]}},
+        {"reason": "$.detail.state.reason"},
+        f"novapod {environment}: the environment's scheduled check has failed its last "
+        f"{runs} runs ({runs * every_minutes} min), so its metrics and alerts are not "
+        "current (<reason>); next: aws logs filter-log-events --log-group-name "
+        f"{log_group} --filter-pattern '{{ $.step = \"fail\" }}' --region {Aws.REGION}",
+        source=ALARM_SOURCE,
+        resources=(alarm_arn,),
+    )
 
 
 def event_alerts(environment: str, cluster: str) -> list[EventAlert]:
@@ -149,14 +189,14 @@ def event_alerts(environment: str, cluster: str) -> list[EventAlert]:
 # on HyperPod's events, and CloudWatch for alarms whose action is the topic (the check's
 # alarms: one on its Errors publishes to the topic with every monitor).
 EVENTS_PRINCIPAL = "events.amazonaws.com"
-ALARMS_PRINCIPAL = "cloudwatch.amazonaws.com"
 
 
-def service_publishers(*, rules: bool) -> tuple[str, ...]:
+def service_publishers() -> tuple[str, ...]:
     """The service principals the storage key's policy lets use the key through SNS for
-    this environment's alert topic (see the module docstring): CloudWatch always (the
-    monitor's alarms), EventBridge when there are rules (a HyperPod cluster)."""
-    return (ALARMS_PRINCIPAL, EVENTS_PRINCIPAL) if rules else (ALARMS_PRINCIPAL,)
+    this environment's alert topic (see the module docstring): EventBridge, whose rules
+    deliver HyperPod's events and the check's own alarm (which has no SNS action, so
+    CloudWatch never publishes to the topic itself)."""
+    return (EVENTS_PRINCIPAL,)
 
 
 def grant_publish(principal: iam.IGrantable, topic: sns.ITopic, key: kms.IKey, sid: str) -> None:
@@ -175,8 +215,8 @@ def grant_publish(principal: iam.IGrantable, topic: sns.ITopic, key: kms.IKey, s
 
 
 class Alerts(Construct):
-    """Attributes: `topic`, `rules` (suffix -> CfnRule; none without a cluster) and
-    `events_role` (None without a cluster)."""
+    """Attributes: `topic`, `rules` (suffix -> CfnRule: HyperPod's with a cluster, and
+    the check's alarm's once `add_alarm_rule` made it) and `events_role`."""
 
     def __init__(
         self,
@@ -201,14 +241,13 @@ class Alerts(Construct):
         for email in emails:
             self.topic.add_subscription(subscriptions.EmailSubscription(email))
         self.rules: dict[str, events.CfnRule] = {}
-        self.events_role: iam.Role | None = None
-        if cluster_name is None:
-            return
-        alerts = event_alerts(environment, cluster_name)
-        names = {a.suffix: f"{prefix}-{a.suffix}" for a in alerts}
+        self.environment = environment
+        alerts = event_alerts(environment, cluster_name) if cluster_name is not None else []
+        self.names = {a.suffix: f"{prefix}-{a.suffix}" for a in alerts}
+        self.names[CHECK_FAILING] = f"{prefix}-{CHECK_FAILING}"
         rule_arns = [
             stack.format_arn(service="events", resource="rule", resource_name=name)
-            for name in names.values()
+            for name in self.names.values()
         ]
         self.events_role = iam.Role(
             self,
@@ -220,30 +259,38 @@ class Alerts(Construct):
                     "ArnEquals": {"aws:SourceArn": rule_arns},
                 },
             ),
-            description=f"novapod {environment}: EventBridge sends HyperPod's events to the "
-            "alert topic",
+            description=f"novapod {environment}: EventBridge sends HyperPod's events and the "
+            "check's alarm to the alert topic",
         )
         grant_publish(self.events_role, self.topic, key, "PublishAlerts")
         for alert in alerts:
-            rule = events.CfnRule(
-                self,
-                "".join(p.capitalize() for p in alert.suffix.split("-")) + "Rule",
-                name=names[alert.suffix],
-                description=f"novapod {environment}: {alert.detail_type} of HyperPod "
-                f"cluster {cluster_name} to the alert topic",
-                event_pattern=alert.pattern(stack.account),
-                state="ENABLED",
-                targets=[
-                    events.CfnRule.TargetProperty(
-                        id="AlertTopic",
-                        arn=self.topic.topic_arn,
-                        role_arn=self.events_role.role_arn,
-                        input_transformer=events.CfnRule.InputTransformerProperty(
-                            input_paths_map=dict(alert.paths), input_template=alert.sentence
-                        ),
-                    )
-                ],
-            )
-            # Its first event finds the role allowed to publish.
-            rule.node.add_dependency(default_policy(self.events_role))
-            self.rules[alert.suffix] = rule
+            self._rule(alert, f"{alert.detail_type} of HyperPod cluster {cluster_name}")
+
+    def add_alarm_rule(self, alert: EventAlert) -> events.CfnRule:
+        """The rule that sends the check's alarm (`check_alarm_alert`) to the topic."""
+        return self._rule(alert, "the scheduled check's alarm")
+
+    def _rule(self, alert: EventAlert, what: str) -> events.CfnRule:
+        stack = Stack.of(self)
+        rule = events.CfnRule(
+            self,
+            "".join(p.capitalize() for p in alert.suffix.split("-")) + "Rule",
+            name=self.names[alert.suffix],
+            description=f"novapod {self.environment}: {what} to the alert topic",
+            event_pattern=alert.pattern(stack.account),
+            state="ENABLED",
+            targets=[
+                events.CfnRule.TargetProperty(
+                    id="AlertTopic",
+                    arn=self.topic.topic_arn,
+                    role_arn=self.events_role.role_arn,
+                    input_transformer=events.CfnRule.InputTransformerProperty(
+                        input_paths_map=dict(alert.paths), input_template=alert.sentence
+                    ),
+                )
+            ],
+        )
+        # Its first event finds the role allowed to publish.
+        rule.node.add_dependency(default_policy(self.events_role))
+        self.rules[alert.suffix] = rule
+        return rule

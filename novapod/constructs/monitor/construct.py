@@ -31,7 +31,24 @@ list_amazoncloudwatch.html):
 - `dynamodb:GetItem` and `PutItem` on the state table, this environment's item only
   (dynamodb:LeadingKeys), and its key through DynamoDB (`purchase_ledger.
   grant_environment_items`, as the purchase handlers are granted the ledger);
+- with jobs on the cluster, `eks:DescribeCluster` on the EKS cluster (named at synth:
+  its ARN is exact) for its private endpoint and CA; the Kubernetes API is authorized by
+  the cluster, not IAM (the token is an STS GetCallerIdentity presigned locally, which
+  needs no permission: docs.aws.amazon.com/STS/latest/APIReference/
+  API_GetCallerIdentity.html, "No permissions are required");
 - its own log group, and what Lambda needs in the VPC (`provider.attach_to_vpc`).
+
+With jobs, the function's role has an EKS access entry of its own (`access_entry`, type
+STANDARD, Kubernetes group `MONITOR_GROUP`, no access policy): the cluster bootstrap's
+build binds that group to a Role in the jobs' namespace that lists PyTorchJobs there and
+does nothing else (novapod/nova/kubernetes.py, MONITOR_RULES); AmazonEKSViewPolicy, the
+narrowest access policy, names no kubeflow.org resource and could not read them
+(docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html). The entry
+needs the EKS cluster, which the monitor stack already deploys after (the eks stack
+builds the NAT routes its calls take), and nothing waits for it. The private endpoint
+answers on the control plane's network interfaces, which carry the HyperPod security
+group (the eks stack gives it at CreateCluster, API_VpcConfigRequest.html): `ingress`
+admits the check's group there on HTTPS, as the NovaEnvironment check is admitted.
 
 The schedule's role may invoke this one function (`lambda:InvokeFunction` on its ARN) and
 is assumed by EventBridge Scheduler only on behalf of this account's default schedule
@@ -53,8 +70,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Aws, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -78,21 +98,27 @@ from novapod.constructs.provider import (
     https_egress_group,
 )
 from novapod.constructs.purchase_ledger import grant_environment_items
+from novapod.nova.kubernetes import MONITOR_GROUP
 
 HANDLER_ROOT = Path(__file__).resolve().parent
 NAMESPACE = decisions.NAMESPACE
 # Above the worst case of a run's reads, each retried to its limit (handler/index.py
-# worst_case_seconds: the plans, the cluster and a page of nodes, the metrics, the state's
-# read) plus the margin at which it stops publishing (stop_margin_seconds), for every
-# shipped config (tested). Alerts are published only while that margin is left, so a
-# run is never stopped between a Publish and its record. One run at a time.
-TIMEOUT = Duration.minutes(5)
+# worst_case_seconds: the plans, the cluster and a page of nodes, the EKS cluster and two
+# pages of PyTorchJobs, the metrics, the state's read) plus the margin at which it stops
+# publishing (stop_margin_seconds), for every shipped config (tested). Alerts are
+# published only while that margin is left, so a run is never stopped between claiming
+# an alert and publishing it. One run at a time.
+TIMEOUT = Duration.minutes(6)
 RESERVED_CONCURRENCY = 1
 # What the function does with its state item (handler/index.py).
 STATE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
 # The tag novapod puts on every resource of an environment (NovapodConfig.resource_tags,
 # applied by environment.py), the HyperPod cluster included.
 ENVIRONMENT_TAG = "novapod:environment"
+HTTPS = 443
+# The check's alarm: in ALARM once this many runs in a row failed (one run that failed is
+# a throttled call or a blip the next run, minutes later, gets past).
+ALARM_RUNS = 3
 
 
 @dataclass(frozen=True)
@@ -106,6 +132,16 @@ class WatchedPlan:
     jobs: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class WatchedJobs:
+    """The config's jobs that run on the HyperPod cluster, whose runs the check reads from
+    the EKS cluster's Kubernetes API: the EKS cluster, the jobs' namespace, the jobs."""
+
+    eks_cluster: str
+    namespace: str
+    names: tuple[str, ...]
+
+
 def rate(minutes: int) -> str:
     """An EventBridge Scheduler rate expression (docs.aws.amazon.com/scheduler/latest/
     UserGuide/schedule-types.html: the unit is singular for a value of 1)."""
@@ -114,7 +150,8 @@ def rate(minutes: int) -> str:
 
 class ScheduledCheck(Construct):
     """Attributes: `function`, `role`, `log_group`, `schedule`, `schedule_role`,
-    `state_table` and `security_group` (None outside the VPC)."""
+    `state_table`, `alarm` (on the function's errors), `security_group` (None outside
+    the VPC), and with jobs `access_entry` and `ingress` (else None)."""
 
     def __init__(
         self,
@@ -131,7 +168,9 @@ class ScheduledCheck(Construct):
         placement: PrivatePlacement | None,
         log_retention_days: int,
         key: kms.IKey,
+        alarm_name: str,
         outside_vpc_reason: str = "",
+        jobs: WatchedJobs | None = None,
     ) -> None:
         super().__init__(scope, id_)
         stack = Stack.of(self)
@@ -226,7 +265,8 @@ class ScheduledCheck(Construct):
                 "SecurityGroup",
                 vpc_id=placement.vpc_id,
                 description=f"novapod {environment} scheduled check: HTTPS to AWS APIs",
-                destination="HTTPS to the SageMaker, CloudWatch, SNS and DynamoDB APIs",
+                destination="HTTPS to the SageMaker, CloudWatch, SNS and DynamoDB APIs"
+                + (" and the EKS cluster's API" if jobs is not None else ""),
             )
             attach_to_vpc(
                 self.function,
@@ -235,6 +275,12 @@ class ScheduledCheck(Construct):
             )
         else:
             acknowledge(self.function, "LambdaInsideVPC", outside_vpc_reason)
+        self.access_entry: eks.CfnAccessEntry | None = None
+        self.ingress: ec2.CfnSecurityGroupIngress | None = None
+        if jobs is not None:
+            # The config refuses eks in a closed network: with jobs the check is in the VPC.
+            assert placement is not None and self.security_group is not None
+            self._read_jobs(jobs, placement)
         settings = {
             "environment": environment,
             "namespace": NAMESPACE,
@@ -246,6 +292,14 @@ class ScheduledCheck(Construct):
             "ending_alert_days": ending_alert_days,
             "topic_arn": topic.topic_arn,
             "state_table": self.state_table.table_name,
+            "jobs": {
+                "eks_cluster": jobs.eks_cluster,
+                "namespace": jobs.namespace,
+                "names": list(jobs.names),
+                "region": Aws.REGION,
+            }
+            if jobs is not None
+            else None,
         }
         self.schedule_role = iam.Role(
             self,
@@ -290,6 +344,73 @@ class ScheduledCheck(Construct):
             ),
         )
         self.schedule.node.add_dependency(default_policy(self.schedule_role))
+        self.alarm = self._alarm(alarm_name, every_minutes, environment)
+
+    def _alarm(self, name: str, every_minutes: int, environment: str) -> cloudwatch.Alarm:
+        """The check's own failures: Lambda's Errors metric of the function (its exceptions,
+        the runtime's timeouts and crashes: "Types of metrics for Lambda functions",
+        docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html), at least one
+        in each of the last ALARM_RUNS periods of one run. No runs (the schedule off) are
+        no data, not failures. Named at synth: its rule (alerts.py) matches its ARN."""
+        alarm = cloudwatch.Alarm(
+            self,
+            "Alarm",
+            alarm_name=name,
+            alarm_description=f"novapod {environment}: the scheduled check failed its last "
+            f"{ALARM_RUNS} runs; an EventBridge rule sends the state change to the alert topic",
+            metric=self.function.metric_errors(
+                period=Duration.minutes(every_minutes), statistic="Sum"
+            ),
+            threshold=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluation_periods=ALARM_RUNS,
+            datapoints_to_alarm=ALARM_RUNS,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        acknowledge(
+            alarm,
+            "CloudWatchAlarmAction",
+            "The alarm's state change reaches the alert topic through an EventBridge rule "
+            "(alerts.py, check-failing) with a role of its own; an SNS alarm action would "
+            "publish as cloudwatch.amazonaws.com, which the storage key's policy does not "
+            "allow to use the key that encrypts the topic.",
+        )
+        return alarm
+
+    def _read_jobs(self, jobs: WatchedJobs, placement: PrivatePlacement) -> None:
+        """What reading the jobs' PyTorchJobs takes: DescribeCluster of the EKS cluster,
+        the access entry, and HTTPS to its private endpoint."""
+        assert self.security_group is not None
+        stack = Stack.of(self)
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="DescribeEksCluster",
+                actions=["eks:DescribeCluster"],
+                resources=[
+                    stack.format_arn(
+                        service="eks", resource="cluster", resource_name=jobs.eks_cluster
+                    )
+                ],
+            )
+        )
+        self.access_entry = eks.CfnAccessEntry(
+            self,
+            "AccessEntry",
+            cluster_name=jobs.eks_cluster,
+            principal_arn=self.role.role_arn,
+            type="STANDARD",
+            kubernetes_groups=[MONITOR_GROUP],
+        )
+        self.ingress = ec2.CfnSecurityGroupIngress(
+            self,
+            "EksApiIngress",
+            group_id=placement.security_group_id,
+            source_security_group_id=self.security_group.attr_group_id,
+            ip_protocol="tcp",
+            from_port=HTTPS,
+            to_port=HTTPS,
+            description="novapod scheduled check to the EKS API",
+        )
 
     def _state_table(self, key: kms.IKey) -> dynamodb.Table:
         """One item per environment: the alerts sent, the plans seen, when each began to

@@ -2,12 +2,16 @@
 (handler/decisions.py names the metrics), a row per training plan (reserved instances
 against those in use, idle and unhealthy) and per instance group (desired, current and
 unhealthy nodes), the check's own runs and errors, and the last alerts it sent (a Logs
-Insights query over its log group, where each alert is one JSON line with step "alert").
+Insights query over its log group, where each alert is one JSON line with step "alert");
+with jobs on the cluster, the last job events it saw (runs started, succeeded, failed:
+one JSON line each with step "job-event", handler/index.py).
 
 Statistic Maximum over the check's period: one sample per period, and a count that was
 briefly lower does not hide a higher one. The HyperPod cluster's own log group (the jobs'
 logs) is not on it: its name ends in the cluster's ID, known only once the cluster
-exists, which the monitor stack does not wait for.
+exists, which the monitor stack does not wait for; the job events come from the check's
+own log group, whose name is known at synth, and a failed run's alert names the jobs'
+log group (the check reads the cluster's ID when it runs).
 """
 
 from __future__ import annotations
@@ -37,6 +41,10 @@ GROUP_METRICS = (
 ALERTS_QUERY = (
     'fields @timestamp, message\n| filter step = "alert"\n| sort @timestamp desc\n| limit 20'
 )
+JOB_EVENTS_QUERY = (
+    "fields @timestamp, job, run, event, phase, at\n"
+    '| filter step = "job-event"\n| sort @timestamp desc\n| limit 20'
+)
 
 
 class EnvironmentDashboard(Construct):
@@ -54,6 +62,7 @@ class EnvironmentDashboard(Construct):
         every_minutes: int,
         function: lambda_.IFunction,
         log_group: logs.ILogGroup,
+        jobs: bool = False,
     ) -> None:
         super().__init__(scope, id_)
         period = Duration.minutes(every_minutes)
@@ -123,6 +132,19 @@ class EnvironmentDashboard(Construct):
                 ),
             ]
         )
+        if jobs:
+            rows.append(
+                [
+                    cloudwatch.LogQueryWidget(
+                        title="the last job events (runs started, succeeded, failed)",
+                        log_group_names=[log_group.log_group_name],
+                        query_string=JOB_EVENTS_QUERY,
+                        view=cloudwatch.LogQueryVisualizationType.TABLE,
+                        width=WIDTH,
+                        height=6,
+                    )
+                ]
+            )
         self.dashboard = cloudwatch.Dashboard(
             self,
             "Dashboard",

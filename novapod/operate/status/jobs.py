@@ -7,13 +7,11 @@ A run is the Helm release `novapod launch --run` starts, named `<job[:34]>-<5 [a
 name (PPO: four, `<run>-rm`, `-cm`, `-am`, `-at`), and in S3 as the folder
 `<outputs>/<job>/<run>/`. Its state:
 
-- from its PyTorchJobs, when the cluster's API was read: the last condition whose status
-  is "True" of `status.conditions` (the Kubeflow training operator's JobConditionType:
-  Created, Running, Restarting, Suspended, Succeeded, Failed; kubeflow/training-operator
-  pkg/apis/kubeflow.org/v1/common_types.go). Failed if one of its PyTorchJobs failed,
-  succeeded once all succeeded, otherwise running (Created, Running, Restarting and
-  Suspended are all on their way). Its start is `status.startTime` (or the object's
-  creation), its end `status.completionTime` (or the Failed condition's time);
+- from its PyTorchJobs, when the cluster's API was read: the rule of
+  novapod/constructs/handler_core/runs.py, which the environment's scheduled check
+  alerts with too (the last condition whose status is "True"; failed if one of its
+  PyTorchJobs failed, succeeded once all succeeded, otherwise running), its start and
+  end from the same objects;
 - from S3 alone (its PyTorchJobs are gone: `novapod cancel`, `helm uninstall`, or a
   clean-up): succeeded when it wrote what a finished run writes (`manifest.json` or
   `output/output.tar.gz`; an evaluation's results file), ending then; otherwise failed
@@ -42,7 +40,6 @@ pending or running pod of the jobs' namespace.
 from __future__ import annotations
 
 import math
-import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,8 +48,8 @@ from typing import Any, Literal
 
 from novapod.capacity.extension import SEARCH_COMMAND
 from novapod.constructs.handler_core import health
-from novapod.constructs.handler_core.values import as_utc, iso
-from novapod.nova.cancel import RUN_NAME_PREFIX_CHARS, RUN_SUFFIX
+from novapod.constructs.handler_core import runs as run_rules
+from novapod.constructs.handler_core.values import iso
 from novapod.operate.status.collect import JobsFacts, RunOutput
 from novapod.operate.status.expected import Expected, ExpectedJob
 
@@ -63,8 +60,7 @@ JobAttention = Literal["run-failed", "job-at-risk", "job-late"]
 # A job whose projected end is at most this past its slot is on time: launching a run
 # some minutes after the schedule says is not lateness.
 LATE_AFTER = timedelta(hours=1)
-# PPO's PyTorchJobs of a run (k8s_templates/PPO/training.yaml upstream, cancel.py).
-PPO_PARTS = ("rm", "cm", "am", "at")
+PPO_PARTS = run_rules.PPO_PARTS
 NODE_PREFIX = "hyperpod-"
 # Pod phases of a pod that holds its node (kubernetes.io/docs/concepts/workloads/pods/
 # pod-lifecycle/#pod-phase): Pending once scheduled (it has a nodeName), Running.
@@ -133,38 +129,17 @@ class JobVerdict:
 # --- runs -------------------------------------------------------------------------------
 
 
-def run_name(job: str, object_name: str) -> str | None:
-    """The run of `job` a PyTorchJob named `object_name` belongs to, or None."""
-    prefix = re.escape(job[:RUN_NAME_PREFIX_CHARS])
-    match = re.fullmatch(rf"({prefix}{RUN_SUFFIX})(?:-(?:{'|'.join(PPO_PARTS)}))?", object_name)
-    return match.group(1) if match else None
-
-
-def _time(value: Any) -> datetime | None:
-    """A Kubernetes timestamp (RFC 3339, `2027-07-09T12:10:00Z`)."""
-    return as_utc(value.replace("Z", "+00:00")) if isinstance(value, str) else None
-
-
-def condition(obj: Mapping[str, Any]) -> tuple[str | None, datetime | None, str | None]:
-    """(type, when, message) of a PyTorchJob's last condition whose status is True (the
-    operator appends them as the job moves on)."""
-    conditions = (obj.get("status") or {}).get("conditions") or []
-    true = [c for c in conditions if isinstance(c, dict) and c.get("status") == "True"]
-    if not true:
-        return None, None, None
-    last = true[-1]
-    when = _time(last.get("lastTransitionTime")) or _time(last.get("lastUpdateTime"))
-    return str(last.get("type")), when, (str(last["message"]) if last.get("message") else None)
+run_name = run_rules.run_name
+condition = run_rules.condition
 
 
 def runs_of(job: ExpectedJob, facts: JobsFacts) -> list[Run]:
     """The job's runs, oldest first, from its PyTorchJobs and its S3 folders."""
-    objects: dict[str, list[Mapping[str, Any]]] = {}
-    if facts.kubernetes.read:
-        for obj in facts.kubernetes.pytorchjobs:
-            name = run_name(job.name, str((obj.get("metadata") or {}).get("name") or ""))
-            if name is not None:
-                objects.setdefault(name, []).append(obj)
+    objects = (
+        run_rules.runs_by_name(job.name, facts.kubernetes.pytorchjobs)
+        if facts.kubernetes.read
+        else {}
+    )
     # Folders named as the launcher names runs only (a folder written by hand is no run).
     outputs = {o.run: o for o in facts.outputs.get(job.name, ()) if run_name(job.name, o.run)}
     runs = [
@@ -197,28 +172,10 @@ def _run(
                        message, None, first)  # fmt: skip
         message = f"in S3 without {sign}; the cluster was not read"
         return Run(name, "unknown", None, None, None, message, None, first)
-    seen = [condition(o) for o in objects]
-    starts = [
-        _time((o.get("status") or {}).get("startTime"))
-        or _time((o.get("metadata") or {}).get("creationTimestamp"))
-        for o in objects
-    ]
-    start = min((s for s in starts if s is not None), default=None)
-    failed = [(when, why) for kind, when, why in seen if kind == "Failed"]
-    if failed:
-        failed_at, reason = failed[0]
-        return Run(name, "failed", "Failed", start, failed_at, reason, uri, first)
-    if all(kind == "Succeeded" for kind, _, _ in seen):
-        ends = [
-            _time((o.get("status") or {}).get("completionTime")) or when
-            for o, (_, when, _) in zip(objects, seen, strict=True)
-        ]
-        end = max((e for e in ends if e is not None), default=finished)
-        return Run(name, "succeeded", "Succeeded", start, end, None, uri, first)
-    phases = [kind for kind, _, _ in seen if kind is not None and kind != "Succeeded"]
-    phase = phases[-1] if phases else "Created"
-    note = next((m for kind, _, m in seen if kind == phase and m), None)
-    return Run(name, "running", phase, start, None, note, uri, first)
+    found = run_rules.run_phase(objects)
+    end = found.end or (finished if found.state == "succeeded" else None)
+    note = found.message if found.state != "succeeded" else None
+    return Run(name, found.state, found.phase, found.start, end, note, uri, first)
 
 
 # --- the schedule -----------------------------------------------------------------------

@@ -4,8 +4,8 @@ state and a time in; `index.py` makes the calls.
 
 Settings come as the schedule's input (the construct writes them at synth): the
 environment, the metric namespace, the plans (the config's name, SageMaker's name, the
-jobs that run on it), the HyperPod cluster's name, the alert thresholds, the topic and
-the state table.
+jobs that run on it), the HyperPod cluster's name, the jobs that run on it (their EKS
+cluster and namespace), the alert thresholds, the topic and the state table.
 
 Metrics (PutMetricData, dimensions Environment and Plan, or Environment and
 InstanceGroup): each plan DescribeTrainingPlan finds, its TotalInstanceCount,
@@ -32,11 +32,22 @@ check alerts on what it sees:
   (docs/operations.md, "Alerts");
 - an instance group Failed, Degraded or Deleting, a node in Failure or NotFound
   (DescribeCluster's and ListClusterNodes' statuses; HyperPod's own cluster state, node
-  health and cluster events go to the topic through EventBridge rules).
+  health and cluster events go to the topic through EventBridge rules);
+- a failed job run: a run of the config's jobs whose PyTorchJobs in the jobs' namespace
+  say Failed (handler_core/runs.py, the rule `novapod status` judges runs with).
+  SageMaker publishes no event for a job on a HyperPod EKS cluster (the same list names
+  none), so the check reads the PyTorchJobs. A failed run found at the check's first
+  look alerts too: unlike a plan's status, it is not the expected state, and someone has
+  to read its logs.
 
-The state holds the plans seen, when each started idling, and the keys of the alerts
-sent whose condition still holds; a key whose condition is over is dropped, so the next
-occurrence alerts again. What a failed read leaves unknown keeps its state as it was.
+Job events: each run whose state (running, succeeded, failed) differs from what the
+last run saw, a run first seen included, is an event (`JobEvent`: started, succeeded,
+failed), which `index` logs as one JSON line for the dashboard.
+
+The state holds the plans seen, when each started idling, the runs seen and their state,
+and the keys of the alerts sent whose condition still holds; a key whose condition is
+over is dropped, so the next occurrence alerts again. What a failed read leaves unknown
+keeps its state as it was.
 """
 
 from __future__ import annotations
@@ -47,7 +58,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from ...handler_core import health, values
+from ...handler_core import health, runs, values
 
 # The metrics' namespace, and their dimensions (`novapod status` reads them back).
 NAMESPACE = "novapod"
@@ -66,6 +77,9 @@ NOT_BOUGHT = "NotBought"
 STATE_VERSION = 1
 # The state item's key attribute: one item per environment, keyed by its name.
 STATE_KEY = "Environment"
+# HyperPod's log groups, where the jobs log: /aws/sagemaker/Clusters/<name>/<cluster id>
+# (novapod/nova/access.py HYPERPOD_LOG_GROUP_PREFIX, which a test holds to this).
+HYPERPOD_LOG_GROUPS = "/aws/sagemaker/Clusters/"
 
 
 class SettingsError(Exception):
@@ -83,6 +97,16 @@ class PlanSettings:
 
 
 @dataclass(frozen=True)
+class JobSettings:
+    """The config's jobs that run on the HyperPod cluster, and where their runs show."""
+
+    eks_cluster: str  # the EKS cluster that orchestrates the HyperPod cluster
+    namespace: str  # nova.namespace: where their PyTorchJobs are
+    names: tuple[str, ...]
+    region: str  # for the logs command of an alert
+
+
+@dataclass(frozen=True)
 class Settings:
     environment: str
     namespace: str
@@ -92,6 +116,7 @@ class Settings:
     ending_alert_days: int
     topic_arn: str
     state_table: str
+    jobs: JobSettings | None = None
 
 
 def parse_settings(raw: Mapping[str, Any]) -> Settings:
@@ -120,6 +145,20 @@ def parse_settings(raw: Mapping[str, Any]) -> Settings:
                 jobs=tuple(jobs),
             )
         )
+    jobs = None
+    raw_jobs = raw.get("jobs")
+    if raw_jobs is not None:
+        if not isinstance(raw_jobs, Mapping):
+            raise SettingsError("jobs must be an object")
+        names = raw_jobs.get("names")
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            raise SettingsError("jobs.names must be a list of job names")
+        jobs = JobSettings(
+            eks_cluster=values.required_str(raw_jobs, "eks_cluster", SettingsError),
+            namespace=values.required_str(raw_jobs, "namespace", SettingsError),
+            names=tuple(names),
+            region=values.required_str(raw_jobs, "region", SettingsError),
+        )
     return Settings(
         environment=text("environment"),
         namespace=text("namespace"),
@@ -129,6 +168,7 @@ def parse_settings(raw: Mapping[str, Any]) -> Settings:
         ending_alert_days=number("ending_alert_days", 1, 10**4),
         topic_arn=text("topic_arn"),
         state_table=text("state_table"),
+        jobs=jobs,
     )
 
 
@@ -175,9 +215,19 @@ class ClusterSample:
 
 
 @dataclass(frozen=True)
+class JobsSample:
+    """The PyTorchJobs of the jobs' namespace, or `error` when the Kubernetes API (or
+    EKS DescribeCluster) could not be read: nothing is known of the runs this run."""
+
+    pytorchjobs: tuple[Mapping[str, Any], ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class Samples:
     plans: tuple[PlanSample, ...]
     cluster: ClusterSample | None
+    jobs: JobsSample | None = None
 
 
 # --- metrics --------------------------------------------------------------------------------
@@ -248,13 +298,15 @@ def batches(data: Sequence[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
 @dataclass(frozen=True)
 class State:
     """What a run leaves for the next: the plans seen (their status), when each plan began
-    to idle, the alerts sent whose condition still holds (key -> when), and the item's
-    sequence (the conditional write's guard; 0: no item yet)."""
+    to idle, the alerts sent whose condition still holds (key -> when), the job runs seen
+    (`<job>/<run>` -> running, succeeded or failed), and the item's sequence (the
+    conditional write's guard; 0: no item yet)."""
 
     seen: Mapping[str, str] = field(default_factory=dict)
     idle_since: Mapping[str, str] = field(default_factory=dict)
     sent: Mapping[str, str] = field(default_factory=dict)
     sequence: int = 0
+    runs: Mapping[str, str] = field(default_factory=dict)
 
     def text(self) -> str:
         return json.dumps(
@@ -263,6 +315,7 @@ class State:
                 "seen": dict(sorted(self.seen.items())),
                 "idle_since": dict(sorted(self.idle_since.items())),
                 "sent": dict(sorted(self.sent.items())),
+                "runs": dict(sorted(self.runs.items())),
             },
             separators=(",", ":"),
         )
@@ -283,7 +336,7 @@ def read_state(text: str | None, sequence: int) -> State:
             return {}
         return {str(k): str(v) for k, v in found.items()}
 
-    return State(strings("seen"), strings("idle_since"), strings("sent"), sequence)
+    return State(strings("seen"), strings("idle_since"), strings("sent"), sequence, strings("runs"))
 
 
 # --- alerts ---------------------------------------------------------------------------------
@@ -297,10 +350,36 @@ class Alert:
 
 
 @dataclass(frozen=True)
+class JobEvent:
+    """A run seen to change: started (first seen running), succeeded or failed."""
+
+    job: str
+    run: str
+    event: str  # started | succeeded | failed
+    phase: str  # the operator's condition (Running, Restarting, Succeeded, Failed, ...)
+    at: datetime | None  # when it started, succeeded or failed
+    message: str  # one sentence, for the log line
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "job": self.job,
+            "run": self.run,
+            "event": self.event,
+            "phase": self.phase,
+            "at": values.iso(self.at) or None,
+        }
+
+
+# A run's state -> the event of turning into it.
+EVENTS = {"running": "started", "succeeded": "succeeded", "failed": "failed"}
+
+
+@dataclass(frozen=True)
 class Decision:
     alerts: tuple[Alert, ...]
     # The state if every alert is sent; `index` leaves out the keys it could not send.
     state: State
+    events: tuple[JobEvent, ...] = ()
 
 
 def _plan_key(name: str, *parts: str) -> str:
@@ -308,9 +387,16 @@ def _plan_key(name: str, *parts: str) -> str:
 
 
 def _owner(key: str) -> str:
-    """The subject a key belongs to: `plan/<name>` or `cluster` (groups and nodes)."""
+    """The subject a key belongs to: `plan/<name>`, `jobs` (runs) or `cluster` (groups
+    and nodes)."""
     kind, _, rest = key.partition("/")
-    return f"plan/{rest.split('/', 1)[0]}" if kind == "plan" else "cluster"
+    if kind == "plan":
+        return f"plan/{rest.split('/', 1)[0]}"
+    return "jobs" if kind == "run" else "cluster"
+
+
+def run_key(job: str, run: str) -> str:
+    return f"{job}/{run}"
 
 
 class _Messages:
@@ -451,6 +537,75 @@ def _cluster_alerts(cluster: ClusterSample, say: _Messages) -> list[Alert]:
     return alerts
 
 
+def logs_command(cluster: ClusterSample | None, run: str, region: str) -> str | None:
+    """Where a run's lines are: the HyperPod cluster's log group, /aws/sagemaker/Clusters/
+    <name>/<cluster id> (the ID ends its ARN), one stream per node, filtered for the run's
+    name (docs/scientists.md, "Where the logs are"); None while the cluster is unknown."""
+    arn = str(((cluster.described if cluster else None) or {}).get("ClusterArn") or "")
+    if cluster is None or "/" not in arn:
+        return None
+    group = f"{HYPERPOD_LOG_GROUPS}{cluster.name}/{arn.rsplit('/', 1)[-1]}"
+    return (
+        f"aws logs filter-log-events --log-group-name {group} --filter-pattern "
+        f"'\"{run}\"' --region {region}"
+    )
+
+
+def job_runs(jobs: JobSettings, sample: JobsSample) -> dict[tuple[str, str], runs.RunPhase]:
+    """(job, run) -> the run's phase, for each run of the config's jobs in the namespace."""
+    out: dict[tuple[str, str], runs.RunPhase] = {}
+    for job in jobs.names:
+        for run, objects in runs.runs_by_name(job, sample.pytorchjobs).items():
+            out[(job, run)] = runs.run_phase(objects)
+    return out
+
+
+def _job_decisions(
+    samples: Samples, previous: State, settings: Settings, say: _Messages
+) -> tuple[list[Alert], list[JobEvent], dict[str, str]]:
+    """The failed runs' alerts, the runs' events, and the runs seen (key -> state)."""
+    jobs, sample = settings.jobs, samples.jobs
+    assert jobs is not None and sample is not None and sample.error is None
+    alerts: list[Alert] = []
+    events: list[JobEvent] = []
+    seen: dict[str, str] = {}
+    for (job, run), phase in sorted(job_runs(jobs, sample).items()):
+        key = run_key(job, run)
+        seen[key] = phase.state
+        moment = phase.start if phase.state == "running" else phase.end
+        if previous.runs.get(key) != phase.state:
+            events.append(
+                JobEvent(
+                    job,
+                    run,
+                    EVENTS[phase.state],
+                    phase.phase,
+                    moment,
+                    f"run {run} of job {job} {EVENTS[phase.state]}"
+                    + (f" at {values.iso(moment)}" if moment else "")
+                    + (f": {phase.message}" if phase.message else ""),
+                )
+            )
+        if phase.state != "failed":
+            continue
+        took = (
+            f" after {health.span(phase.end - phase.start)}"
+            if phase.end is not None and phase.start is not None
+            else ""
+        )
+        sentence = (
+            f"run {run} of job {job} failed"
+            + (f" at {values.iso(phase.end)}" if phase.end else "")
+            + took
+            + f" ({phase.message or 'the training operator gives no reason'})"
+        )
+        relaunch = f"novapod launch CONFIG {job} to run it again"
+        logs = logs_command(samples.cluster, run, jobs.region)
+        command = f"{logs}, then {relaunch}" if logs else f"{say.status()}, then {relaunch}"
+        alerts.append(say.alert(f"run/{key}/failed", f"job {job} run failed", sentence, command))
+    return alerts, events, seen
+
+
 def decide(samples: Samples, previous: State, now: datetime, settings: Settings) -> Decision:
     """The alerts this run owes and the state it leaves if they are all sent."""
     say = _Messages(settings.environment)
@@ -475,6 +630,14 @@ def decide(samples: Samples, previous: State, now: datetime, settings: Settings)
             unknown.add("cluster")
         else:
             owed += _cluster_alerts(samples.cluster, say)
+    events: list[JobEvent] = []
+    runs_seen = dict(previous.runs)
+    if settings.jobs is not None and samples.jobs is not None:
+        if samples.jobs.error is not None:
+            unknown.add("jobs")
+        else:
+            found, events, runs_seen = _job_decisions(samples, previous, settings, say)
+            owed += found
     # First looks: a plan's status is recorded, not alerted.
     first_looks = {
         _plan_key(s.settings.name, "status", s.status): values.iso(now)
@@ -489,11 +652,18 @@ def decide(samples: Samples, previous: State, now: datetime, settings: Settings)
     alerts = tuple(a for a in owed if a.key not in sent)
     for alert in alerts:
         sent[alert.key] = values.iso(now)
-    state = State(seen=seen, idle_since=idle, sent=sent, sequence=previous.sequence)
-    return Decision(alerts=alerts, state=state)
+    state = State(seen=seen, idle_since=idle, sent=sent, sequence=previous.sequence, runs=runs_seen)
+    return Decision(alerts=alerts, state=state, events=tuple(events))
 
 
-def without(state: State, unsent: Sequence[str]) -> State:
-    """The state with these alerts not sent: the next run owes them again."""
+def without(state: State, unsent: Sequence[str], *, sequence: int | None = None) -> State:
+    """The state with these alerts not sent (the next run owes them again), guarded by
+    `sequence` (default: the state's own)."""
     sent = {k: v for k, v in state.sent.items() if k not in set(unsent)}
-    return State(state.seen, state.idle_since, sent, state.sequence)
+    return State(
+        state.seen,
+        state.idle_since,
+        sent,
+        state.sequence if sequence is None else sequence,
+        state.runs,
+    )

@@ -6,39 +6,48 @@ One run:
 1. reads each plan (SageMaker DescribeTrainingPlan; ResourceNotFound: not bought, the
    error the API reference documents), the HyperPod cluster (DescribeCluster;
    ResourceNotFound: not deployed) and its nodes (ListClusterNodes, every page);
-2. puts the metrics of what it read (CloudWatch PutMetricData, in the settings'
+2. with jobs on the cluster, their runs: EKS DescribeCluster of the EKS cluster (its
+   private endpoint and CA), then the PyTorchJobs of the jobs' namespace through the
+   Kubernetes API (handler_core/kubernetes.py: a token presigned locally with the
+   function's credentials, which the cluster maps through the check's own access entry
+   to a Kubernetes group whose Role lists PyTorchJobs in that namespace only);
+3. puts the metrics of what it read (CloudWatch PutMetricData, in the settings'
    namespace, at most 1000 a request);
-3. reads the state the last run left (DynamoDB GetItem, strongly consistent: the item
-   of this environment in the monitor stack's table), decides the alerts it owes
-   (`decisions.decide`), and publishes them one at a time (SNS Publish, one sentence),
-   writing the state after each one SNS accepted with a conditional PutItem on the
-   item's `Sequence` (a run that finds the item moved by another leaves it be and stops
-   publishing: the next run takes it from there).
+4. reads the state the last run left (DynamoDB GetItem, strongly consistent: the item
+   of this environment in the monitor stack's table), decides the alerts it owes and
+   the job events it saw (`decisions.decide`), records what it saw with a conditional
+   PutItem on the item's `Sequence` (a run that finds the item moved by another sends
+   nothing and leaves it be: the other run owns what both saw), logs each job event (one
+   JSON line, step "job-event"), then for each alert claims it (the state with that
+   alert sent, the same conditional write) and only then publishes it (SNS Publish, one
+   sentence).
 
-Alerts are sent **at least once** per occurrence, as SNS standard topics deliver anyway
-(docs.aws.amazon.com/sns/latest/dg/welcome-features.html: a standard topic delivers a
-message at least once, and sometimes more than one copy). What makes a second copy rare:
+An alert is claimed before it is published, by DynamoDB's conditional write (never a
+read), so two runs, one after another or at the same time, never both send it. What
+may still send one twice or lose one:
 
-- an alert is recorded as sent right after its Publish answered, before the next one
-  is published, so a run that fails or is stopped half way loses the record of at most
-  the one alert it was recording;
 - SNS Publish is sent once, never retried by botocore (`PUBLISH_ATTEMPTS`): its
   standard retry mode retries a read timeout or a dropped connection
   (botocore/retries/standard.py, TransientRetryableChecker), and SNS may have accepted
-  the message it never answered. One whose answer did not come is owed again, so it
-  may arrive twice, never three times;
-- a run that cannot record an alert it sent (PutItem failed) stops publishing and
-  fails; the next run sends that alert again (the one duplicate) and the rest.
+  the message it never answered. A Publish that failed is released (the next write
+  records it unsent) and owed to the next run, so one whose answer was lost may arrive
+  twice, never three times; SNS standard topics deliver at least once anyway
+  (docs.aws.amazon.com/sns/latest/dg/welcome-features.html);
+- a run stops claiming when the Lambda context's remaining time
+  (`context.get_remaining_time_in_millis()`, docs.aws.amazon.com/lambda/latest/dg/
+  python-context.html) is under `stop_margin_seconds()`, the longest a Publish and two
+  PutItems can take, so it is not stopped between a claim and its Publish; what it did
+  not claim is owed to the next run (one JSON line `deferred` names them);
+- a claim that cannot be written stops the run's publishing (the next run sends the
+  rest); a release that cannot be written leaves that alert claimed and unsent, and the
+  run fails, which the function's Errors metric and the check's alarm count.
 
 Without the state (its read failed) a run sends nothing: it cannot know what was sent.
-A run also stops publishing when the Lambda context's remaining time
-(`context.get_remaining_time_in_millis()`, docs.aws.amazon.com/lambda/latest/dg/
-python-context.html) is under `STOP_MARGIN_SECONDS`, the longest a Publish and two
-PutItems can take: what it sent is recorded, the rest is owed to the next run (one
-JSON line `deferred` names them). A read or call that fails leaves its part out and the
-others are still done; the run then fails (one JSON line names each failed call), so
-the function's Errors metric counts it, and the next run, minutes later, starts again.
-Nothing here changes the environment but the metrics, the alerts and the state item.
+A read or call that fails leaves its part out and the others are still done; the run
+then fails (one JSON line names each failed call), so the function's Errors metric
+counts it, and the next run, minutes later, starts again: a Kubernetes API that does not
+answer is such a failure, never a failed run. Nothing here changes the environment but
+the metrics, the alerts and the state item.
 
 Every AWS call has connect and read timeouts and botocore's standard retries
 (`worst_case_seconds`; the construct's timeout is above the reads' worst case plus the
@@ -52,11 +61,11 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from ...handler_core import aws, errors, values
+from ...handler_core import aws, errors, kubernetes, values
 from ...handler_core.values import log as _log
 from ...handler_core.values import utc_now as _now
 from . import decisions
-from .decisions import ClusterSample, PlanSample, Samples, Settings, State
+from .decisions import ClusterSample, JobSettings, JobsSample, PlanSample, Samples, Settings, State
 
 CONNECT_TIMEOUT_SECONDS: float = 3
 READ_TIMEOUT_SECONDS: float = 5
@@ -66,6 +75,9 @@ PUBLISH_ATTEMPTS = 1
 MAX_BACKOFF_SECONDS = 20  # botocore standard mode: pause before retry n <= min(2**n, 20) s
 NOT_FOUND = "ResourceNotFound"
 CONDITION_FAILED = "ConditionalCheckFailedException"
+EKS_NOT_FOUND = "ResourceNotFoundException"
+# Each GET of the Kubernetes API, no retry (the next run reads again).
+KUBERNETES_TIMEOUT_SECONDS: float = 5
 
 
 class CheckError(Exception):
@@ -78,10 +90,15 @@ def _client(service: str, attempts: int = MAX_ATTEMPTS) -> Any:
     )
 
 
-def worst_case_seconds(calls: int, attempts: int = MAX_ATTEMPTS) -> float:
-    """The longest a run of `calls` AWS calls can take: each retried to its limit."""
+def worst_case_seconds(
+    calls: int, attempts: int = MAX_ATTEMPTS, *, kubernetes_gets: int = 0
+) -> float:
+    """The longest a run of `calls` AWS calls and `kubernetes_gets` GETs of the Kubernetes
+    API can take: each AWS call retried to its limit, each GET once (its timeout bounds
+    the connect and the read)."""
     pauses = sum(min(2.0**n, MAX_BACKOFF_SECONDS) for n in range(1, attempts))
-    return calls * (attempts * (CONNECT_TIMEOUT_SECONDS + READ_TIMEOUT_SECONDS) + pauses)
+    aws_calls = calls * (attempts * (CONNECT_TIMEOUT_SECONDS + READ_TIMEOUT_SECONDS) + pauses)
+    return aws_calls + kubernetes_gets * 2 * KUBERNETES_TIMEOUT_SECONDS
 
 
 def stop_margin_seconds() -> float:
@@ -122,6 +139,11 @@ def check(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
         "alerts": sent,
         "deferred": deferred,
         "failures": failures,
+        **(
+            {"jobs": samples.jobs.error or f"{len(samples.jobs.pytorchjobs)} PyTorchJobs"}
+            if samples.jobs is not None
+            else {}
+        ),
     }
     if failures:
         _log("fail", "; ".join(failures), environment=settings.environment, **summary)
@@ -173,9 +195,9 @@ def _alert(
     failures: list[str],
     deadline: _Deadline,
 ) -> tuple[list[str], list[str]]:
-    """Publish the alerts this run owes, recording each as it goes; the keys of those sent
-    and of those left to the next run (time ran short, or the state could not be
-    written)."""
+    """Record what the run saw, log the job events, then claim and publish each alert it
+    owes; the keys of those sent and of those left to the next run (time ran short, or
+    the state could not be written)."""
     dynamodb = _client("dynamodb")
     key = {decisions.STATE_KEY: {"S": settings.environment}}
     try:
@@ -189,12 +211,21 @@ def _alert(
     )
     decision = decisions.decide(samples, previous, now, settings)
     recorder = _Recorder(dynamodb, settings, previous, now)
-    sns = _client("sns", PUBLISH_ATTEMPTS)
     owed = [alert.key for alert in decision.alerts]
     sent: list[str] = []
     unsent: list[str] = []
+    # What the run saw, no alert sent yet: a run that finds the item moved sends nothing.
+    if recorder.record(decisions.without(decision.state, owed), failures):
+        for event in decision.events:
+            _log("job-event", event.message, environment=settings.environment, **event.fields())
+    sns = _client("sns", PUBLISH_ATTEMPTS)
     for index, alert in enumerate(decision.alerts):
         if recorder.stopped or deadline.near():
+            break
+        # Claimed before it is published: the alerts not claimed yet and those whose
+        # Publish failed stay owed.
+        claim = decisions.without(decision.state, unsent + owed[index + 1 :])
+        if not recorder.record(claim, failures):
             break
         try:
             sns.publish(TopicArn=settings.topic_arn, Subject=alert.subject, Message=alert.message)
@@ -204,8 +235,6 @@ def _alert(
             continue
         sent.append(alert.key)
         _log("alert", alert.message, key=alert.key, environment=settings.environment)
-        # Recorded before the next is published: the keys not published yet stay owed.
-        recorder.record(decisions.without(decision.state, unsent + owed[index + 1 :]), failures)
     deferred = [k for k in owed if k not in sent and k not in unsent]
     if deferred:
         _log(
@@ -215,6 +244,7 @@ def _alert(
             keys=deferred,
             environment=settings.environment,
         )
+    # Releases the alerts whose Publish failed: the next run owes them again.
     recorder.record(decisions.without(decision.state, unsent + deferred), failures)
     return sent, deferred
 
@@ -244,7 +274,8 @@ def _write_state(
         if errors.error_code(exc) == CONDITION_FAILED:
             _log(
                 "state-moved",
-                "another run wrote the check's state first; the next run takes it from there",
+                "another run wrote the check's state first; it sends what both saw, and "
+                "the next run takes it from there",
                 environment=settings.environment,
             )
             return False
@@ -266,7 +297,41 @@ def _sample(settings: Settings, sagemaker: Any, failures: list[str]) -> Samples:
     cluster = None
     if settings.cluster is not None:
         cluster = _sample_cluster(settings.cluster, sagemaker, failures)
-    return Samples(tuple(plans), cluster)
+    jobs = _sample_jobs(settings.jobs, failures) if settings.jobs is not None else None
+    return Samples(tuple(plans), cluster, jobs)
+
+
+def _sample_jobs(jobs: JobSettings, failures: list[str]) -> JobsSample:
+    """The PyTorchJobs of the jobs' namespace; what could not be read is a failure of
+    the run (never a run's failure)."""
+    name = jobs.eks_cluster
+    try:
+        described = _client("eks").describe_cluster(name=name)["cluster"]
+    except aws.ERRORS as exc:
+        if errors.error_code(exc) == EKS_NOT_FOUND:
+            # Not deployed (the error EKS DescribeCluster documents): no run to read, and
+            # what was known of the runs stays.
+            return JobsSample(error=f"EKS cluster {name} is not deployed")
+        failures.append(errors.failed(f"EKS DescribeCluster of {name}", exc))
+        return JobsSample(error=failures[-1])
+    what = f"Kubernetes API of EKS cluster {name}: list PyTorchJobs in {jobs.namespace}"
+    try:
+        cluster = kubernetes.connect(described, _client("sts"))
+        items = kubernetes.list_items(
+            cluster,
+            kubernetes.PYTORCHJOBS.format(namespace=jobs.namespace),
+            timeout=KUBERNETES_TIMEOUT_SECONDS,
+        )
+    except kubernetes.Unreachable as exc:
+        failures.append(f"{what} failed (no answer: {exc})")
+        return JobsSample(error=failures[-1])
+    except kubernetes.Refused as exc:
+        failures.append(f"{what} failed (refused: {exc})")
+        return JobsSample(error=failures[-1])
+    except aws.ERRORS as exc:  # no credentials to sign the token with
+        failures.append(errors.failed(what, exc))
+        return JobsSample(error=failures[-1])
+    return JobsSample(tuple(items))
 
 
 def _sample_cluster(name: str, sagemaker: Any, failures: list[str]) -> ClusterSample:

@@ -26,7 +26,6 @@ joined) and per restricted group `<Name>.CurrentCount`, `<Name>.TargetCount`,
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -81,9 +80,6 @@ _PLAN_ARN = re.compile(
     r"arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/"
     r"(?P<name>[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63})"
 )
-# The bearer token of the Kubernetes API of EKS (aws-iam-authenticator's scheme, as
-# `aws eks get-token` builds it: aws/aws-cli awscli/customizations/eks/get_token.py).
-TOKEN_PREFIX = "k8s-aws-v1."  # noqa: S105  (a scheme name, not a secret)
 
 
 class NovaEnvironmentError(Exception):
@@ -326,12 +322,6 @@ def group_report(
 
 
 # --- Kubernetes -------------------------------------------------------------------------
-
-
-def bearer_token(presigned_url: str) -> str:
-    """`k8s-aws-v1.` + the unpadded base64url of a presigned STS GetCallerIdentity URL."""
-    encoded = base64.urlsafe_b64encode(presigned_url.encode()).decode()
-    return TOKEN_PREFIX + encoded.rstrip("=")
 
 
 def namespace_path(namespace: str) -> str:

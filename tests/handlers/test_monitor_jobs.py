@@ -1,0 +1,358 @@
+"""The scheduled check and the config's job runs, against the fake control plane and the
+fake Kubernetes API of the EKS cluster, as the role and with the settings of the
+synthesized single-rig-purchase.yaml (jobs sft-lora and eval in namespace nova-jobs): a
+failed run alerts once, whatever runs of the check see it; a succeeded one does not; a
+cluster that cannot be read is a failed run of the check, never a failed job run; every
+run seen to change is one JSON line for the dashboard."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.retries.standard import ExponentialBackoff
+
+from novapod.constructs.handler_core.values import iso
+from novapod.constructs.monitor.handler import decisions, index
+from novapod.nova.access import HYPERPOD_LOG_GROUP_PREFIX
+from novapod.nova.kubernetes import MONITOR_RULES
+from tests.conftest import Synthesized
+from tests.fakes.aws_control_plane import FakeControlPlane
+from tests.fakes.kubernetes import FakeKubernetes
+from tests.handlers.monitor_world import (
+    CLUSTER,
+    LITE,
+    NOW,
+    Deployed,
+    deploy,
+    principal,
+    settings,
+)
+from tests.handlers.world import FakeClock
+
+NAMESPACE = "nova-jobs"  # single-rig-purchase.yaml's nova.namespace (the default)
+RUN = "sft-lora-x7k2p"
+STARTED = NOW - timedelta(hours=3)
+FAILED_AT = NOW - timedelta(minutes=50)
+REASON = "PyTorchJob sft-lora-x7k2p is failed because 1 Master replica(s) failed."
+
+
+def pytorchjob(name: str, phase: str, *, start: datetime, end: datetime | None = None,
+               message: str = "") -> dict[str, Any]:  # fmt: skip
+    """A PyTorchJob as the training operator shows it: its conditions in the order it
+    appended them (Created, Running, then Succeeded or Failed)."""
+    conditions: list[dict[str, Any]] = [
+        {"type": "Created", "status": "False", "lastTransitionTime": iso(start)},
+        {"type": "Running", "status": "True", "lastTransitionTime": iso(start)},
+    ]
+    status: dict[str, Any] = {"conditions": conditions, "startTime": iso(start)}
+    if phase in ("Succeeded", "Failed"):
+        assert end is not None
+        conditions[-1]["status"] = "False"
+        final = {"type": phase, "status": "True", "lastTransitionTime": iso(end)}
+        if message:
+            final["message"] = message
+        conditions.append(final)
+        if phase == "Succeeded":
+            status["completionTime"] = iso(end)
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "namespace": NAMESPACE, "creationTimestamp": iso(start)},
+        "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1}}},
+        "status": status,
+    }
+
+
+@pytest.fixture(scope="module")
+def synthesized(synth: Callable[[Path], Synthesized]) -> Synthesized:
+    return synth(LITE)
+
+
+@pytest.fixture(scope="module")
+def kube() -> Iterator[FakeKubernetes]:
+    """The EKS cluster's API server (named as the HyperPod cluster, novapod-<env>)."""
+    with FakeKubernetes(cluster_name=CLUSTER, secret_key=os.environ["AWS_SECRET_ACCESS_KEY"]) as s:
+        yield s
+
+
+class Jobs:
+    """The deployed example with its EKS cluster, a clock, and runs of the check."""
+
+    def __init__(self, world: Deployed, kube: FakeKubernetes, result: Synthesized,
+                 clock: FakeClock) -> None:  # fmt: skip
+        self.world, self.kube, self.result, self.clock = world, kube, result, clock
+        self.plane = world.plane
+        self.plane.act_as(principal(result))
+
+    def run(self, *, minutes: float = 5) -> dict[str, Any]:
+        self.clock.advance(minutes * 60)
+        return index.check(settings(self.result))
+
+    def new_alerts(self, *, minutes: float = 5) -> list[str]:
+        before = len(self.world.published())
+        self.run(minutes=minutes)
+        return self.world.published()[before:]
+
+    def put(self, obj: dict[str, Any]) -> None:
+        self.kube.add_object(obj)
+
+    def state(self) -> dict[str, Any]:
+        item = self.world.state()
+        assert item is not None
+        found: dict[str, Any] = json.loads(item["State"])
+        return found
+
+
+@pytest.fixture
+def jobs(
+    synthesized: Synthesized,
+    control_plane: FakeControlPlane,
+    kube: FakeKubernetes,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Jobs]:
+    world = deploy(control_plane)
+    kube.reset()
+    kube.namespaces.add(NAMESPACE)
+    # RBAC as the cluster bootstrap binds the check's group: list PyTorchJobs, there only.
+    kube.bind_role(NAMESPACE, MONITOR_RULES)
+    control_plane.hyperpod.add_eks_cluster(CLUSTER, endpoint=kube.endpoint, ca_pem=kube.ca_pem)
+    clock = FakeClock(NOW)
+    monkeypatch.setattr(index, "_now", clock.now)
+    monkeypatch.setattr(index, "CONNECT_TIMEOUT_SECONDS", 1.0)
+    monkeypatch.setattr(index, "READ_TIMEOUT_SECONDS", 1.0)
+    monkeypatch.setattr(index, "KUBERNETES_TIMEOUT_SECONDS", 2.0)
+    monkeypatch.setitem(ExponentialBackoff._DEFAULT_BACKOFF_CONFIG, "throttling_base_scale", 0.01)
+    yield Jobs(world, kube, synthesized, clock)
+    control_plane.act_as(None)
+    assert control_plane.violations == []
+
+
+def expected_alert(world: Deployed) -> str:
+    cluster_id = world.cluster_arn.rsplit("/", 1)[-1]
+    return (
+        f"novapod nova-lite: run {RUN} of job sft-lora failed at {iso(FAILED_AT)} after "
+        f"2h 10m ({REASON}); next: aws logs filter-log-events --log-group-name "
+        f"/aws/sagemaker/Clusters/{CLUSTER}/{cluster_id} --filter-pattern '\"{RUN}\"' "
+        "--region us-east-1, then novapod launch CONFIG sft-lora to run it again"
+    )
+
+
+def test_a_failed_run_alerts_once_in_one_sentence(jobs) -> None:
+    jobs.put(pytorchjob(RUN, "Running", start=STARTED))
+    assert jobs.new_alerts() == []
+    jobs.put(pytorchjob(RUN, "Failed", start=STARTED, end=FAILED_AT, message=REASON))
+    assert jobs.new_alerts() == [expected_alert(jobs.world)]
+    (message,) = jobs.plane.monitoring.published[-1:]
+    assert message.subject == "novapod nova-lite: job sft-lora run failed"
+    for _ in range(3):  # run after run: never again while the run stays failed
+        assert jobs.new_alerts() == []
+    assert jobs.state()["sent"][f"run/sft-lora/{RUN}/failed"] == iso(NOW + timedelta(minutes=10))
+    assert jobs.state()["runs"] == {f"sft-lora/{RUN}": "failed"}
+
+
+def test_a_failed_run_found_at_the_first_look_alerts_too(jobs) -> None:
+    jobs.put(pytorchjob(RUN, "Failed", start=STARTED, end=FAILED_AT, message=REASON))
+    assert jobs.new_alerts() == [expected_alert(jobs.world)]
+    assert jobs.new_alerts() == []
+
+
+def test_a_succeeded_run_and_a_running_one_do_not_alert(jobs) -> None:
+    jobs.put(pytorchjob("sft-lora-aaaaa", "Succeeded", start=STARTED, end=FAILED_AT))
+    jobs.put(pytorchjob("eval-bbbbb", "Running", start=FAILED_AT))
+    # Another job's run and no run at all are not the config's jobs' runs.
+    jobs.put(pytorchjob("someone-elses-ccccc", "Failed", start=STARTED, end=FAILED_AT))
+    jobs.put(pytorchjob("sft-lora", "Failed", start=STARTED, end=FAILED_AT))
+    assert jobs.new_alerts() == []
+    assert jobs.new_alerts() == []
+    assert jobs.state()["runs"] == {
+        "eval/eval-bbbbb": "running",
+        "sft-lora/sft-lora-aaaaa": "succeeded",
+    }
+
+
+def test_one_failed_pytorchjob_of_a_ppo_run_fails_the_run(jobs) -> None:
+    for part in ("rm", "cm", "am"):
+        jobs.put(pytorchjob(f"{RUN}-{part}", "Running", start=STARTED))
+    jobs.put(pytorchjob(f"{RUN}-at", "Failed", start=STARTED, end=FAILED_AT, message=REASON))
+    assert jobs.new_alerts() == [expected_alert(jobs.world)]
+
+
+def test_the_next_run_of_the_same_job_failing_alerts_again(jobs) -> None:
+    jobs.put(pytorchjob(RUN, "Failed", start=STARTED, end=FAILED_AT, message=REASON))
+    assert len(jobs.new_alerts()) == 1
+    again = "sft-lora-z9z9z"
+    jobs.put(pytorchjob(again, "Failed", start=FAILED_AT, end=NOW, message="OOM"))
+    (alert,) = jobs.new_alerts()
+    assert f"run {again} of job sft-lora failed at {iso(NOW)} after 50m (OOM)" in alert
+
+
+def test_concurrent_runs_of_the_check_alert_once(jobs, capsys, monkeypatch) -> None:
+    """Two runs read the same state; the one that claims it first sends, the other
+    (its claim refused by the conditional write) sends nothing."""
+    jobs.put(pytorchjob(RUN, "Running", start=STARTED))
+    jobs.run()
+    jobs.put(pytorchjob(RUN, "Failed", start=STARTED, end=FAILED_AT, message=REASON))
+    rival: dict[str, Any] = {}
+    done = threading.Event()
+    real = index._write_state
+
+    def claim(*args: Any, **kwargs: Any) -> Any:
+        # Between this run's read of the state and its claim, the other run does all.
+        if not done.is_set():
+            done.set()
+            rival["summary"] = index.check(settings(jobs.result))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(index, "_write_state", claim)
+    first = jobs.run()
+    assert done.is_set()
+    sent = [m.message for m in jobs.plane.monitoring.published]
+    assert sent == [expected_alert(jobs.world)]  # once, by the run that claimed first
+    assert rival["summary"]["alerts"] == [f"run/sft-lora/{RUN}/failed"]
+    assert first["alerts"] == [] and first["failures"] == []
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [x["step"] for x in lines].count("state-moved") == 1
+    assert [x for x in lines if x["step"] == "job-event" and x["event"] == "failed"] == [
+        {
+            "step": "job-event",
+            "message": f"run {RUN} of job sft-lora failed at {iso(FAILED_AT)}: {REASON}",
+            "at": iso(FAILED_AT),
+            "environment": "nova-lite",
+            "event": "failed",
+            "job": "sft-lora",
+            "phase": "Failed",
+            "run": RUN,
+        }
+    ]
+    assert jobs.new_alerts() == []
+
+
+def test_an_unreachable_cluster_is_a_failed_check_not_a_failed_run(jobs, capsys) -> None:
+    jobs.put(pytorchjob(RUN, "Running", start=STARTED))
+    jobs.run()
+    sent_before = jobs.state()["sent"]
+    jobs.plane.hyperpod.add_eks_cluster(
+        CLUSTER, endpoint="https://127.0.0.1:9", ca_pem=jobs.kube.ca_pem
+    )
+    capsys.readouterr()
+    with pytest.raises(index.CheckError, match=(
+        r"Kubernetes API of EKS cluster novapod-nova-lite: list PyTorchJobs in nova-jobs "
+        r"failed \(no answer: ConnectionRefusedError"
+    )):  # fmt: skip
+        jobs.run()
+    assert jobs.world.published() == []
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    (failed,) = [x for x in lines if x["step"] == "fail"]
+    assert "list PyTorchJobs in nova-jobs failed" in failed["message"]
+    assert not [x for x in lines if x["step"] == "job-event"]
+    # What it knew of the runs stays; the plans and the cluster were still sampled.
+    assert jobs.state()["runs"] == {f"sft-lora/{RUN}": "running"}
+    assert jobs.state()["sent"] == sent_before
+    assert jobs.plane.monitoring.metric_values(
+        "TotalInstances", Environment="nova-lite", Plan="lite-sft"
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "said"),
+    [(401, r"refused: HTTP 401"), (403, r"refused: HTTP 403")],
+)
+def test_a_cluster_that_refuses_the_check_is_a_failed_check(jobs, status, said) -> None:
+    jobs.put(pytorchjob(RUN, "Failed", start=STARTED, end=FAILED_AT, message=REASON))
+    jobs.kube.refuse(status, "denied")
+    with pytest.raises(index.CheckError, match=said):
+        jobs.run()
+    assert jobs.world.published() == []
+    jobs.kube.refusal = None
+    assert jobs.new_alerts() == [expected_alert(jobs.world)]  # once it can read, it tells
+
+
+def test_the_check_s_group_lists_pytorchjobs_and_reads_nothing_else(jobs) -> None:
+    jobs.put(pytorchjob(RUN, "Running", start=STARTED))
+    jobs.run()
+    requests = [(r.method, r.path) for r in jobs.kube.requests]
+    assert requests == [("GET", f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/pytorchjobs")]
+
+
+def test_without_describe_eks_cluster_the_jobs_are_not_read(jobs) -> None:
+    jobs.plane.act_as(principal(jobs.result).without("DescribeEksCluster"))
+    with pytest.raises(
+        index.CheckError,
+        match=r"EKS DescribeCluster of novapod-nova-lite failed \(AccessDeniedException",
+    ):
+        jobs.run()
+
+
+def test_each_run_seen_to_change_is_one_json_line(jobs, capsys) -> None:
+    jobs.put(pytorchjob(RUN, "Running", start=STARTED))
+    jobs.run()
+    jobs.run()  # nothing changed: no line
+    jobs.put(pytorchjob(RUN, "Succeeded", start=STARTED, end=FAILED_AT))
+    jobs.run()
+    events = [
+        (x["event"], x["run"], x["at"], x["message"])
+        for x in map(json.loads, capsys.readouterr().out.splitlines())
+        if x["step"] == "job-event"
+    ]
+    assert events == [
+        ("started", RUN, iso(STARTED), f"run {RUN} of job sft-lora started at {iso(STARTED)}"),
+        ("succeeded", RUN, iso(FAILED_AT), f"run {RUN} of job sft-lora succeeded at {iso(FAILED_AT)}"),
+    ]  # fmt: skip
+    assert jobs.world.published() == []
+
+
+def test_the_logs_command_names_the_jobs_log_group() -> None:
+    assert decisions.HYPERPOD_LOG_GROUPS == HYPERPOD_LOG_GROUP_PREFIX
+    unknown = decisions.ClusterSample(CLUSTER, error="x")
+    assert decisions.logs_command(unknown, RUN, "us-east-1") is None
+
+
+def test_a_state_written_before_runs_were_recorded_reads_with_none() -> None:
+    old = '{"version":1,"seen":{"lite-sft":"Active"},"idle_since":{},"sent":{}}'
+    assert decisions.read_state(old, 3) == decisions.State(seen={"lite-sft": "Active"}, sequence=3)
+    state = decisions.State(runs={f"sft-lora/{RUN}": "failed"}, sequence=2)
+    assert decisions.read_state(state.text(), 2) == state
+
+
+@pytest.mark.parametrize(
+    ("jobs_setting", "said"),
+    [
+        ("nova-jobs", "jobs must be an object"),
+        ({"eks_cluster": "c", "namespace": "n", "names": "sft", "region": "r"}, "jobs.names"),
+        ({"namespace": "n", "names": ["sft"], "region": "r"}, "eks_cluster"),
+    ],
+)
+def test_the_jobs_settings_are_what_the_construct_writes(synthesized, jobs_setting, said) -> None:
+    raw = settings(synthesized) | {"jobs": jobs_setting}
+    with pytest.raises(decisions.SettingsError, match=said):
+        decisions.parse_settings(raw)
+    parsed = decisions.parse_settings(settings(synthesized))
+    assert parsed.jobs == decisions.JobSettings(
+        "novapod-nova-lite", NAMESPACE, ("sft-lora", "eval"), "us-east-1"
+    )
+
+
+def test_an_eks_cluster_not_deployed_is_no_failure_and_forgets_nothing(jobs) -> None:
+    jobs.put(pytorchjob(RUN, "Running", start=STARTED))
+    jobs.run()
+    del jobs.plane.hyperpod.eks_clusters[CLUSTER]
+    summary = jobs.run()
+    assert summary["failures"] == []
+    assert summary["jobs"] == "EKS cluster novapod-nova-lite is not deployed"
+    assert jobs.state()["runs"] == {f"sft-lora/{RUN}": "running"}
+
+
+def test_the_operations_page_says_what_the_alert_means_and_what_to_do() -> None:
+    from tests.conftest import ROOT
+
+    page = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    (row,) = [line for line in page.splitlines() if line.startswith("| `job J run failed` |")]
+    assert "aws logs filter-log-events" in row and "novapod launch CONFIG J" in row
+    assert "the scheduled check has failed its last 3 runs" in page
