@@ -132,6 +132,10 @@ RETENTION = (
 )
 # MetricDataResult's StatusCode when every datapoint was returned.
 COMPLETE = "Complete"
+# GetMetricData refused (CloudWatch's query protocol answers AccessDenied; the JSON one,
+# AccessDeniedException): the usage's status then, a note in the report, not an error.
+METRIC_DENIED = frozenset({"AccessDenied", "AccessDeniedException"})
+DENIED = "denied"
 # DescribeStackResource's answer for a stack or a logical ID that does not exist.
 STACK_NOT_FOUND = "ValidationError"
 EKS_NOT_FOUND = "ResourceNotFoundException"
@@ -271,14 +275,21 @@ def collect(
             and (described or {}).get("Status") == "Active"
             and isinstance(start, datetime)
         ):
-            usage = plan_usage(
-                cloudwatch,
-                environment=wanted.environment,
-                plan=plan.name,
-                start=start,
-                now=now,
-                sample_minutes=wanted.sample_minutes,
-            )
+            try:
+                usage = plan_usage(
+                    cloudwatch,
+                    environment=wanted.environment,
+                    plan=plan.name,
+                    start=start,
+                    now=now,
+                    sample_minutes=wanted.sample_minutes,
+                )
+            except ClientError as error:
+                # A role whose StatusPolicy predates the metrics (or a caller without it):
+                # the share is one figure, not worth the whole report.
+                if error.response.get("Error", {}).get("Code") not in METRIC_DENIED:
+                    raise
+                usage = UsageFacts(start, now, 0, (), (), status=DENIED)
         plans.append(
             PlanFacts(
                 name=plan.name,

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from novapod.constructs.handler_core.values import as_utc, iso
-from novapod.operate.status.collect import COMPLETE, UsageFacts
+from novapod.operate.status.collect import COMPLETE, DENIED, UsageFacts
 
 # A window whose samples fall short of it by less than two intervals is covered: the
 # first sample lands up to an interval after the start, the last up to one before now.
@@ -69,6 +69,13 @@ def utilization(
         )
         return row
     if usage is None:
+        return row
+    if usage.status == DENIED:
+        row["note"] = (
+            "the scheduled check's samples were not read: you may not call "
+            "cloudwatch:GetMetricData (the StatusPolicy grants it: deploy the stack that "
+            "holds the policy again, or attach it)"
+        )
         return row
     row["period_seconds"] = usage.period
     if usage.status != COMPLETE:
