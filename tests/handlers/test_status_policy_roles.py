@@ -5,7 +5,6 @@ the policy is enough, and each of its statements is needed (least privilege)."""
 from __future__ import annotations
 
 import json
-
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
