@@ -617,6 +617,9 @@ def _health_run(args: argparse.Namespace, path: str, config: NovapodConfig) -> i
     try:
         found = health.target(config, sagemaker, args.group)
         checks, notes = health.checks_for(found, asked)
+        checking = health.already_checking(found)  # --force or not: results would mix
+        if checking is not None:
+            raise health.HealthError(checking)
         if args.force:
             notes.append("--force: not checked whether a job runs on the group")
         elif not health.has_jobs(config):

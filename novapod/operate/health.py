@@ -74,6 +74,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 
+from novapod.constructs.handler_core import health as health_rules
 from novapod.constructs.handler_core.values import iso
 from novapod.operate.status import collect, jobs
 from novapod.operate.status.expected import expected
@@ -263,6 +264,27 @@ def busy(
         f"group {found.group} runs a job: pods of namespace {wanted.namespace} ({shown}) hold "
         f"{len(held)} of its {len(found.nodes)} nodes (pods of other namespaces are not looked "
         f"at); {out_of_service}stop them: wait for them to finish, or pass --force"
+    )
+
+
+IN_PROGRESS = "DeepHealthCheckInProgress"
+
+
+def already_checking(found: Target) -> str | None:
+    """Why not to start a check on a group whose nodes already run one, or None. Results
+    are read from the nodes' status alone (ListClusterNodes has no field for a check), so
+    a second check would be credited with the first one's; and StartClusterHealthCheck's
+    API reference does not say it refuses one."""
+    busy_nodes = [
+        str(n.get("InstanceId")) for n in found.nodes if health_rules.node_status(n) == IN_PROGRESS
+    ]
+    if not busy_nodes:
+        return None
+    return (
+        f"group {found.group} already runs a deep health check on {len(busy_nodes)} of its "
+        f"{len(found.nodes)} nodes ({IN_PROGRESS}: {', '.join(busy_nodes)}); wait until they "
+        f"leave that status (aws sagemaker list-cluster-nodes --cluster-name {found.cluster} "
+        f"--instance-group-name-contains {found.group}), then start another"
     )
 
 

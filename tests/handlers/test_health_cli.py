@@ -578,22 +578,25 @@ def test_without_wait_a_node_not_yet_in_progress_is_pending(status_world, clock)
     assert out.splitlines()[3].split() == [first, "Running", "pending"]
 
 
-def test_a_start_refused_while_a_check_runs_is_one_sentence(status_world, clock) -> None:
+def test_a_group_whose_nodes_run_a_check_already_is_refused_before_the_start(
+    status_world, clock
+) -> None:
+    """Results are read from the nodes' status alone: a second check would be credited
+    with the first one's, so it is refused before StartClusterHealthCheck, --force or not."""
     world = status_world.healthy()
-    world.plane.hyperpod.health_check_polls = 3  # in progress until the next start's listing
+    world.plane.hyperpod.health_check_polls = 5  # in progress for both attempts below
     first, second = spare_nodes(world)
     assert health(world, "--group", "spare-rig")[0] == 0
-    status, out, err = health(world, "--group", "spare-rig")
-    assert (status, out) == (1, "")
-    assert err == (
-        "novapod health: StartClusterHealthCheck refused to start the check on group "
-        "spare-rig (ValidationException: A deep health check is already in progress on "
-        f"instances {first}, {second} of cluster {CLUSTER}.); if a deep health check already "
-        f"runs there, follow it with aws sagemaker list-cluster-nodes --cluster-name {CLUSTER} "
-        "--instance-group-name-contains spare-rig\n"
-    )
-    assert len(world.plane.calls_to("StartClusterHealthCheck")) == 2
-    assert len(world.plane.hyperpod.health_checks) == 1  # the second was not started
+    for force in ((), ("--force",)):
+        status, out, err = health(world, "--group", "spare-rig", *force)
+        assert (status, out) == (2, "")
+        assert err == (
+            "novapod health: group spare-rig already runs a deep health check on 2 of its 2 "
+            f"nodes (DeepHealthCheckInProgress: {first}, {second}); wait until they leave "
+            f"that status (aws sagemaker list-cluster-nodes --cluster-name {CLUSTER} "
+            "--instance-group-name-contains spare-rig), then start another\n"
+        )
+    assert len(world.plane.calls_to("StartClusterHealthCheck")) == 1
 
 
 def test_a_conflict_from_the_start_is_one_sentence_too(status_world, clock) -> None:
