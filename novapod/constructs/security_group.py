@@ -76,3 +76,22 @@ class HyperPodSecurityGroup(Construct):
                 ip_protocol="-1",
                 description=EFA_RULE,
             )
+
+
+def admit_to_eks_api(
+    scope: Construct, *, cluster_group_id: str, source_group_id: str, who: str
+) -> ec2.CfnSecurityGroupIngress:
+    """HTTPS from `source_group_id` (a handler's own group) to the group the EKS cluster's
+    private endpoint network interfaces carry (`cluster_group_id`, the HyperPod group the
+    eks stack gives at CreateCluster: securityGroupIds, docs.aws.amazon.com/eks/latest/
+    APIReference/API_VpcConfigRequest.html), as `EksApiIngress` of `scope`."""
+    return ec2.CfnSecurityGroupIngress(
+        scope,
+        "EksApiIngress",
+        group_id=cluster_group_id,
+        source_security_group_id=source_group_id,
+        ip_protocol="tcp",
+        from_port=HTTPS,
+        to_port=HTTPS,
+        description=f"novapod {who} to the EKS API",
+    )

@@ -98,6 +98,7 @@ from novapod.constructs.provider import (
     https_egress_group,
 )
 from novapod.constructs.purchase_ledger import grant_environment_items
+from novapod.constructs.security_group import admit_to_eks_api
 from novapod.nova.kubernetes import MONITOR_GROUP
 
 HANDLER_ROOT = Path(__file__).resolve().parent
@@ -115,7 +116,6 @@ STATE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
 # The tag novapod puts on every resource of an environment (NovapodConfig.resource_tags,
 # applied by environment.py), the HyperPod cluster included.
 ENVIRONMENT_TAG = "novapod:environment"
-HTTPS = 443
 # The check's alarm: in ALARM once this many runs in a row failed (one run that failed is
 # a throttled call or a blip the next run, minutes later, gets past).
 ALARM_RUNS = 3
@@ -401,15 +401,11 @@ class ScheduledCheck(Construct):
             type="STANDARD",
             kubernetes_groups=[MONITOR_GROUP],
         )
-        self.ingress = ec2.CfnSecurityGroupIngress(
+        self.ingress = admit_to_eks_api(
             self,
-            "EksApiIngress",
-            group_id=placement.security_group_id,
-            source_security_group_id=self.security_group.attr_group_id,
-            ip_protocol="tcp",
-            from_port=HTTPS,
-            to_port=HTTPS,
-            description="novapod scheduled check to the EKS API",
+            cluster_group_id=placement.security_group_id,
+            source_group_id=self.security_group.attr_group_id,
+            who="scheduled check",
         )
 
     def _state_table(self, key: kms.IKey) -> dynamodb.Table:

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aws_cdk import CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -38,6 +37,7 @@ from novapod.constructs.provider import (
     handler_code,
     https_egress_group,
 )
+from novapod.constructs.security_group import admit_to_eks_api
 from novapod.nova.kubernetes import ENVIRONMENT_CHECK_GROUP
 
 HANDLER_ROOT = Path(__file__).resolve().parent
@@ -54,7 +54,6 @@ ON_EVENT_TIMEOUT = Duration.minutes(1)
 # At least handler/index.py worst_case_seconds(MAX_GROUPS, MAX_CRDS) (600 s): every
 # AWS and Kubernetes call retried to its limit (tests check the bound).
 IS_COMPLETE_TIMEOUT = Duration.minutes(11)
-HTTPS = 443
 
 
 @dataclass(frozen=True)
@@ -136,15 +135,11 @@ class NovaEnvironmentHandlers(Construct):
         # (securityGroupIds, docs.aws.amazon.com/eks/latest/APIReference/
         # API_VpcConfigRequest.html): the EKS stack gives the HyperPod group. Admit the
         # check there on HTTPS, as the cluster bootstrap's build is admitted.
-        self.ingress = ec2.CfnSecurityGroupIngress(
+        self.ingress = admit_to_eks_api(
             self,
-            "EksApiIngress",
-            group_id=placement.security_group_id,
-            source_security_group_id=self.security_group.attr_group_id,
-            ip_protocol="tcp",
-            from_port=HTTPS,
-            to_port=HTTPS,
-            description="novapod NovaEnvironment check to the EKS API",
+            cluster_group_id=placement.security_group_id,
+            source_group_id=self.security_group.attr_group_id,
+            who="NovaEnvironment check",
         )
         # The private endpoint is reachable from the VPC only; the shared helper sets the
         # VpcConfig and grants what Lambda needs (configuration-vpc.html).
