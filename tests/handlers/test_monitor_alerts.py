@@ -429,3 +429,21 @@ def test_a_failing_node_on_a_later_page_alerts(monitor) -> None:
     assert key.split("/")[1] in alert and "1 of 4 nodes of the group unhealthy" in alert
     pages = monitor.plane.calls_to("ListClusterNodes")[before:]
     assert [p.get("NextToken") for p in pages] == [None, "2"]
+
+
+def test_a_claim_whose_answer_was_lost_is_still_this_run_s(monitor) -> None:
+    """DynamoDB applied the claim but its answer was lost: botocore retries the PutItem,
+    whose condition now fails on the item the first attempt wrote. That is this run's own
+    claim (the error's Item, ReturnValuesOnConditionCheckFailure), so it publishes; taken
+    for another run's, the alert would stay claimed and never be sent."""
+    monitor.status("Scheduled")
+    monitor.run()
+    monitor.status("Active")
+    # The run's first write records what it saw; the second claims the alert.
+    lost = Fault("lose_response", seconds=index.READ_TIMEOUT_SECONDS + 0.5, how="timeout")
+    monitor.plane.inject("PutItem", lost, after=1)
+    summary = monitor.run(minutes=5)
+    assert (summary["alerts"], summary["failures"]) == (["plan/lite-sft/status/Active"], [])
+    (alert,) = monitor.world.published()
+    assert "is now Active" in alert
+    assert monitor.new_alerts(minutes=5) == []

@@ -383,7 +383,15 @@ def test_the_topic_is_encrypted_with_the_storage_key_and_refuses_plain_http(synt
             "Principal": "*",
             "Resource": {"Ref": topic_id},
             "Sid": "AllowPublishThroughSSLOnly",
-        }
+        },
+        {
+            "Action": "sns:Publish",
+            "Condition": {"ArnEquals": {"aws:SourceArn": RULE_ARNS}},
+            "Effect": "Allow",
+            "Principal": {"Service": "events.amazonaws.com"},
+            "Resource": {"Ref": topic_id},
+            "Sid": "EventBridgeRulesPublish",
+        },
     ]
 
 
@@ -463,29 +471,29 @@ def test_the_rules_send_hyperpod_s_events_of_the_cluster_to_the_topic(synth) -> 
     )
 
 
-def test_the_rules_deliver_with_a_role_for_them_only(synth) -> None:
+RULE_ARNS = [
+    f"arn:aws:events:us-east-1:111122223333:rule/novapod-nova-lite-{suffix}"
+    for suffix in ("cluster-state", "node-health", "cluster-event", "check-failing")
+]
+
+
+def test_the_rules_publish_as_eventbridge_through_the_topic_policy(synth) -> None:
+    """No RoleArn on an SNS target (eb-use-resource-based.html: delivery may fail with one,
+    particularly to an encrypted topic); the topic's policy allows these rules only, and
+    each rule waits for it."""
     result = synth(LITE)
     template = result.templates["monitor"]
-    topic_id, _ = only(template, "AWS::SNS::Topic")
-    roles = {
-        t["RoleArn"]["Fn::GetAtt"][0]
-        for r in resources(template, "AWS::Events::Rule").values()
-        for t in r["Properties"]["Targets"]
-    }
-    (role_id,) = roles
-    trust = template["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]
-    (statement,) = trust["Statement"]
-    assert statement["Principal"] == {"Service": "events.amazonaws.com"}
-    assert statement["Condition"] == {
-        "StringEquals": {"aws:SourceAccount": "111122223333"},
-        "ArnEquals": {
-            "aws:SourceArn": [
-                f"arn:aws:events:us-east-1:111122223333:rule/novapod-nova-lite-{suffix}"
-                for suffix in ("cluster-state", "node-health", "cluster-event", "check-failing")
-            ]
-        },
-    }
-    assert role_statements(result, role_id) == publish_statements(topic_id)
+    policy_id, _ = only(template, "AWS::SNS::TopicPolicy")
+    rules = resources(template, "AWS::Events::Rule")
+    assert len(rules) == len(RULE_ARNS)
+    for rule in rules.values():
+        assert all("RoleArn" not in t for t in rule["Properties"]["Targets"])
+        assert policy_id in rule["DependsOn"]
+    assert not [
+        r
+        for r in resources(template, "AWS::IAM::Role").values()
+        if "events.amazonaws.com" in json.dumps(r["Properties"]["AssumeRolePolicyDocument"])
+    ]
 
 
 def test_the_state_table_is_encrypted_and_disposable_and_the_check_is_told_of_it(synth) -> None:
@@ -564,9 +572,7 @@ def test_the_check_s_alarm_watches_its_errors_and_reaches_the_topic_through_a_ru
         "detail": {"state": {"value": ["ALARM"]}},
     }
     (target,) = rule["Properties"]["Targets"]
-    assert target["Arn"] == {"Ref": topic_id}
-    role_id = target["RoleArn"]["Fn::GetAtt"][0]
-    assert role_statements(result, role_id) == publish_statements(topic_id)
+    assert target["Arn"] == {"Ref": topic_id} and "RoleArn" not in target
     transformer = target["InputTransformer"]
     assert transformer["InputPathsMap"] == {"reason": "$.detail.state.reason"}
     sentence = joined(transformer["InputTemplate"])  # plain text, not a JSON string

@@ -23,16 +23,19 @@ How EventBridge's rules get the key, the sources disagree:
   targets with a role (eb-custom-bus-target-sns.html, "Delivery role") describes the
   PublishBatch shape of another target type, not `AWS::Events::Rule` Targets[].RoleArn.
 
-Nothing offline can tell which one SageMaker's events take (the fake models neither
-EventBridge delivery nor KMS), and a wrong guess fails silently (the rule's
-FailedInvocations only). So both are here: the documented key-policy statement for the
-services that publish (`service_publishers`, written into the storage key's policy by the
-storage stack, conditioned on kms:ViaService sns.<region> and aws:SourceAccount, the
-condition the SNS guide gives; it says aws:SourceArn is not supported there), and the
-rules' own role, which may only publish to this topic and use the key through SNS,
-assumed by EventBridge for these rules only (aws:SourceAccount, aws:SourceArn: the
-condition keys of "Using IAM policy conditions in Amazon EventBridge",
-policy-keys-eventbridge.html). The role is harmless if unused.
+Nothing offline can tell which one holds (the fake models neither EventBridge delivery
+nor KMS), and a wrong guess fails silently (the rule's FailedInvocations only). The
+samples that run use no role: CDK's own SNS target (aws_events_targets.SnsTopic, which
+adds a topic-policy statement for events.amazonaws.com) and AWS's serverless-patterns
+eventbridge-sns; and EventBridge's "Using resource-based policies" page
+(eb-use-resource-based.html), in one of its versions, says not to give an SNS target a
+RoleArn, as delivery may fail, "particularly for Amazon SQS and Amazon SNS targets with
+AWS KMS encryption enabled". So the rules have no role: the topic's policy allows
+events.amazonaws.com to publish for these rules only (aws:SourceArn, the rule ARNs), and
+the storage key's policy lets it use the key through SNS for this account
+(`service_publishers`, written by the storage stack, conditioned on kms:ViaService
+sns.<region> and aws:SourceAccount, the condition the SNS guide gives; it says
+aws:SourceArn is not supported there).
 
 HyperPod sends three detail types to the default event bus (source aws.sagemaker; the
 "SageMaker HyperPod cluster events reference" and "Events that Amazon SageMaker AI sends
@@ -90,7 +93,6 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from novapod.constructs.handler_core import health
-from novapod.constructs.provider import default_policy
 
 SOURCE = "aws.sagemaker"
 CLUSTER_STATE = "SageMaker HyperPod Cluster State Change"
@@ -216,7 +218,7 @@ def grant_publish(principal: iam.IGrantable, topic: sns.ITopic, key: kms.IKey, s
 
 class Alerts(Construct):
     """Attributes: `topic`, `rules` (suffix -> CfnRule: HyperPod's with a cluster, and
-    the check's alarm's once `add_alarm_rule` made it) and `events_role`."""
+    the check's alarm's once `add_alarm_rule` made it) and `topic_policy`."""
 
     def __init__(
         self,
@@ -249,20 +251,22 @@ class Alerts(Construct):
             stack.format_arn(service="events", resource="rule", resource_name=name)
             for name in self.names.values()
         ]
-        self.events_role = iam.Role(
-            self,
-            "EventsRole",
-            assumed_by=iam.ServicePrincipal(
-                "events.amazonaws.com",
-                conditions={
-                    "StringEquals": {"aws:SourceAccount": stack.account},
-                    "ArnEquals": {"aws:SourceArn": rule_arns},
-                },
-            ),
-            description=f"novapod {environment}: EventBridge sends HyperPod's events and the "
-            "check's alarm to the alert topic",
+        # The rules publish as EventBridge itself: the topic's policy allows
+        # events.amazonaws.com, for these rules only ("Amazon SNS permissions" in the
+        # EventBridge user guide, eb-use-resource-based.html), beside the key-policy
+        # statement (`service_publishers`).
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="EventBridgeRulesPublish",
+                principals=[iam.ServicePrincipal(EVENTS_PRINCIPAL)],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions={"ArnEquals": {"aws:SourceArn": rule_arns}},
+            )
         )
-        grant_publish(self.events_role, self.topic, key, "PublishAlerts")
+        policy = self.topic.node.try_find_child("Policy")
+        assert policy is not None  # add_to_resource_policy made it
+        self.topic_policy = policy
         for alert in alerts:
             self._rule(alert, f"{alert.detail_type} of HyperPod cluster {cluster_name}")
 
@@ -283,14 +287,13 @@ class Alerts(Construct):
                 events.CfnRule.TargetProperty(
                     id="AlertTopic",
                     arn=self.topic.topic_arn,
-                    role_arn=self.events_role.role_arn,
                     input_transformer=events.CfnRule.InputTransformerProperty(
                         input_paths_map=dict(alert.paths), input_template=alert.sentence
                     ),
                 )
             ],
         )
-        # Its first event finds the role allowed to publish.
-        rule.node.add_dependency(default_policy(self.events_role))
+        # Its first event finds the topic's policy allowing it.
+        rule.node.add_dependency(self.topic_policy)
         self.rules[alert.suffix] = rule
         return rule

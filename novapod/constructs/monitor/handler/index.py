@@ -30,8 +30,9 @@ may still send one twice or lose one:
   standard retry mode retries a read timeout or a dropped connection
   (botocore/retries/standard.py, TransientRetryableChecker), and SNS may have accepted
   the message it never answered. A Publish that failed is released (the next write
-  records it unsent) and owed to the next run, so one whose answer was lost may arrive
-  twice, never three times; SNS standard topics deliver at least once anyway
+  records it unsent) and owed to the next run, so one whose answer was lost arrives
+  once more: a copy for each run whose Publish answer is lost, never a retry's; SNS
+  standard topics deliver at least once anyway
   (docs.aws.amazon.com/sns/latest/dg/welcome-features.html);
 - a run stops claiming when the Lambda context's remaining time
   (`context.get_remaining_time_in_millis()`, docs.aws.amazon.com/lambda/latest/dg/
@@ -39,8 +40,13 @@ may still send one twice or lose one:
   PutItems can take, so it is not stopped between a claim and its Publish; what it did
   not claim is owed to the next run (one JSON line `deferred` names them);
 - a claim that cannot be written stops the run's publishing (the next run sends the
-  rest); a release that cannot be written leaves that alert claimed and unsent, and the
-  run fails, which the function's Errors metric and the check's alarm count.
+  rest); a release that cannot be written leaves that alert claimed and unsent: it is
+  lost. The run fails and logs which alert (its Errors metric counts it), but the
+  check's alarm fires only after construct.py's `ALARM_RUNS` failing runs in a row;
+- a claim whose answer was lost (botocore retries the PutItem, whose condition then
+  fails on the item the first attempt wrote) is recognized as this run's own by the
+  item the failed condition returns (ReturnValuesOnConditionCheckFailure), not taken
+  for another run's.
 
 Without the state (its read failed) a run sends nothing: it cannot know what was sent.
 A read or call that fails leaves its part out and the others are still done; the run
@@ -249,6 +255,15 @@ def _alert(
     return sent, deferred
 
 
+def _is_ours(exc: Exception, item: Mapping[str, Any]) -> bool:
+    """Whether the item a failed condition found is the one this write puts: botocore
+    retried a PutItem whose first attempt DynamoDB applied but whose answer was lost
+    (the error's Item member: ReturnValuesOnConditionCheckFailure ALL_OLD,
+    docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_PutItem.html)."""
+    found = getattr(exc, "response", {}).get("Item") or {}
+    return all(found.get(k) == item[k] for k in ("Sequence", "State"))
+
+
 def _write_state(
     dynamodb: Any, settings: Settings, state: State, now: datetime, failures: list[str]
 ) -> bool:
@@ -269,8 +284,17 @@ def _write_state(
         "UpdatedAt": {"S": values.iso(now)},
     }
     try:
-        dynamodb.put_item(TableName=settings.state_table, Item=item, **condition)
+        dynamodb.put_item(
+            TableName=settings.state_table,
+            Item=item,
+            # The item as it is when the condition fails: a retried write whose first
+            # attempt landed (its answer lost) finds its own item, not another run's.
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            **condition,
+        )
     except aws.ERRORS as exc:
+        if errors.error_code(exc) == CONDITION_FAILED and _is_ours(exc, item):
+            return True
         if errors.error_code(exc) == CONDITION_FAILED:
             _log(
                 "state-moved",
