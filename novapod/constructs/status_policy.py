@@ -1,6 +1,8 @@
 """The customer-managed policy `novapod status` needs, and nothing more: attach it to
-the platform engineers' roles (the `StatusPolicyArn` output of the nova stack, or of the
-hyperpod stack in an environment without jobs). It names the HyperPod cluster's ARN, so
+the platform engineers' roles (the `StatusPolicyArn` output of the nova stack, of the
+hyperpod stack in an environment without jobs, or of the capacity stack in one of
+training plans alone, whose policy has no cluster statements). It names the HyperPod
+cluster's ARN, so
 it is created after the cluster: in the nova stack beside the Nova check (which takes
 longer), so it adds nothing to the deploy's critical path there.
 
@@ -63,13 +65,15 @@ def status_policy(
     scope: Stack,
     *,
     config: NovapodConfig,
-    cluster_arn: str,
+    cluster_arn: str | None,
     ledger: PurchaseLedger,
     key: kms.IKey,
     artifacts_bucket_arn: str | None = None,
 ) -> iam.ManagedPolicy:
     """The policy, and its ARN as the `StatusPolicyArn` output of `scope`;
-    `artifacts_bucket_arn` for a config with jobs (their outputs are listed)."""
+    `artifacts_bucket_arn` for a config with jobs (their outputs are listed);
+    `cluster_arn` None for an environment without a HyperPod cluster (the capacity
+    stack's policy: the plans, the ledger and the metrics only)."""
     environment = config.name
     plan_arns = [
         spec.existing_arn
@@ -107,25 +111,28 @@ def status_policy(
             resources=[key.key_arn],
             conditions={"StringEquals": {"kms:ViaService": f"dynamodb.{Aws.REGION}.amazonaws.com"}},
         ),
-        iam.PolicyStatement(
-            sid="DescribeHyperPodCluster",
-            actions=["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"],
-            resources=[cluster_arn],
-        ),
-        iam.PolicyStatement(
-            sid="ReadClusterUpdateTime",
-            actions=["cloudformation:DescribeStackResource"],
-            resources=[hyperpod],
-        ),
-        # The EKS cluster the environment creates (novapod-<env>, novapod/environment.py).
-        iam.PolicyStatement(
-            sid="DescribeEksCluster",
-            actions=["eks:DescribeCluster"],
-            resources=[
-                scope.format_arn(service="eks", resource="cluster", resource_name=config.prefix)
-            ],
-        ),
     ]
+    if cluster_arn is not None:
+        statements += [
+            iam.PolicyStatement(
+                sid="DescribeHyperPodCluster",
+                actions=["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"],
+                resources=[cluster_arn],
+            ),
+            iam.PolicyStatement(
+                sid="ReadClusterUpdateTime",
+                actions=["cloudformation:DescribeStackResource"],
+                resources=[hyperpod],
+            ),
+            # The EKS cluster the environment creates (novapod-<env>, environment.py).
+            iam.PolicyStatement(
+                sid="DescribeEksCluster",
+                actions=["eks:DescribeCluster"],
+                resources=[
+                    scope.format_arn(service="eks", resource="cluster", resource_name=config.prefix)
+                ],
+            ),
+        ]
     if plan_arns:
         statements.insert(
             3,
@@ -164,7 +171,10 @@ def status_policy(
         "ledger, the HyperPod cluster and its nodes); attach to the platform engineers' roles",
         statements=statements,
     )
-    for stack, action in ((storage, "DescribeStacks"), (hyperpod, "DescribeStackResource")):
+    read_stacks = [(storage, "DescribeStacks")]
+    if cluster_arn is not None:
+        read_stacks.append((hyperpod, "DescribeStackResource"))
+    for stack, action in read_stacks:
         acknowledge(
             policy,
             f"AwsSolutions-IAM5[Resource::{nag_resource(scope, stack)}]",

@@ -19,6 +19,7 @@ from novapod.config import NovapodConfig
 from novapod.config.stacks import plan_logical_id
 from novapod.constructs.network import VpcHandle
 from novapod.constructs.purchase_ledger import PurchaseLedger
+from novapod.constructs.status_policy import status_policy
 from novapod.constructs.training_plan.construct import TrainingPlan, TrainingPlanProvider
 
 
@@ -90,6 +91,10 @@ class CapacityStack(Stack):
             description="CloudWatch log group where a bought plan's wait shows (one line a "
             "minute until it is Scheduled or Active; up to capacity.pending_timeout_minutes)",
         )
+        if config.hyperpod is None and key is not None:
+            # No hyperpod or nova stack holds `novapod status`'s policy: here, the plans,
+            # the ledger and (with the monitor) the metrics only.
+            status_policy(self, config=config, cluster_arn=None, ledger=ledger, key=key)
 
     def _plan_outputs(self, prefix: str, name: str, plan: TrainingPlan) -> None:
         outputs = {

@@ -1,6 +1,6 @@
-"""The managed policy for `novapod status` (in the nova stack, or in the hyperpod stack
-of an environment without jobs): exactly the calls `status` makes, each on this
-environment's resources only."""
+"""The managed policy for `novapod status` (in the nova stack, in the hyperpod stack of
+an environment without jobs, in the capacity stack of one without a cluster): exactly the
+calls `status` makes, each on this environment's resources only."""
 
 from __future__ import annotations
 
@@ -224,3 +224,33 @@ def test_status_expects_the_marker_the_eks_stack_s_bootstrap_records(synth) -> N
         assert wanted.marker["chart_revision"] == props["ChartRevision"]
         assert wanted.marker.get("rig_revision") == (props["RigRevision"] or None)
         assert wanted.marker["nova_access_sha256"] == props.get("KubernetesSha256", "")
+
+
+def test_plans_without_a_cluster_get_it_in_the_capacity_stack(synth, tmp_path) -> None:
+    """An environment of training plans alone: its capacity stack holds the policy, with
+    the plans, the ledger and the metrics, and nothing of a cluster."""
+    import yaml
+
+    document = yaml.safe_load(LITE.read_text())
+    for section in ("jobs", "eks", "hyperpod"):
+        del document[section]
+    (plan,) = document["capacity"]["training_plans"]
+    plan.update(instance_type="ml.p5.48xlarge", instance_count=2, duration_hours=48)
+    plan["purchase"]["approve"] = "novapod-nova-lite-lite-sft-116b5d1a"  # 2 x 48 h
+    path = tmp_path / "plans-only.yaml"
+    path.write_text(yaml.safe_dump(document))
+    result = synth(path)
+    assert "hyperpod" not in result.templates and "nova" not in result.templates
+    found = statements(result, policy_of(result.templates["capacity"]))
+    assert sorted(found) == [
+        "DecryptPurchaseLedger",
+        "DescribeTrainingPlans",
+        "QueryPurchaseLedger",
+        "ReadLedgerTableName",
+        "ReadPlanMetrics",
+    ]
+    assert found["DescribeTrainingPlans"]["resources"] == [
+        "arn:aws:sagemaker:us-east-1:111122223333:training-plan/novapod-nova-lite-lite-sft-116b5d1a"
+    ]
+    outputs = result.templates["capacity"]["Outputs"]
+    assert "StatusPolicyArn" in outputs
