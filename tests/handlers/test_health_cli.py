@@ -29,6 +29,7 @@ from tests.handlers.status_world import (
     status_world,
     write_config,
 )
+from tests.json_schemas import assert_closed
 
 __all__ = ["status_kube", "status_world"]  # fixtures
 
@@ -283,19 +284,7 @@ def test_a_refusal_is_a_document_too(status_world, clock, args, prepare, refusal
 
 
 def test_the_health_schema_is_closed_and_names_the_models_values() -> None:
-    def walk(node: Any, where: str) -> None:
-        if isinstance(node, dict):
-            if node.get("type") == "object" or "properties" in node:
-                assert node.get("additionalProperties") is False, where
-                assert set(node["required"]) == set(node["properties"]), where
-            for key, value in node.items():
-                walk(value, f"{where}.{key}")
-        elif isinstance(node, list):
-            for index, value in enumerate(node):
-                walk(value, f"{where}[{index}]")
-
-    walk(SCHEMA, "$")
-    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    assert_closed(SCHEMA, every_key_required=True)
     assert SCHEMA["properties"]["schema_version"]["const"] == health_module.SCHEMA_VERSION
     checks = SCHEMA["properties"]["checks"]["items"]["enum"]
     assert checks == MODEL.shape_for("DeepHealthCheckType").enum == list(cli.HEALTH_CHECKS)

@@ -36,6 +36,7 @@ from tests.handlers.status_world import (
     status_kube,
     status_world,
 )
+from tests.json_schemas import assert_closed
 
 __all__ = ["status_kube", "status_world"]  # fixtures
 
@@ -814,20 +815,7 @@ def test_without_credentials_the_first_call_and_its_permission_are_named(
 
 def test_every_object_of_the_schema_is_closed() -> None:
     """Stable keys: no object of the report takes a key the schema does not name."""
-
-    def walk(node: Any, where: str) -> None:
-        if isinstance(node, dict):
-            if node.get("type") == "object" or "properties" in node:
-                assert node.get("additionalProperties") is False, where
-                assert set(node["required"]) <= set(node["properties"]), where
-            for key, value in node.items():
-                walk(value, f"{where}.{key}")
-        elif isinstance(node, list):
-            for index, value in enumerate(node):
-                walk(value, f"{where}[{index}]")
-
-    walk(SCHEMA, "$")
-    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    assert_closed(SCHEMA, every_key_required=False)
 
 
 # --- the example in docs/operations.md ------------------------------------------------------

@@ -714,7 +714,7 @@ def test_in_a_closed_network_the_check_runs_outside_the_vpc_and_says_why() -> No
 @pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: Path(p).stem)
 def test_the_storage_key_lets_the_alert_publishers_use_it_through_sns(synth, path) -> None:
     """The SNS developer guide's key-policy statement for services publishing to an
-    encrypted topic (alerts.py says why it is there beside the rules' role): EventBridge,
+    encrypted topic (alerts.py says why the rules publish as EventBridge): EventBridge,
     whose rules deliver HyperPod's events and the check's alarm; CloudWatch never
     publishes to the topic (the alarm has no SNS action)."""
     config = load_config(path)

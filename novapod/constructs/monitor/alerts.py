@@ -75,8 +75,9 @@ principal cloudwatch.amazonaws.com, with no role, so the topic's key would need 
 policy statement allowing that principal kms:Decrypt and kms:GenerateDataKey* ("Enable
 compatibility between event sources from AWS services and encrypted topics",
 docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services).
-The rule delivers with the same role as HyperPod's rules instead, and the storage key's
-policy allows EventBridge through SNS (`service_publishers`).
+Its rule publishes as EventBridge, as HyperPod's rules do: the topic's policy allows
+these rules, and the storage key's policy allows EventBridge through SNS
+(`service_publishers`).
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -656,14 +656,7 @@ def decide(samples: Samples, previous: State, now: datetime, settings: Settings)
     return Decision(alerts=alerts, state=state, events=tuple(events))
 
 
-def without(state: State, unsent: Sequence[str], *, sequence: int | None = None) -> State:
-    """The state with these alerts not sent (the next run owes them again), guarded by
-    `sequence` (default: the state's own)."""
-    sent = {k: v for k, v in state.sent.items() if k not in set(unsent)}
-    return State(
-        state.seen,
-        state.idle_since,
-        sent,
-        state.sequence if sequence is None else sequence,
-        state.runs,
-    )
+def without(state: State, unsent: Sequence[str]) -> State:
+    """The state with these alerts not sent (the next run owes them again)."""
+    owed = set(unsent)
+    return replace(state, sent={k: v for k, v in state.sent.items() if k not in owed})

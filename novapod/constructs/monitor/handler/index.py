@@ -167,9 +167,10 @@ def check(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
 
 
 class _Recorder:
-    """Writes the state as the run goes: after each alert SNS accepted, and once at the
-    end for what changed without an alert (plans seen, idling). Each write is
-    conditional on the Sequence of the item the run read, then of its own last write."""
+    """Writes the state as the run goes: first what the run saw (no alert sent yet), then
+    each alert it claims before publishing it, and once at the end (the alerts whose
+    Publish failed, or not claimed, released). Each write is conditional on the Sequence
+    of the item the run read, then of its own last write."""
 
     def __init__(self, dynamodb: Any, settings: Settings, previous: State, now: datetime) -> None:
         self.dynamodb = dynamodb
