@@ -64,13 +64,16 @@ def watched_jobs(config: NovapodConfig) -> WatchedJobs | None:
     if not config.has_nova_stack:
         return None
     techniques = catalog().techniques
-    names = tuple(
-        job.name for job in config.jobs if techniques[job.technique].not_launchable is None
-    )
-    if not names:
+    watched = [job for job in config.jobs if techniques[job.technique].not_launchable is None]
+    if not watched:
         return None
     # The HyperPod cluster and its EKS cluster share the name novapod-<env> (environment.py).
-    return WatchedJobs(config.prefix, config.nova_settings.namespace, names)
+    return WatchedJobs(
+        config.prefix,
+        config.nova_settings.namespace,
+        tuple(job.name for job in watched),
+        tuple(job.runs for job in watched),
+    )
 
 
 class MonitorStack(Stack):

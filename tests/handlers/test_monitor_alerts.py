@@ -7,6 +7,7 @@ answer did not come, a state that could not be recorded)."""
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -173,12 +174,13 @@ def test_reserved_instances_idle_for_the_configured_time_alert_once_per_idling(m
 
 def test_a_plan_ending_within_the_configured_days_alerts_once_per_end(monitor) -> None:
     assert monitor.new_alerts() == []
-    # The check does not see the jobs: it does not push an extension, status decides.
+    # No EKS cluster here, so no runs read: the check cannot judge the jobs and does not
+    # push an extension; status decides.
     sentence = (
         f"{ENV}: {NAME} ends in 2d 23h ({END:%Y-%m-%dT%H:%M:%SZ}) with 4 of 4 instances in "
-        "use; jobs still running then are stopped; this check does not see the jobs, so "
-        "extend it only if status shows a job at risk (with the extension command), and let "
-        "it end if they are done; next: novapod status CONFIG"
+        "use; jobs still running then are stopped; this check cannot tell whether its jobs "
+        "are done, so extend it only if status shows a job at risk (with the extension "
+        "command), and let it end if they are done; next: novapod status CONFIG"
     )
     assert monitor.new_alerts(minutes=(2 * 24 + 1) * 60) == [sentence]  # 3 days before: 2d 23h
     (published,) = monitor.plane.monitoring.published
@@ -447,3 +449,187 @@ def test_a_claim_whose_answer_was_lost_is_still_this_run_s(monitor) -> None:
     (alert,) = monitor.world.published()
     assert "is now Active" in alert
     assert monitor.new_alerts(minutes=5) == []
+
+
+def _turn_active(monitor: Monitor) -> None:
+    """A plan seen Scheduled, then Active: one alert owed by the next run, whose writes
+    are: what it saw, the claim, the last (the outcome)."""
+    monitor.status("Scheduled")
+    monitor.run()
+    monitor.status("Active")
+
+
+def test_a_release_that_cannot_be_written_is_sent_once_the_claim_s_lease_is_out(
+    monitor, capsys
+) -> None:
+    """The Publish failed and so did the write that releases its claim: the claim stays
+    without an outcome, and the first run after its lease (the function's timeout and a
+    minute) sends the alert; before the lease is out no run does (the claimer may still
+    be publishing). Recorded as sent before the Publish, it would be lost."""
+    _turn_active(monitor)
+    monitor.plane.server_error("Publish")
+    monitor.plane.inject("PutItem", Fault("server_error", status=500), times=3, after=2)
+    capsys.readouterr()
+    with pytest.raises(index.CheckError, match=r"SNS Publish of plan/lite-sft/status/Active"):
+        monitor.run(minutes=5)
+    state = json.loads(monitor.world.state()["State"])
+    assert state["claimed"] == {"plan/lite-sft/status/Active": "2027-07-12T00:05:00Z"}
+    assert "plan/lite-sft/status/Active" not in state["sent"]
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    (left,) = [x for x in lines if x["step"] == "unrecorded"]
+    assert left["keys"] == ["plan/lite-sft/status/Active"]
+    assert "the first run after its lease (420 s) sends it again" in left["message"]
+    assert monitor.new_alerts(minutes=5) == []  # 5 minutes after the claim: still its run's
+    (alert,) = monitor.new_alerts(minutes=5)  # 10 minutes after: owed again
+    assert "is now Active" in alert
+    assert monitor.new_alerts(minutes=5) == []
+    assert json.loads(monitor.world.state()["State"])["claimed"] == {}
+
+
+def test_a_published_alert_whose_outcome_is_not_recorded_comes_twice_never_three_times(
+    monitor,
+) -> None:
+    """The Publish went out, the write that records it failed: the claim stays, so the
+    alert is sent again after the lease (a second copy rather than a lost alert), then
+    recorded, and never sent a third time."""
+    _turn_active(monitor)
+    monitor.plane.inject("PutItem", Fault("server_error", status=500), times=3, after=2)
+    with pytest.raises(index.CheckError, match="DynamoDB PutItem of the check's state failed"):
+        monitor.run(minutes=5)
+    (first,) = monitor.world.published()
+    assert monitor.new_alerts(minutes=5) == []
+    assert monitor.new_alerts(minutes=5) == [first]
+    for _ in range(3):
+        assert monitor.new_alerts(minutes=5) == []
+    assert monitor.world.published() == [first, first]
+
+
+def test_a_claim_left_by_a_run_that_stopped_is_sent_after_its_lease_only(monitor) -> None:
+    """A run stopped between its claim and its Publish (the function's timeout, a crash)
+    leaves the claim: a run within the lease leaves it to its claimer, one after it sends."""
+    _turn_active(monitor)
+    monitor.run(minutes=5)
+    (alert,) = monitor.world.published()
+    item = monitor.world.state()
+    state = json.loads(item["State"])
+    key = "plan/lite-sft/status/Active"
+    claimed_at = NOW + timedelta(minutes=9)
+    del state["sent"][key]
+    state["claimed"] = {key: f"{claimed_at:%Y-%m-%dT%H:%M:%SZ}"}
+    monitor.plane.dynamodb.put_raw(
+        STATE_TABLE, {**item, "State": json.dumps(state), "Sequence": item["Sequence"] + 1}
+    )
+    assert monitor.new_alerts(minutes=5) == []  # 1 minute after the claim
+    assert monitor.new_alerts(minutes=5) == []  # 6 minutes: the lease is 420 s, not out yet
+    assert monitor.new_alerts(minutes=2) == [alert]  # 8 minutes
+    assert monitor.new_alerts(minutes=5) == []
+
+
+class _Turns:
+    """Runs two threads' DynamoDB and SNS calls one at a time, in an order it chooses:
+    once every thread still running waits at such a call, the next in `prefix` goes
+    (then the first by name). It records each choice and the threads that could have
+    gone, so a search can try every other order (`test_two_runs_...`)."""
+
+    THREADS = frozenset("AB")
+
+    def __init__(self, prefix: list[str]) -> None:
+        self.prefix = prefix
+        self.choices: list[str] = []
+        self.could: list[list[str]] = []
+        self.waiting: set[str] = set()
+        self.ended: set[str] = set()
+        self.turn: str | None = None
+        self.changed = threading.Condition()
+
+    def call(self, who: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        with self.changed:
+            self.waiting.add(who)
+            self.changed.notify_all()
+            while self.turn != who:
+                if self.turn is None and self.waiting | self.ended == self.THREADS:
+                    ready = sorted(self.waiting)
+                    step = len(self.choices)
+                    self.turn = self.prefix[step] if step < len(self.prefix) else ready[0]
+                    self.choices.append(self.turn)
+                    self.could.append(ready)
+                    self.changed.notify_all()
+                    continue
+                assert self.changed.wait(10), "a thread never reached its next call"
+            self.waiting.discard(who)
+        try:
+            return method(*args, **kwargs)
+        finally:
+            with self.changed:
+                self.turn = None
+                self.changed.notify_all()
+
+    def end(self, who: str) -> None:
+        with self.changed:
+            self.ended.add(who)
+            self.changed.notify_all()
+
+
+class _Gated:
+    def __init__(self, client: Any, turns: _Turns) -> None:
+        self.client, self.turns = client, turns
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.client, name)
+        who = threading.current_thread().name
+        return lambda *a, **k: self.turns.call(who, method, *a, **k)
+
+
+def test_two_runs_in_every_order_of_their_calls_send_the_alert_once(monitor, monkeypatch) -> None:
+    """Two runs that saw the same plan turn Active in the same second, their state's
+    reads and writes and their Publishes in every order they can take (a search over the
+    choices: each schedule once): the alert is sent once in each, nothing fails, the state
+    records it sent, and a later run sends nothing more."""
+    _turn_active(monitor)
+    parsed = decisions.parse_settings(settings(monitor.result))
+    monitor.clock.advance(300)
+    now = monitor.clock.now()
+    samples = index._sample(parsed, index._client("sagemaker"), [])
+    before = monitor.world.state()
+    assert before is not None
+    # Made once: a botocore client takes longer to make than the calls take.
+    clients = {
+        "dynamodb": index._client("dynamodb"),
+        "sns": index._client("sns", index.PUBLISH_ATTEMPTS),
+    }
+    schedules: list[list[str]] = [[]]
+    tried = []
+    while schedules:
+        prefix = schedules.pop()
+        turns = _Turns(prefix)
+        monitor.plane.dynamodb.put_raw(STATE_TABLE, before)
+        monitor.plane.monitoring.published.clear()
+        monkeypatch.setattr(index, "_client", lambda s, *a, t=turns, **k: _Gated(clients[s], t))
+        failures: dict[str, list[str]] = {"A": [], "B": []}
+
+        def run(who: str, turns: _Turns = turns, failures: dict[str, list[str]] = failures) -> None:
+            try:
+                index._alert(samples, parsed, now, failures[who], index._Deadline(None))
+            finally:
+                turns.end(who)
+
+        threads = [threading.Thread(target=run, args=(w,), name=w) for w in "AB"]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        order = "".join(turns.choices)
+        tried.append(order)
+        assert failures == {"A": [], "B": []}, order
+        published = monitor.world.published()
+        assert len(published) == 1 and "is now Active" in published[0], order
+        monkeypatch.setattr(index, "_client", lambda s, *a, **k: clients[s])
+        assert index._alert(samples, parsed, now, [], index._Deadline(None)) == ([], []), order
+        state = json.loads(monitor.world.state()["State"])
+        assert list(state["sent"]) == ["plan/lite-sft/status/Active"], order
+        assert state["claimed"] == {}, order
+        for step in range(len(prefix), len(turns.choices)):
+            for other in turns.could[step]:
+                if other != turns.choices[step]:
+                    schedules.append([*turns.choices[:step], other])
+    assert len(tried) == len(set(tried)) > 20  # each schedule once, and many of them

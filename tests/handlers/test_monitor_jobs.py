@@ -29,6 +29,7 @@ from tests.handlers.monitor_world import (
     CLUSTER,
     LITE,
     NOW,
+    PLAN,
     Deployed,
     deploy,
     principal,
@@ -326,7 +327,28 @@ def test_a_state_written_before_runs_were_recorded_reads_with_none() -> None:
     [
         ("nova-jobs", "jobs must be an object"),
         ({"eks_cluster": "c", "namespace": "n", "names": "sft", "region": "r"}, "jobs.names"),
-        ({"namespace": "n", "names": ["sft"], "region": "r"}, "eks_cluster"),
+        ({"namespace": "n", "names": ["sft"], "region": "r", "runs": {"sft": 1}}, "eks_cluster"),
+        ({"eks_cluster": "c", "namespace": "n", "names": ["sft"], "region": "r"}, "jobs.runs"),
+        (
+            {
+                "eks_cluster": "c",
+                "namespace": "n",
+                "names": ["sft"],
+                "region": "r",
+                "runs": {"x": 1},
+            },
+            "jobs.runs must give the runs of each of jobs.names",
+        ),
+        (
+            {
+                "eks_cluster": "c",
+                "namespace": "n",
+                "names": ["sft"],
+                "region": "r",
+                "runs": {"sft": 0},
+            },
+            "sft must be between 1 and 1000, not 0",
+        ),
     ],
 )
 def test_the_jobs_settings_are_what_the_construct_writes(synthesized, jobs_setting, said) -> None:
@@ -335,8 +357,13 @@ def test_the_jobs_settings_are_what_the_construct_writes(synthesized, jobs_setti
         decisions.parse_settings(raw)
     parsed = decisions.parse_settings(settings(synthesized))
     assert parsed.jobs == decisions.JobSettings(
-        "novapod-nova-lite", NAMESPACE, ("sft-lora", "eval"), "us-east-1"
+        "novapod-nova-lite",
+        NAMESPACE,
+        ("sft-lora", "eval"),
+        "us-east-1",
+        {"sft-lora": 4, "eval": 4},
     )
+    assert parsed.claim_lease_seconds == 420
 
 
 def test_an_eks_cluster_not_deployed_is_no_failure_and_forgets_nothing(jobs) -> None:
@@ -356,3 +383,69 @@ def test_the_operations_page_says_what_the_alert_means_and_what_to_do() -> None:
     (row,) = [line for line in page.splitlines() if line.startswith("| `job J run failed` |")]
     assert "aws logs filter-log-events" in row and "novapod launch CONFIG J" in row
     assert "the scheduled check has failed its last 3 runs" in page
+
+
+def test_a_plan_held_by_its_groups_with_no_run_of_its_jobs_alerts_once_a_spell(jobs) -> None:
+    """The plan's 4 instances are in use to SageMaker (its restricted group holds them)
+    while no run of its jobs runs: after monitoring.idle_alert_minutes (60) that is one
+    alert; a run that starts ends the spell, and a spell after it alerts again."""
+    assert jobs.new_alerts() == []  # 00:05: the spell begins
+    assert jobs.new_alerts(minutes=55) == []  # 00:60: 55 minutes
+    (alert,) = jobs.new_alerts()  # 01:05: an hour
+    assert alert == (
+        f"novapod nova-lite: plan lite-sft ({PLAN}) has 4 of 4 reserved instances held by "
+        "its instance groups and no run of its jobs (sft-lora, eval) for 1h 0m while "
+        "Active; they are paid for whether or not a job runs; next: novapod launch CONFIG "
+        "sft-lora"
+    )
+    assert jobs.plane.monitoring.published[-1].subject == "novapod nova-lite: plan lite-sft unused"
+    assert jobs.new_alerts(minutes=30) == []  # once a spell
+    jobs.put(pytorchjob(RUN, "Running", start=NOW + timedelta(hours=1, minutes=40)))
+    assert jobs.new_alerts() == []
+    assert jobs.state()["held_since"] == {}
+    assert jobs.new_alerts(minutes=120) == []  # a run runs: never unused
+    done = NOW + timedelta(hours=4)
+    jobs.put(pytorchjob(RUN, "Succeeded", start=NOW + timedelta(hours=1, minutes=40), end=done))
+    assert jobs.new_alerts(minutes=5) == []  # 04:50: a new spell begins
+    (again,) = jobs.new_alerts(minutes=60)
+    assert "no run of its jobs (sft-lora, eval) for 1h 0m" in again
+
+
+def test_a_plan_held_idle_is_not_judged_while_the_runs_cannot_be_read(jobs) -> None:
+    """Without the runs the check cannot tell a held plan from a busy one: it keeps when
+    the spell began and alerts on none of it until it reads the runs again."""
+    assert jobs.new_alerts() == []
+    began = jobs.state()["held_since"]
+    assert began == {"lite-sft": iso(NOW + timedelta(minutes=5))}
+    del jobs.plane.hyperpod.eks_clusters[CLUSTER]
+    assert jobs.new_alerts(minutes=120) == []
+    assert jobs.state()["held_since"] == began
+
+
+def test_a_plan_ending_with_jobs_not_finished_names_them(jobs) -> None:
+    """Within monitoring.ending_alert_days (3) of its end the plan alerts once, naming each
+    of its jobs whose runs are not all done (jobs[].runs: 4 each); a plan whose jobs are
+    all done does not (it is left to end)."""
+    end = NOW + timedelta(days=5)
+    jobs.put(pytorchjob("sft-lora-aaaa1", "Succeeded", start=STARTED, end=FAILED_AT))
+    jobs.put(pytorchjob("sft-lora-aaaa2", "Running", start=FAILED_AT))
+    (alert,) = jobs.new_alerts(minutes=(2 * 24 + 1) * 60)
+    assert alert == (
+        f"novapod nova-lite: plan lite-sft ({PLAN}) ends in 2d 23h ({iso(end)}) with jobs "
+        "not finished: sft-lora (1 of 4 runs succeeded, 1 running), eval (0 of 4 runs "
+        "succeeded); runs still going then are stopped; status says whether they fit before "
+        "the end and gives the extension command if not; next: novapod status CONFIG"
+    )
+    assert jobs.new_alerts() == []
+
+
+def test_a_plan_ending_whose_jobs_are_all_done_does_not_alert(jobs) -> None:
+    for job in ("sft-lora", "eval"):
+        for n in range(4):
+            jobs.put(pytorchjob(f"{job}-done{n}", "Succeeded", start=STARTED, end=FAILED_AT))
+    assert jobs.new_alerts(minutes=(2 * 24 + 1) * 60) == []
+    assert not [k for k in jobs.state()["sent"] if "/ending/" in k]
+    # One more run of a job that has its 4 fails: its alert only (the job is done).
+    jobs.put(pytorchjob("eval-again", "Failed", start=FAILED_AT, end=NOW, message="OOM"))
+    alerts = jobs.new_alerts()
+    assert len(alerts) == 1 and "run eval-again of job eval failed" in alerts[0]

@@ -297,7 +297,9 @@ def test_with_jobs_the_check_reads_their_runs_with_an_access_entry_of_its_own(sy
         "namespace": config.nova_settings.namespace,
         "names": launchable,
         "region": "${AWS::Region}",
+        "runs": {j.name: j.runs for j in config.jobs if j.name in launchable},
     }
+    assert settings["claim_lease_seconds"] == 420  # the function's 6 minutes and one more
     ((_, entry),) = entries.items()
     # A Kubernetes group and no access policy (AmazonEKSViewPolicy cannot list
     # PyTorchJobs; the group's Role lists them in the jobs' namespace only).

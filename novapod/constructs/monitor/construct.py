@@ -110,6 +110,10 @@ NAMESPACE = decisions.NAMESPACE
 # published only while that margin is left, so a run is never stopped between claiming
 # an alert and publishing it. One run at a time.
 TIMEOUT = Duration.minutes(6)
+# How long an alert a run claimed stays its own (handler/decisions.py decide): past the
+# function's timeout that run is over, so a claim it left without an outcome (its record
+# failed, or it was stopped) is owed again: sent a second time rather than lost.
+CLAIM_LEASE_SECONDS = int(TIMEOUT.to_seconds()) + 60
 RESERVED_CONCURRENCY = 1
 # What the function does with its state item (handler/index.py).
 STATE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
@@ -140,6 +144,8 @@ class WatchedJobs:
     eks_cluster: str
     namespace: str
     names: tuple[str, ...]
+    # jobs[].runs of each: a job with fewer succeeded runs is not finished.
+    runs: tuple[int, ...] = ()
 
 
 def rate(minutes: int) -> str:
@@ -292,10 +298,12 @@ class ScheduledCheck(Construct):
             "ending_alert_days": ending_alert_days,
             "topic_arn": topic.topic_arn,
             "state_table": self.state_table.table_name,
+            "claim_lease_seconds": CLAIM_LEASE_SECONDS,
             "jobs": {
                 "eks_cluster": jobs.eks_cluster,
                 "namespace": jobs.namespace,
                 "names": list(jobs.names),
+                "runs": dict(zip(jobs.names, jobs.runs, strict=True)),
                 "region": Aws.REGION,
             }
             if jobs is not None

@@ -16,20 +16,24 @@ its TargetCount and CurrentCount (ClusterInstanceGroupDetails and
 ClusterRestrictedInstanceGroupDetails) and the nodes ListClusterNodes shows unhealthy.
 
 Alerts, each owed once per occurrence (its `key`; `index.py` publishes it at least once,
-a second copy is rare): SageMaker publishes no training plan
+a second copy is rare; a key claimed by a run, `State.claimed`, is that run's until its
+lease is out, then owed again): SageMaker publishes no training plan
 event to EventBridge (the "Amazon SageMaker AI events" list of the EventBridge events
 reference names HyperPod's cluster, node health and cluster events, no plan), so the
 check alerts on what it sees:
 
 - a plan turned Active, Expired or Failed (a status seen since an earlier run: a plan
   found in that status at the first look is not news);
-- an Active plan with reserved instances unused for `idle_alert_minutes`;
-- an Active plan ending within `ending_alert_days`. The check has no view of the jobs
-  (their runs are in the cluster's Kubernetes API and the outputs bucket, which it does
-  not read), so the sentence does not tell anyone to extend the plan: it says that
-  jobs still running at the end are stopped and sends `novapod status CONFIG`, which
-  marks a job at risk of outliving the plan and gives the extension command for it
-  (docs/operations.md, "Alerts");
+- an Active plan with reserved instances unused for `idle_alert_minutes`: not held by
+  any group (AvailableInstanceCount), or held by its groups (InUseInstanceCount) while
+  no run of its jobs runs (`plan_progress`: only where the check reads every job of the
+  plan, from the PyTorchJobs of the jobs' namespace);
+- an Active plan ending within `ending_alert_days` with jobs not finished (fewer
+  succeeded runs than the config's `runs`, or one running), each named; none when they
+  are all done. Where the check cannot judge the jobs (`plan_progress` None) it alerts and
+  says so; either way the sentence sends `novapod status CONFIG`, which marks a job at
+  risk of outliving the plan and gives the extension command for it, rather than telling
+  anyone to extend (docs/operations.md, "Alerts");
 - an instance group Failed, Degraded or Deleting, a node in Failure or NotFound
   (DescribeCluster's and ListClusterNodes' statuses; HyperPod's own cluster state, node
   health and cluster events go to the topic through EventBridge rules);
@@ -53,7 +57,7 @@ keeps its state as it was.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -104,6 +108,9 @@ class JobSettings:
     namespace: str  # nova.namespace: where their PyTorchJobs are
     names: tuple[str, ...]
     region: str  # for the logs command of an alert
+    # How many runs the config asks of each job (jobs[].runs): a job with fewer succeeded
+    # runs is not finished.
+    runs: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,9 @@ class Settings:
     ending_alert_days: int
     topic_arn: str
     state_table: str
+    # How long an alert claimed by a run stays that run's: longer than the function's
+    # timeout, so a run that claims it is over, published or not (index.py).
+    claim_lease_seconds: int
     jobs: JobSettings | None = None
 
 
@@ -153,11 +163,13 @@ def parse_settings(raw: Mapping[str, Any]) -> Settings:
         names = raw_jobs.get("names")
         if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
             raise SettingsError("jobs.names must be a list of job names")
+        wanted = raw_jobs.get("runs")
         jobs = JobSettings(
             eks_cluster=values.required_str(raw_jobs, "eks_cluster", SettingsError),
             namespace=values.required_str(raw_jobs, "namespace", SettingsError),
             names=tuple(names),
             region=values.required_str(raw_jobs, "region", SettingsError),
+            runs=_runs_wanted(wanted, names),
         )
     return Settings(
         environment=text("environment"),
@@ -168,8 +180,20 @@ def parse_settings(raw: Mapping[str, Any]) -> Settings:
         ending_alert_days=number("ending_alert_days", 1, 10**4),
         topic_arn=text("topic_arn"),
         state_table=text("state_table"),
+        claim_lease_seconds=number("claim_lease_seconds", 60, 3600),
         jobs=jobs,
     )
+
+
+def _runs_wanted(wanted: object, names: Sequence[str]) -> dict[str, int]:
+    if not isinstance(wanted, Mapping) or set(wanted) != set(names):
+        raise SettingsError("jobs.runs must give the runs of each of jobs.names")
+    out = {}
+    for name in names:
+        count = values.whole_number(wanted, name, 1, 1000, SettingsError, required=True)
+        assert count is not None
+        out[name] = count
+    return out
 
 
 # --- what one run read ----------------------------------------------------------------------
@@ -298,8 +322,10 @@ def batches(data: Sequence[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
 @dataclass(frozen=True)
 class State:
     """What a run leaves for the next: the plans seen (their status), when each plan began
-    to idle, the alerts sent whose condition still holds (key -> when), the job runs seen
-    (`<job>/<run>` -> running, succeeded or failed), and the item's sequence (the
+    to idle (instances not held by any group) and when each began to be held with no job
+    running on it, the alerts sent whose condition still holds (key -> when), the alerts
+    claimed by a run whose Publish is not recorded yet (key -> when claimed), the job runs
+    seen (`<job>/<run>` -> running, succeeded or failed), and the item's sequence (the
     conditional write's guard; 0: no item yet)."""
 
     seen: Mapping[str, str] = field(default_factory=dict)
@@ -307,6 +333,8 @@ class State:
     sent: Mapping[str, str] = field(default_factory=dict)
     sequence: int = 0
     runs: Mapping[str, str] = field(default_factory=dict)
+    claimed: Mapping[str, str] = field(default_factory=dict)
+    held_since: Mapping[str, str] = field(default_factory=dict)
 
     def text(self) -> str:
         return json.dumps(
@@ -316,6 +344,8 @@ class State:
                 "idle_since": dict(sorted(self.idle_since.items())),
                 "sent": dict(sorted(self.sent.items())),
                 "runs": dict(sorted(self.runs.items())),
+                "claimed": dict(sorted(self.claimed.items())),
+                "held_since": dict(sorted(self.held_since.items())),
             },
             separators=(",", ":"),
         )
@@ -336,7 +366,16 @@ def read_state(text: str | None, sequence: int) -> State:
             return {}
         return {str(k): str(v) for k, v in found.items()}
 
-    return State(strings("seen"), strings("idle_since"), strings("sent"), sequence, strings("runs"))
+    # claimed and held_since came later in version 1: a state without them has none.
+    return State(
+        strings("seen"),
+        strings("idle_since"),
+        strings("sent"),
+        sequence,
+        strings("runs"),
+        strings("claimed"),
+        strings("held_since"),
+    )
 
 
 # --- alerts ---------------------------------------------------------------------------------
@@ -419,10 +458,62 @@ class _Messages:
         return Alert(key, subject, f"{self.env}: {sentence}; next: {command}")
 
 
+@dataclass(frozen=True)
+class JobProgress:
+    """One job of a plan as its runs show it: the runs the config asks for (jobs[].runs),
+    those that succeeded and those running."""
+
+    job: str
+    wanted: int
+    succeeded: int
+    running: int
+
+    @property
+    def finished(self) -> bool:
+        return self.succeeded >= self.wanted and not self.running
+
+    def text(self) -> str:
+        return (
+            f"{self.job} ({self.succeeded} of {self.wanted} runs succeeded"
+            + (f", {self.running} running" if self.running else "")
+            + ")"
+        )
+
+
+def plan_progress(
+    plan: PlanSettings,
+    jobs: JobSettings | None,
+    phases: Mapping[tuple[str, str], runs.RunPhase] | None,
+) -> tuple[JobProgress, ...] | None:
+    """The progress of each job of `plan`, or None when the check cannot judge it: the plan
+    has no job in the config (it may run work novapod does not launch), a job of it is
+    not read by the check (not on the cluster), or the runs could not be read."""
+    if jobs is None or phases is None or not plan.jobs:
+        return None
+    if any(job not in jobs.names for job in plan.jobs):
+        return None
+    out = []
+    for job in plan.jobs:
+        states = [phase.state for (name, _), phase in phases.items() if name == job]
+        out.append(
+            JobProgress(
+                job, jobs.runs.get(job, 1), states.count("succeeded"), states.count("running")
+            )
+        )
+    return tuple(out)
+
+
 def _plan_alerts(
-    sample: PlanSample, previous: State, now: datetime, settings: Settings, say: _Messages
-) -> tuple[list[Alert], str | None]:
-    """The alerts one plan owes, and when it began idling (None: it does not idle)."""
+    sample: PlanSample,
+    previous: State,
+    now: datetime,
+    settings: Settings,
+    say: _Messages,
+    *,
+    progress: Sequence[JobProgress] | None,
+) -> tuple[list[Alert], str | None, str | None]:
+    """The alerts one plan owes, when it began idling and when it began to be held with
+    no job running (None: it does not)."""
     name, status = sample.settings.name, sample.status
     described = sample.described or {}
     total = sample.count("TotalInstanceCount") or 0
@@ -432,64 +523,115 @@ def _plan_alerts(
     alerts: list[Alert] = []
     # A status seen at the first look is no transition (it is recorded as sent).
     if status in TRANSITIONS and name in previous.seen:
-        key = _plan_key(name, "status", status)
-        if status == "Active":
+        alerts.append(_status_alert(sample, status, total, end, say))
+    idle_since = held_since = None
+    if status != health.PLAN_ACTIVE:
+        return alerts, idle_since, held_since
+    waited = timedelta(minutes=settings.idle_alert_minutes)
+    unfinished = [p for p in progress or () if not p.finished]
+    launch = f"novapod launch CONFIG {unfinished[0].job}" if unfinished else say.status()
+    if available > 0:
+        idle_since = previous.idle_since.get(name) or values.iso(now)
+        began = values.as_utc(idle_since) or now
+        if now - began >= waited:
             sentence = (
-                f"{say.plan(sample)} is now Active: {total} reserved instances"
-                + (f" until {values.iso(end)}" if end else "")
-                + ", paid for whether or not a job runs"
-            )
-            alerts.append(
-                say.alert(key, f"plan {name} Active", sentence, say.launch(sample.settings))
-            )
-        elif status == "Expired":
-            sentence = (
-                f"{say.plan(sample)} has Expired"
-                + (f" ({values.iso(end)})" if end else "")
-                + f": its {total} instances are reclaimed and groups on it get no nodes"
-            )
-            alerts.append(say.alert(key, f"plan {name} Expired", sentence, say.status()))
-        else:
-            reason = str(described.get("StatusMessage") or "no status message")
-            sentence = f"{say.plan(sample)} is Failed ({reason}) and reserves no capacity"
-            alerts.append(say.alert(key, f"plan {name} Failed", sentence, say.status()))
-    idle_since = None
-    if status == health.PLAN_ACTIVE:
-        if available > 0:
-            idle_since = previous.idle_since.get(name) or values.iso(now)
-            began = values.as_utc(idle_since) or now
-            if now - began >= timedelta(minutes=settings.idle_alert_minutes):
-                sentence = (
-                    f"{say.plan(sample)} has had {available} of {total} reserved instances "
-                    f"unused for {health.span(now - began)} while Active ({in_use} in use); "
-                    "they are paid for whether or not a job runs"
-                )
-                alerts.append(
-                    say.alert(
-                        _plan_key(name, "idle", idle_since),
-                        f"plan {name} idle",
-                        sentence,
-                        say.launch(sample.settings),
-                    )
-                )
-        if end is not None and end - now <= timedelta(days=settings.ending_alert_days):
-            # Not seen here: whether its jobs have runs left. `status` knows (job-at-risk).
-            sentence = (
-                f"{say.plan(sample)} ends in {health.span(end - now)} ({values.iso(end)}) "
-                f"with {in_use} of {total} instances in use; jobs still running then are "
-                "stopped; this check does not see the jobs, so extend it only if status "
-                "shows a job at risk (with the extension command), and let it end if they "
-                "are done"
+                f"{say.plan(sample)} has had {available} of {total} reserved instances "
+                f"unused for {health.span(now - began)} while Active ({in_use} in use); "
+                "they are paid for whether or not a job runs"
             )
             alerts.append(
                 say.alert(
-                    _plan_key(name, "ending", values.iso(end)),
-                    f"plan {name} ending",
+                    _plan_key(name, "idle", idle_since),
+                    f"plan {name} idle",
                     sentence,
-                    say.status(),
+                    launch if progress is not None else say.launch(sample.settings),
                 )
             )
-    return alerts, idle_since
+    # Held by its restricted groups (in use to SageMaker) while none of its jobs runs: as
+    # paid for and as unused. Judged only where the check reads every job of the plan.
+    if progress is None:
+        held_since = previous.held_since.get(name)
+    elif in_use > 0 and not any(p.running for p in progress):
+        held_since = previous.held_since.get(name) or values.iso(now)
+        began = values.as_utc(held_since) or now
+        if now - began >= waited:
+            done = "; all its jobs are done" if not unfinished else ""
+            sentence = (
+                f"{say.plan(sample)} has {in_use} of {total} reserved instances held by "
+                f"its instance groups and no run of its jobs "
+                f"({', '.join(p.job for p in progress)}) for {health.span(now - began)} "
+                f"while Active{done}; they are paid for whether or not a job runs"
+            )
+            alerts.append(
+                say.alert(
+                    _plan_key(name, "unused", held_since), f"plan {name} unused", sentence, launch
+                )
+            )
+    if end is not None and end - now <= timedelta(days=settings.ending_alert_days):
+        ending = _ending_alert(sample, end, now, progress, say)
+        if ending is not None:
+            alerts.append(ending)
+    return alerts, idle_since, held_since
+
+
+def _status_alert(
+    sample: PlanSample, status: str, total: int, end: datetime | None, say: _Messages
+) -> Alert:
+    name = sample.settings.name
+    key = _plan_key(name, "status", status)
+    if status == "Active":
+        sentence = (
+            f"{say.plan(sample)} is now Active: {total} reserved instances"
+            + (f" until {values.iso(end)}" if end else "")
+            + ", paid for whether or not a job runs"
+        )
+        return say.alert(key, f"plan {name} Active", sentence, say.launch(sample.settings))
+    if status == "Expired":
+        sentence = (
+            f"{say.plan(sample)} has Expired"
+            + (f" ({values.iso(end)})" if end else "")
+            + f": its {total} instances are reclaimed and groups on it get no nodes"
+        )
+        return say.alert(key, f"plan {name} Expired", sentence, say.status())
+    reason = str((sample.described or {}).get("StatusMessage") or "no status message")
+    sentence = f"{say.plan(sample)} is Failed ({reason}) and reserves no capacity"
+    return say.alert(key, f"plan {name} Failed", sentence, say.status())
+
+
+def _ending_alert(
+    sample: PlanSample,
+    end: datetime,
+    now: datetime,
+    progress: Sequence[JobProgress] | None,
+    say: _Messages,
+) -> Alert | None:
+    """A plan ending within `ending_alert_days` with jobs not finished; with every job of
+    it finished, none. Where the check cannot judge its jobs (`plan_progress`), the
+    sentence says so and sends `novapod status CONFIG`, which marks a job at risk."""
+    name = sample.settings.name
+    total = sample.count("TotalInstanceCount") or 0
+    in_use = sample.count("InUseInstanceCount") or 0
+    when = f"ends in {health.span(end - now)} ({values.iso(end)})"
+    if progress is None:
+        sentence = (
+            f"{say.plan(sample)} {when} with {in_use} of {total} instances in use; jobs "
+            "still running then are stopped; this check cannot tell whether its jobs are "
+            "done, so extend it only if status shows a job at risk (with the extension command), "
+            "and let it end if they are done"
+        )
+    else:
+        unfinished = [p for p in progress if not p.finished]
+        if not unfinished:
+            return None
+        sentence = (
+            f"{say.plan(sample)} {when} with jobs not finished: "
+            + ", ".join(p.text() for p in unfinished)
+            + "; runs still going then are stopped; status says whether they fit before "
+            "the end and gives the extension command if not"
+        )
+    return say.alert(
+        _plan_key(name, "ending", values.iso(end)), f"plan {name} ending", sentence, say.status()
+    )
 
 
 def _cluster_alerts(cluster: ClusterSample, say: _Messages) -> list[Alert]:
@@ -606,25 +748,55 @@ def _job_decisions(
     return alerts, events, seen
 
 
-def decide(samples: Samples, previous: State, now: datetime, settings: Settings) -> Decision:
-    """The alerts this run owes and the state it leaves if they are all sent."""
-    say = _Messages(settings.environment)
-    owed: list[Alert] = []
-    seen = dict(previous.seen)
-    idle: dict[str, str] = {}
-    unknown: set[str] = set()
+@dataclass
+class _PlansSeen:
+    """What a run concludes of the plans: alerts owed, statuses seen, idling and held-idle
+    times, and the subjects it could not read."""
+
+    owed: list[Alert]
+    seen: dict[str, str]
+    idle: dict[str, str] = field(default_factory=dict)
+    held: dict[str, str] = field(default_factory=dict)
+    unknown: set[str] = field(default_factory=set)
+
+
+def _plans(
+    samples: Samples,
+    previous: State,
+    now: datetime,
+    settings: Settings,
+    say: _Messages,
+) -> _PlansSeen:
+    phases = None
+    if settings.jobs is not None and samples.jobs is not None and samples.jobs.error is None:
+        phases = job_runs(settings.jobs, samples.jobs)
+    out = _PlansSeen(owed=[], seen=dict(previous.seen))
     for sample in samples.plans:
         name = sample.settings.name
         if sample.error is not None:
-            unknown.add(f"plan/{name}")
-            if name in previous.idle_since:
-                idle[name] = previous.idle_since[name]
+            out.unknown.add(f"plan/{name}")
+            for kept, since in ((out.idle, previous.idle_since), (out.held, previous.held_since)):
+                if name in since:
+                    kept[name] = since[name]
             continue
-        found, idle_since = _plan_alerts(sample, previous, now, settings, say)
-        owed += found
+        progress = plan_progress(sample.settings, settings.jobs, phases)
+        found, idle_since, held_since = _plan_alerts(
+            sample, previous, now, settings, say, progress=progress
+        )
+        out.owed += found
         if idle_since is not None:
-            idle[name] = idle_since
-        seen[name] = sample.status
+            out.idle[name] = idle_since
+        if held_since is not None:
+            out.held[name] = held_since
+        out.seen[name] = sample.status
+    return out
+
+
+def decide(samples: Samples, previous: State, now: datetime, settings: Settings) -> Decision:
+    """The alerts this run owes and the state it leaves if they are all sent."""
+    say = _Messages(settings.environment)
+    plans = _plans(samples, previous, now, settings, say)
+    owed, unknown = plans.owed, plans.unknown
     if samples.cluster is not None:
         if samples.cluster.error is not None:
             unknown.add("cluster")
@@ -645,18 +817,52 @@ def decide(samples: Samples, previous: State, now: datetime, settings: Settings)
         if s.error is None and s.settings.name not in previous.seen and s.status in TRANSITIONS
     }
     holding = {a.key for a in owed} | set(first_looks)
-    sent = {
-        key: when for key, when in previous.sent.items() if key in holding or _owner(key) in unknown
-    }
+
+    def holds(key: str) -> bool:
+        return key in holding or _owner(key) in unknown
+
+    sent = {key: when for key, when in previous.sent.items() if holds(key)}
     sent.update(first_looks)
-    alerts = tuple(a for a in owed if a.key not in sent)
+    # A claim younger than the lease is a run's that may still publish it; an older one's
+    # run is over (the function's timeout is shorter) without recording its Publish:
+    # owed again, published or not (index.py: a second copy, never a lost alert).
+    lease = timedelta(seconds=settings.claim_lease_seconds)
+    claimed = {
+        key: when
+        for key, when in previous.claimed.items()
+        if holds(key) and key not in sent and now - (values.as_utc(when) or now - lease) < lease
+    }
+    alerts = tuple(a for a in owed if a.key not in sent and a.key not in claimed)
     for alert in alerts:
         sent[alert.key] = values.iso(now)
-    state = State(seen=seen, idle_since=idle, sent=sent, sequence=previous.sequence, runs=runs_seen)
+    state = State(
+        seen=plans.seen,
+        idle_since=plans.idle,
+        sent=sent,
+        sequence=previous.sequence,
+        runs=runs_seen,
+        claimed=claimed,
+        held_since=plans.held,
+    )
     return Decision(alerts=alerts, state=state, events=tuple(events))
 
 
-def without(state: State, unsent: Sequence[str]) -> State:
-    """The state with these alerts not sent (the next run owes them again)."""
-    owed = set(unsent)
-    return replace(state, sent={k: v for k, v in state.sent.items() if k not in owed})
+def publishing(
+    state: State,
+    owed: Sequence[str],
+    sent: Collection[str],
+    claim: str | None = None,
+    at: datetime | None = None,
+) -> State:
+    """`state` (the decision's, every owed alert sent) as it stands while a run publishes
+    the alerts `owed`: those in `sent` recorded sent, `claim` claimed at `at` (its Publish
+    about to be sent), the others neither sent nor claimed (owed to the next run)."""
+    pending = set(owed) - set(sent)
+    claims = {k: v for k, v in state.claimed.items() if k not in owed}
+    if claim is not None:
+        claims[claim] = values.iso(at)
+    return replace(
+        state,
+        sent={k: v for k, v in state.sent.items() if k not in pending},
+        claimed=claims,
+    )

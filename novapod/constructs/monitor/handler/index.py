@@ -19,34 +19,37 @@ One run:
    PutItem on the item's `Sequence` (a run that finds the item moved by another sends
    nothing and leaves it be: the other run owns what both saw), logs each job event (one
    JSON line, step "job-event"), then for each alert claims it (the state with that
-   alert sent, the same conditional write) and only then publishes it (SNS Publish, one
-   sentence).
+   alert claimed, the same conditional write) and only then publishes it (SNS Publish,
+   one sentence), and last records the outcome.
 
 An alert is claimed before it is published, by DynamoDB's conditional write (never a
-read), so two runs, one after another or at the same time, never both send it. What
-may still send one twice or lose one:
+read), so two runs, one after another or at the same time, never both send it (tested in
+every order of two runs' calls). A claim records the alert claimed, not sent: the next
+write records it sent (or released, when its Publish failed). What may still send one
+twice (none is lost to a write that fails):
 
 - SNS Publish is sent once, never retried by botocore (`PUBLISH_ATTEMPTS`): its
   standard retry mode retries a read timeout or a dropped connection
   (botocore/retries/standard.py, TransientRetryableChecker), and SNS may have accepted
-  the message it never answered. A Publish that failed is released (the next write
-  records it unsent) and owed to the next run, so one whose answer was lost arrives
-  once more: a copy for each run whose Publish answer is lost, never a retry's; SNS
-  standard topics deliver at least once anyway
+  the message it never answered. A Publish that failed is released and owed to the next
+  run, so one whose answer was lost arrives once more: a copy for each run whose Publish
+  answer is lost, never a retry's; SNS standard topics deliver at least once anyway
   (docs.aws.amazon.com/sns/latest/dg/welcome-features.html);
+- a claim whose outcome was not recorded (the write after its Publish failed, or the run
+  stopped between them) stays in the item; no run sends it while it is younger than
+  `Settings.claim_lease_seconds` (longer than the function's timeout, so its run is over
+  by then), and the first run after sends it, published before or not: one more copy at
+  most, one JSON line `unrecorded` names it. A write that failed stops the run's claims,
+  and its last write (the outcome) is still tried;
 - a run stops claiming when the Lambda context's remaining time
   (`context.get_remaining_time_in_millis()`, docs.aws.amazon.com/lambda/latest/dg/
   python-context.html) is under `stop_margin_seconds()`, the longest a Publish and two
-  PutItems can take, so it is not stopped between a claim and its Publish; what it did
-  not claim is owed to the next run (one JSON line `deferred` names them);
-- a claim that cannot be written stops the run's publishing (the next run sends the
-  rest); a release that cannot be written leaves that alert claimed and unsent: it is
-  lost. The run fails and logs which alert (its Errors metric counts it), but the
-  check's alarm fires only after construct.py's `ALARM_RUNS` failing runs in a row;
+  PutItems can take; what it did not claim is owed to the next run (one JSON line
+  `deferred` names them);
 - a claim whose answer was lost (botocore retries the PutItem, whose condition then
   fails on the item the first attempt wrote) is recognized as this run's own by the
-  item the failed condition returns (ReturnValuesOnConditionCheckFailure), not taken
-  for another run's.
+  item the failed condition returns (ReturnValuesOnConditionCheckFailure) and the run's
+  mark on it (`Writer`), not taken for another run's, nor another run's for its own.
 
 Without the state (its read failed) a run sends nothing: it cannot know what was sent.
 A read or call that fails leaves its part out and the others are still done; the run
@@ -62,6 +65,7 @@ margin, tested).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -82,6 +86,8 @@ MAX_BACKOFF_SECONDS = 20  # botocore standard mode: pause before retry n <= min(
 NOT_FOUND = "ResourceNotFound"
 CONDITION_FAILED = "ConditionalCheckFailedException"
 EKS_NOT_FOUND = "ResourceNotFoundException"
+# What a conditional write of the state came to.
+WRITTEN, MOVED, FAILED = "written", "moved", "failed"
 # Each GET of the Kubernetes API, no retry (the next run reads again).
 KUBERNETES_TIMEOUT_SECONDS: float = 5
 
@@ -168,9 +174,12 @@ def check(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
 
 class _Recorder:
     """Writes the state as the run goes: first what the run saw (no alert sent yet), then
-    each alert it claims before publishing it, and once at the end (the alerts whose
-    Publish failed, or not claimed, released). Each write is conditional on the Sequence
-    of the item the run read, then of its own last write."""
+    each alert it claims before publishing it (the one before recorded sent), and once at
+    the end (the last one sent, those whose Publish failed or that were not claimed
+    released). Each write is conditional on the Sequence of the item the run read, then of
+    its own last write. After a write that failed the run claims nothing more but still
+    makes the last write (what it published is then recorded once, and no second copy
+    comes after the lease); after one that found the item moved it writes nothing more."""
 
     def __init__(self, dynamodb: Any, settings: Settings, previous: State, now: datetime) -> None:
         self.dynamodb = dynamodb
@@ -178,20 +187,37 @@ class _Recorder:
         self.now = now
         self.sequence = previous.sequence
         self.written = previous.text() if previous.sequence else None
-        self.stopped = False  # the item moved, or a write failed: record nothing more
+        self.claimed = set(previous.claimed)  # the claims of the item as last written
+        # This run's mark on each item it writes: two runs that saw the same thing in the
+        # same second write the same State, and only the mark tells whose an item is.
+        self.writer = uuid.uuid4().hex
+        self.moved = False  # another run wrote the item: record nothing more
+        self.failed = False  # a write failed: claim nothing more
 
-    def record(self, state: State, failures: list[str]) -> bool:
-        """Write `state` unless it is what the item holds; False when it was not written."""
-        if self.stopped:
+    @property
+    def stopped(self) -> bool:
+        return self.moved or self.failed
+
+    def record(self, state: State, failures: list[str], *, last: bool = False) -> bool:
+        """Write `state` unless it is what the item holds; False when it was not written.
+        After a failed write only the `last` one is still made."""
+        if self.moved or (self.failed and not last):
             return False
         if state.text() == self.written:
             return True
         state = replace(state, sequence=self.sequence)
-        if _write_state(self.dynamodb, self.settings, state, self.now, failures):
+        outcome = _write_state(
+            self.dynamodb, self.settings, state, self.now, failures, writer=self.writer
+        )
+        if outcome == WRITTEN:
             self.sequence += 1
             self.written = state.text()
+            self.claimed = set(state.claimed)
             return True
-        self.stopped = True
+        if outcome == MOVED:
+            self.moved = True
+        else:
+            self.failed = True
         return False
 
 
@@ -221,18 +247,21 @@ def _alert(
     owed = [alert.key for alert in decision.alerts]
     sent: list[str] = []
     unsent: list[str] = []
+
+    def stage(claim: str | None = None) -> decisions.State:
+        return decisions.publishing(decision.state, owed, sent, claim, now)
+
     # What the run saw, no alert sent yet: a run that finds the item moved sends nothing.
-    if recorder.record(decisions.without(decision.state, owed), failures):
+    if recorder.record(stage(), failures):
         for event in decision.events:
             _log("job-event", event.message, environment=settings.environment, **event.fields())
     sns = _client("sns", PUBLISH_ATTEMPTS)
-    for index, alert in enumerate(decision.alerts):
+    for alert in decision.alerts:
         if recorder.stopped or deadline.near():
             break
-        # Claimed before it is published: the alerts not claimed yet and those whose
-        # Publish failed stay owed.
-        claim = decisions.without(decision.state, unsent + owed[index + 1 :])
-        if not recorder.record(claim, failures):
+        # Claimed before it is published (the alerts sent so far recorded sent): a claim
+        # not recorded afterwards as sent or released is owed again once its lease is out.
+        if not recorder.record(stage(alert.key), failures):
             break
         try:
             sns.publish(TopicArn=settings.topic_arn, Subject=alert.subject, Message=alert.message)
@@ -251,8 +280,17 @@ def _alert(
             keys=deferred,
             environment=settings.environment,
         )
-    # Releases the alerts whose Publish failed: the next run owes them again.
-    recorder.record(decisions.without(decision.state, unsent + deferred), failures)
+    # Records the last Publish sent and releases those that failed: the next run owes them.
+    recorder.record(stage(), failures, last=True)
+    left = [k for k in owed if k in recorder.claimed]
+    if left:
+        _log(
+            "unrecorded",
+            "an alert's claim stays recorded without its outcome; the first run after its "
+            f"lease ({settings.claim_lease_seconds} s) sends it again",
+            keys=left,
+            environment=settings.environment,
+        )
     return sent, deferred
 
 
@@ -260,16 +298,24 @@ def _is_ours(exc: Exception, item: Mapping[str, Any]) -> bool:
     """Whether the item a failed condition found is the one this write puts: botocore
     retried a PutItem whose first attempt DynamoDB applied but whose answer was lost
     (the error's Item member: ReturnValuesOnConditionCheckFailure ALL_OLD,
-    docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_PutItem.html)."""
+    docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_PutItem.html): the same
+    Sequence, State and the run's own Writer mark (another run's item may hold the same
+    State: the same things seen in the same second)."""
     found = getattr(exc, "response", {}).get("Item") or {}
-    return all(found.get(k) == item[k] for k in ("Sequence", "State"))
+    return all(found.get(k) == item[k] for k in ("Sequence", "State", "Writer"))
 
 
 def _write_state(
-    dynamodb: Any, settings: Settings, state: State, now: datetime, failures: list[str]
-) -> bool:
-    """The new state, if the item is still the one this run read (its Sequence); False
-    when it was not written (the item moved, or the write failed)."""
+    dynamodb: Any,
+    settings: Settings,
+    state: State,
+    now: datetime,
+    failures: list[str],
+    *,
+    writer: str,
+) -> str:
+    """The new state, if the item is still the one this run read (its Sequence): WRITTEN,
+    MOVED (another run wrote it first) or FAILED."""
     if state.sequence:
         condition: dict[str, Any] = {
             "ConditionExpression": "#sequence = :sequence",
@@ -283,6 +329,7 @@ def _write_state(
         "Sequence": {"N": str(state.sequence + 1)},
         "State": {"S": state.text()},
         "UpdatedAt": {"S": values.iso(now)},
+        "Writer": {"S": writer},
     }
     try:
         dynamodb.put_item(
@@ -295,7 +342,7 @@ def _write_state(
         )
     except aws.ERRORS as exc:
         if errors.error_code(exc) == CONDITION_FAILED and _is_ours(exc, item):
-            return True
+            return WRITTEN
         if errors.error_code(exc) == CONDITION_FAILED:
             _log(
                 "state-moved",
@@ -303,10 +350,10 @@ def _write_state(
                 "the next run takes it from there",
                 environment=settings.environment,
             )
-            return False
+            return MOVED
         failures.append(errors.failed("DynamoDB PutItem of the check's state", exc))
-        return False
-    return True
+        return FAILED
+    return WRITTEN
 
 
 def _sample(settings: Settings, sagemaker: Any, failures: list[str]) -> Samples:
