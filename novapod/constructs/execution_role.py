@@ -34,17 +34,23 @@ from constructs import Construct
 
 from novapod.config import HyperPod
 from novapod.constructs.acknowledge import acknowledge, nag_resource
+from novapod.constructs.service_grants import (
+    ECR_PULL,
+    INTERFACE_LIFECYCLE_ACTIONS,
+    create_interfaces_statement,
+    network_interfaces_arn,
+    repository_arn,
+)
 from novapod.node_images import ImageRepository, node_image_registries
 from novapod.nova.upstream import upstream_facts
 from novapod.pins import default_pins
 
 INSTANCE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
+# The VPC CNI and EFA also assign addresses and modify the interfaces they manage.
 ENI_ACTIONS = (
     "ec2:AssignPrivateIpAddresses",
     "ec2:UnassignPrivateIpAddresses",
-    "ec2:CreateNetworkInterfacePermission",
-    "ec2:DeleteNetworkInterface",
-    "ec2:DeleteNetworkInterfacePermission",
+    *INTERFACE_LIFECYCLE_ACTIONS,
     "ec2:ModifyNetworkInterfaceAttribute",
 )
 # Attach and detach also authorize on the instance, which HyperPod runs in an account of
@@ -64,8 +70,6 @@ DESCRIBE_ACTIONS = (
     "fsx:DescribeFileSystems",
     "cloudwatch:DescribeAlarms",
 )
-ECR_PULL = ("ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability")
-
 GroupKind = Literal["restricted", "standard"]
 # Construct IDs, kept from when HyperPodStack built the roles (same logical IDs).
 ROLE_IDS: dict[GroupKind, str] = {
@@ -126,30 +130,19 @@ class ExecutionRole(Construct):
             ],
         )
 
-        def arn(service: str, resource: str, name: str, region: str | None = None) -> str:
-            return stack.format_arn(
-                service=service, resource=resource, resource_name=name, region=region
-            )
-
-        interfaces = arn("ec2", "network-interface", "*")
+        interfaces = network_interfaces_arn(self)
         # Standard groups run any workload: every repository (pulls only).
         repositories = stack.format_arn(
             service="ecr", account="*", resource="repository", resource_name="*"
         )
         pulls = (
-            [self._repository_arn(r) for r in nova_image_repositories(region)]
+            [repository_arn(self, r) for r in nova_image_repositories(region)]
             if kind == "restricted"
             else [repositories]
         )
         statements = [
-            iam.PolicyStatement(
-                sid="CreateInterfacesInOurSubnets",
-                actions=["ec2:CreateNetworkInterface"],
-                resources=[
-                    interfaces,
-                    *(arn("ec2", "subnet", s) for s in subnet_ids),
-                    arn("ec2", "security-group", security_group_id),
-                ],
+            create_interfaces_statement(
+                self, subnet_ids=subnet_ids, security_group_id=security_group_id
             ),
             iam.PolicyStatement(
                 sid="ManageInterfaces", actions=list(ENI_ACTIONS), resources=[interfaces]
@@ -180,7 +173,7 @@ class ExecutionRole(Construct):
                 sid="PullNodeSystemImages",
                 actions=list(ECR_PULL),
                 resources=[
-                    self._repository_arn(r)
+                    repository_arn(self, r)
                     for r in node_image_registries().system_repositories(
                         region, default_pins().health_agent
                     )
@@ -194,15 +187,6 @@ class ExecutionRole(Construct):
         ]
         self.policy = iam.Policy(self, "Policy", statements=statements, roles=[self.role])
         self._acknowledge(kind, interfaces, repositories)
-
-    def _repository_arn(self, repository: ImageRepository) -> str:
-        return Stack.of(self).format_arn(
-            service="ecr",
-            region=repository.region,
-            account=repository.account,
-            resource="repository",
-            resource_name=repository.name,
-        )
 
     def _any_instance(self) -> str:
         return Stack.of(self).format_arn(
