@@ -289,6 +289,9 @@ class ScheduledCheck(Construct):
             ],
             "cluster": cluster_name,
             "idle_alert_minutes": idle_alert_minutes,
+            # What one run's sample stands for (decisions.IN_USE_SECONDS_METRIC): a change
+            # of the interval redeploys the schedule with it, so each sample keeps its own.
+            "every_minutes": every_minutes,
             "ending_alert_days": ending_alert_days,
             "topic_arn": topic.topic_arn,
             "state_table": self.state_table.table_name,
