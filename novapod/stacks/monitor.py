@@ -129,6 +129,9 @@ class MonitorStack(Stack):
                 self.check.log_group.log_group_name,
             )
         )
+        # After every other rule: an alarm on each rule's failed deliveries, its own
+        # rule's included (alerts.py).
+        self.alerts.add_delivery_alarms()
         hyperpod = config.hyperpod
         groups = (
             [g.name for g in hyperpod.restricted_instance_groups]
@@ -147,6 +150,8 @@ class MonitorStack(Stack):
             function=self.check.function,
             log_group=self.check.log_group,
             jobs=self.check.access_entry is not None,
+            alarms=[self.check.alarm, *self.alerts.delivery_alarms.values()],
+            rules=list(self.alerts.names.values()),
         )
         CfnOutput(
             self,
