@@ -132,6 +132,9 @@ class MonitorStack(Stack):
                 self.check.log_group.log_group_name,
             )
         )
+        # After every other rule: an alarm on each rule's failed deliveries, its own
+        # rule's included (alerts.py).
+        self.alerts.add_delivery_alarms()
         hyperpod = config.hyperpod
         groups = (
             [g.name for g in hyperpod.restricted_instance_groups]
@@ -150,6 +153,8 @@ class MonitorStack(Stack):
             function=self.check.function,
             log_group=self.check.log_group,
             jobs=self.check.access_entry is not None,
+            alarms=[self.check.alarm, *self.alerts.delivery_alarms.values()],
+            rules=list(self.alerts.names.values()),
         )
         CfnOutput(
             self,

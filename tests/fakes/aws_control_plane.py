@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import gzip
 import hashlib
 import json
 import re
@@ -1664,7 +1665,15 @@ class _Handler(BaseHTTPRequestHandler):
             return service, dynamodb.operation_of(target), json.loads(body or b"{}")
         if service == "monitoring":
             target = self.headers.get("X-Amz-Target") or ""
-            return service, monitoring.cloudwatch_operation(target), json.loads(body or b"{}")
+            operation = monitoring.cloudwatch_operation(target)
+            # botocore gzips a PutMetricData body of 10 KiB or more (the operation's
+            # requestcompression trait in its cloudwatch model, encodings [gzip]; the
+            # client's request_min_compression_size_bytes, 10240 by default), saying so
+            # in Content-Encoding; no other CloudWatch operation has the trait.
+            if self.headers.get("Content-Encoding") == "gzip":
+                assert operation == "PutMetricData", operation
+                body = gzip.decompress(body)
+            return service, operation, json.loads(body or b"{}")
         if service in ("ec2", "cloudformation", "sns"):
             params = dict(parse_qsl(body.decode(), keep_blank_values=True))
             operation = params.pop("Action", "")

@@ -214,19 +214,29 @@ class StatusWorld:
         until: datetime = NOW,
         every_minutes: int = SAMPLE_MINUTES,
     ) -> int:
-        """What the scheduled check put of the config's plan `plan`: its InUseInstances
-        every `every_minutes` from `since` to before `until` (a count, or one per sample
-        time); the number of samples."""
+        """What the scheduled check put of the config's Active plan `plan` every
+        `every_minutes` from `since` to before `until`, as decisions.metric_data puts it:
+        its InUseInstances (a count, or one per sample time), that count times the
+        sample's seconds (InUseInstanceSeconds) and those seconds (SampledSeconds); the
+        number of samples."""
         count = 0
         when = since
+        dimensions = {"Environment": "dev", "Plan": plan}
+        seconds = every_minutes * 60
+        monitoring = self.plane.monitoring
         while when < until:
             value = in_use(when) if callable(in_use) else in_use
-            self.plane.monitoring.put_datum(
+            monitoring.put_datum("novapod", "InUseInstances", dimensions, at=when, value=value)
+            monitoring.put_datum(
                 "novapod",
-                "InUseInstances",
-                {"Environment": "dev", "Plan": plan},
+                "InUseInstanceSeconds",
+                dimensions,
                 at=when,
-                value=value,
+                value=value * seconds,
+                unit="Seconds",
+            )
+            monitoring.put_datum(
+                "novapod", "SampledSeconds", dimensions, at=when, value=seconds, unit="Seconds"
             )
             count += 1
             when += timedelta(minutes=every_minutes)

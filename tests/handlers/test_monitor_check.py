@@ -68,6 +68,29 @@ def test_the_schedule_input_names_the_plan_and_the_cluster(synthesized) -> None:
     assert [(p.name, p.plan_name, p.jobs) for p in parsed.plans] == [
         ("lite-sft", PLAN, ("sft-lora", "eval"))
     ]
+    assert parsed.every_minutes == 5  # monitoring.every_minutes: what a sample stands for
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        (None, "every_minutes is required"),
+        (0, "every_minutes must be between 1 and 60, not 0"),
+        (61, "every_minutes must be between 1 and 60, not 61"),
+        ("5", "every_minutes must be a whole number of minutes, not '5'"),
+        (5.5, "every_minutes must be a whole number of minutes, not 5.5"),
+        (True, "every_minutes must be a whole number of minutes, not True"),
+    ],
+)
+def test_the_interval_is_what_the_construct_writes(synthesized, value, said) -> None:
+    raw = settings(synthesized)
+    if value is None:
+        del raw["every_minutes"]
+    else:
+        raw["every_minutes"] = value
+    with pytest.raises(decisions.SettingsError) as refused:
+        decisions.parse_settings(raw)
+    assert str(refused.value) == said
 
 
 def test_a_run_puts_each_plan_s_and_group_s_figures(synthesized, deployed) -> None:
@@ -95,6 +118,20 @@ def test_a_run_puts_each_plan_s_and_group_s_figures(synthesized, deployed) -> No
         "UnhealthyInstances": [1.0],
         "IdleInstances": [1.0],
     }
+    # The sample weighted by the 5 minutes it stands for (the schedule's every_minutes).
+    weighted = {
+        d["MetricName"]: (d["Value"], d["Unit"], d["Dimensions"])
+        for _, d in metrics.metrics
+        if d["MetricName"] in ("InUseInstanceSeconds", "SampledSeconds")
+    }
+    plan_dimensions = [
+        {"Name": "Environment", "Value": "nova-lite"},
+        {"Name": "Plan", "Value": "lite-sft"},
+    ]
+    assert weighted == {
+        "InUseInstanceSeconds": (900.0, "Seconds", plan_dimensions),  # 3 in use x 300 s
+        "SampledSeconds": (300.0, "Seconds", plan_dimensions),
+    }
     groups = {
         name: metrics.metric_values(name, **GROUP_DIMENSIONS)
         for name in ("DesiredNodes", "CurrentNodes", "UnhealthyNodes")
@@ -102,7 +139,34 @@ def test_a_run_puts_each_plan_s_and_group_s_figures(synthesized, deployed) -> No
     assert groups == {"DesiredNodes": [4.0], "CurrentNodes": [4.0], "UnhealthyNodes": [1.0]}
     (_, datum), *_ = metrics.metrics
     assert datum["Unit"] == "Count" and datum["Timestamp"] == NOW.timestamp()
-    assert summary["metrics"] == len(metrics.metrics) == 8
+    assert {d["Unit"] for _, d in metrics.metrics if "Seconds" not in d["MetricName"]} == {"Count"}
+    assert {d["Timestamp"] for _, d in metrics.metrics} == {NOW.timestamp()}
+    assert summary["metrics"] == len(metrics.metrics) == 10
+
+
+def test_each_sample_stands_for_the_interval_of_the_schedule_that_took_it(synthesized) -> None:
+    """A config whose every_minutes changed redeploys the schedule's input: the runs after
+    it weight their samples by the new interval."""
+    described = {
+        "Status": "Active",
+        "TotalInstanceCount": 4,
+        "AvailableInstanceCount": 2,
+        "InUseInstanceCount": 2,
+    }
+    for minutes, in_use_seconds in ((5, 600.0), (15, 1800.0)):
+        parsed = decisions.parse_settings(settings(synthesized) | {"every_minutes": minutes})
+        sample = decisions.PlanSample(parsed.plans[0], described)
+        data = decisions.metric_data(decisions.Samples((sample,), None), parsed, NOW)
+        found = {d["MetricName"]: (d["Value"], d["Unit"]) for d in data}
+        assert found["InUseInstanceSeconds"] == (in_use_seconds, "Seconds")
+        assert found["SampledSeconds"] == (60.0 * minutes, "Seconds")
+    # No in-use count from SageMaker: no sample of the plan's use.
+    without = {k: v for k, v in described.items() if k != "InUseInstanceCount"}
+    parsed = decisions.parse_settings(settings(synthesized))
+    sample = decisions.PlanSample(parsed.plans[0], without)
+    data = decisions.metric_data(decisions.Samples((sample,), None), parsed, NOW)
+    names = {d["MetricName"] for d in data}
+    assert not names & {"InUseInstanceSeconds", "SampledSeconds", "InUseInstances"}
 
 
 def test_a_plan_not_active_idles_nothing_and_one_not_bought_has_no_figures(
@@ -114,6 +178,9 @@ def test_a_plan_not_active_idles_nothing_and_one_not_bought_has_no_figures(
     metrics = deployed.plane.monitoring
     assert metrics.metric_values("AvailableInstances", **DIMENSIONS) == [4.0]
     assert metrics.metric_values("IdleInstances", **DIMENSIONS) == [0.0]
+    # Not Active: its in-use seconds are put (none), no seconds sampled of its window.
+    assert metrics.metric_values("InUseInstanceSeconds", **DIMENSIONS) == [0.0]
+    assert metrics.metric_values("SampledSeconds", **DIMENSIONS) == []
     deployed.plane.plans.clear()  # SageMaker does not know the plan: ResourceNotFound
     metrics.metrics.clear()
     summary = _run(synthesized, deployed)
@@ -132,6 +199,8 @@ def test_a_cluster_not_deployed_is_no_failure(synthesized, deployed) -> None:
         "AvailableInstances",
         "InUseInstances",
         "IdleInstances",
+        "InUseInstanceSeconds",
+        "SampledSeconds",
     }
 
 

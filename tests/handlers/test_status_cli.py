@@ -220,26 +220,33 @@ def test_only_reads(status_world) -> None:
         ("eks", "DescribeCluster"),
         ("monitoring", "GetMetricData"),
     }
-    # One GetMetricData of each Active plan's in-use samples, from its start to now.
+    # One GetMetricData of each Active plan's weighted samples, from its start to now.
     reads = world.plane.calls_to("GetMetricData")
-    assert [r["MetricDataQueries"][0]["MetricStat"]["Metric"] for r in reads] == [
-        {
-            "Namespace": "novapod",
-            "MetricName": "InUseInstances",
-            "Dimensions": [
-                {"Name": "Environment", "Value": "dev"},
-                {"Name": "Plan", "Value": plan},
-            ],
-        }
+    assert [[q["MetricStat"]["Metric"] for q in r["MetricDataQueries"]] for r in reads] == [
+        [
+            {
+                "Namespace": "novapod",
+                "MetricName": name,
+                "Dimensions": [
+                    {"Name": "Environment", "Value": "dev"},
+                    {"Name": "Plan", "Value": plan},
+                ],
+            }
+            for name in ("InUseInstanceSeconds", "SampledSeconds", "SampledSeconds")
+        ]
         for plan in ("main", "spare")
     ]
     assert {(r["StartTime"], r["EndTime"]) for r in reads} == {
         (PLAN_START.timestamp(), NOW.timestamp())
     }
     assert [
-        (q["Id"], q["MetricStat"]["Stat"], q["MetricStat"]["Period"])
+        (q["Id"], q["MetricStat"]["Stat"], q["MetricStat"]["Period"], q["MetricStat"]["Unit"])
         for q in reads[0]["MetricDataQueries"]
-    ] == [("inuse", "Sum", 300), ("samples", "SampleCount", 300)]
+    ] == [
+        ("inuse", "Sum", 300, "Seconds"),
+        ("sampled", "Sum", 300, "Seconds"),
+        ("longest", "Maximum", 300, "Seconds"),
+    ]
     (query,) = world.plane.calls_to("Query")
     assert query["ConsistentRead"] is True
     assert query["ExpressionAttributeValues"] == {":env": {"S": "dev"}}

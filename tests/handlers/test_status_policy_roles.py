@@ -116,14 +116,14 @@ def deployed(control_plane: FakeControlPlane, monkeypatch: pytest.MonkeyPatch) -
     )
     plane.put_object(ARTIFACTS, "nova/nova-lite/sft-lora/sft-lora-a1b2c/manifest.json", b"{}", NOW)
     # An hour into the plan, sampled by the scheduled check every five minutes.
+    dimensions = {"Environment": "nova-lite", "Plan": "lite-sft"}
     for minute in range(0, 60, 5):
-        plane.monitoring.put_datum(
-            "novapod",
-            "InUseInstances",
-            {"Environment": "nova-lite", "Plan": "lite-sft"},
-            at=NOW + timedelta(minutes=minute),
-            value=4,
-        )
+        at = NOW + timedelta(minutes=minute)
+        plane.monitoring.put_datum("novapod", "InUseInstances", dimensions, at=at, value=4)
+        for name, value in (("InUseInstanceSeconds", 4 * 300), ("SampledSeconds", 300)):
+            plane.monitoring.put_datum(
+                "novapod", name, dimensions, at=at, value=value, unit="Seconds"
+            )
     monkeypatch.setattr(cli, "_status_now", lambda: NOW + timedelta(hours=1))
     yield arn
     plane.act_as(None)

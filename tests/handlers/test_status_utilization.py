@@ -13,6 +13,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from novapod.constructs.monitor.handler import decisions
 from tests.handlers.status_world import (
     ADOPTED,
     NOW,
@@ -87,24 +88,120 @@ def test_the_share_in_use_is_computed_from_the_checks_samples(status_world) -> N
 def test_other_metrics_and_environments_do_not_count(status_world) -> None:
     world = status_world.healthy()
     monitoring = world.plane.monitoring
-    monitoring.put_datum(
-        "novapod",
-        "InUseInstances",
-        {"Environment": "prod", "Plan": "main"},
-        at=PLAN_START,
-        value=99,
-    )
-    monitoring.put_datum(
-        "novapod", "InUseInstances", {"Environment": "dev"}, at=PLAN_START, value=99
-    )
-    monitoring.put_datum(
-        "novapod", "TotalInstances", {"Environment": "dev", "Plan": "main"}, at=PLAN_START, value=99
-    )
-    monitoring.put_datum(
-        "other", "InUseInstances", {"Environment": "dev", "Plan": "main"}, at=PLAN_START, value=99
-    )
+    main = {"Environment": "dev", "Plan": "main"}
+    for name in ("InUseInstanceSeconds", "SampledSeconds"):
+        for namespace, dimensions, unit in (
+            ("novapod", {"Environment": "prod", "Plan": "main"}, "Seconds"),
+            ("novapod", {"Environment": "dev"}, "Seconds"),
+            ("other", main, "Seconds"),
+            # MetricStat's Unit: only datums put with that unit (API_MetricStat.html).
+            ("novapod", main, "Count"),
+        ):
+            monitoring.put_datum(
+                namespace, name, dimensions, at=PLAN_START, value=99 * 3600, unit=unit
+            )
+    # The unweighted count (the dashboard's) is not read.
+    monitoring.put_datum("novapod", "InUseInstances", main, at=PLAN_START, value=99)
+    monitoring.put_datum("novapod", "TotalInstances", main, at=PLAN_START, value=99)
     _, document = world.json()
-    assert document["plans"][0]["utilization"]["in_use_instance_hours"] == 96.0
+    use = document["plans"][0]["utilization"]
+    assert (use["in_use_instance_hours"], use["sampled_hours"]) == (96.0, 24.0)
+
+
+def test_samples_taken_at_two_intervals_count_each_for_its_own(status_world) -> None:
+    """main (4 instances, 24 h): the check ran every 5 minutes with 2 in use for the first
+    12 h, then `monitoring.every_minutes` became 15 and it ran every 15 minutes with all 4
+    in use: 2 x 12 + 4 x 12 = 72 of 96 instance-hours. The datums are the check's own
+    (decisions.metric_data of each schedule's settings, put through PutMetricData): the
+    old rule, every sample times the config's interval now (15 min), would give 48 h
+    sampled of 24 and 120 instance-hours in use."""
+    world = status_world.healthy()
+    world.path.write_text(world.path.read_text() + "monitoring: {every_minutes: 15}\n")
+    world.plane.monitoring.metrics.clear()
+    half = PLAN_START + timedelta(hours=12)
+    datums = [
+        *check_datums("main", 4, 2, every_minutes=5, since=PLAN_START, until=half),
+        *check_datums("main", 4, 4, every_minutes=15, since=half, until=NOW),
+        *check_datums("spare", 2, 1, every_minutes=15, since=half, until=NOW),
+    ]
+    cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+    for batch in decisions.batches(datums):
+        cloudwatch.put_metric_data(Namespace="novapod", MetricData=batch)
+    code, document = world.json()
+    assert code == 0
+    main, spare = (p["utilization"] for p in document["plans"])
+    assert main == {
+        "reserved_instance_hours": 96.0,
+        "elapsed_hours": 24.0,
+        "sampled_hours": 24.0,
+        "coverage": 1.0,
+        "in_use_instance_hours": 72.0,
+        "in_use_share": 0.75,
+        "first_sample": "2027-07-09T12:00:00Z",
+        "period_seconds": 900,  # the config's interval now: fewer datapoints, same sums
+        "note": None,
+    }
+    assert (spare["sampled_hours"], spare["in_use_instance_hours"], spare["in_use_share"]) == (
+        12.0,
+        12.0,
+        0.5,
+    )
+    assert spare["note"] == (
+        "the check's samples cover 12 of the 24 hours since the plan started (sampled from "
+        "2027-07-10T00:00:00Z): the share is of those hours"
+    )
+    _, out, _ = world.run()
+    assert use_rows(out)[1] == "  main   96 inst-h        24 of 24 h  72 inst-h  75%    ok"
+
+
+def test_a_gap_shorter_than_two_of_the_longest_intervals_is_no_gap(status_world) -> None:
+    """Sampled every 60 minutes from 1 h 30 min after the start: 22.5 of 24 h, short by
+    less than two of its intervals, so no note; every 5 minutes from the same time, the
+    same gap is 18 intervals: noted."""
+    world = status_world.healthy()
+    world.plane.monitoring.metrics.clear()
+    late = PLAN_START + timedelta(minutes=90)
+    world.sampled("main", 4, since=late, every_minutes=60)
+    world.sampled("spare", 2, since=late)
+    _, document = world.json()
+    main, spare = (p["utilization"] for p in document["plans"])
+    assert (main["sampled_hours"], main["in_use_share"], main["note"]) == (23.0, 1.0, None)
+    assert (spare["sampled_hours"], spare["coverage"]) == (22.5, 0.9375)
+    assert spare["note"] is not None and spare["note"].startswith(
+        "the check's samples cover 22.5 of the 24 hours"
+    )
+
+
+def check_datums(
+    plan: str, total: int, in_use: int, *, every_minutes: int, since: Any, until: Any
+) -> list[dict[str, Any]]:
+    """What the scheduled check puts of an Active plan each run from `since` to before
+    `until`, with the schedule's interval `every_minutes` (decisions.metric_data)."""
+    raw = {
+        "environment": "dev",
+        "namespace": "novapod",
+        "plans": [{"name": plan, "plan_name": f"novapod-dev-{plan}"}],
+        "cluster": None,
+        "idle_alert_minutes": 60,
+        "ending_alert_days": 3,
+        "topic_arn": "arn:aws:sns:us-east-1:111122223333:t",
+        "state_table": "t",
+        "every_minutes": every_minutes,
+    }
+    settings = decisions.parse_settings(raw)
+    described = {
+        "Status": "Active",
+        "TotalInstanceCount": total,
+        "AvailableInstanceCount": total - in_use,
+        "InUseInstanceCount": in_use,
+    }
+    sample = decisions.PlanSample(settings.plans[0], described)
+    data = []
+    when = since
+    while when < until:
+        data += decisions.metric_data(decisions.Samples((sample,), None), settings, when)
+        when += timedelta(minutes=every_minutes)
+    return data
 
 
 def test_without_samples_no_figure_is_invented(status_world) -> None:
@@ -188,12 +285,12 @@ def test_the_samples_are_read_page_by_page(status_world) -> None:
     """CloudWatch answers PartialData and a NextToken when MaxDatapoints stops a page
     short: collect follows the token to the last page, and the figures are whole."""
     world = status_world.healthy()
-    world.plane.monitoring.max_datapoints = 100  # 576 datapoints a plan: 6 pages
+    world.plane.monitoring.max_datapoints = 100  # 3 x 288 datapoints a plan: 9 pages
     _, document = world.json()
     assert [p["utilization"]["in_use_instance_hours"] for p in document["plans"]] == [96.0, 48.0]
     reads = world.plane.calls_to("GetMetricData")
-    assert len(reads) == 12
-    assert ["NextToken" in r for r in reads[:6]] == [False, True, True, True, True, True]
+    assert len(reads) == 18
+    assert ["NextToken" in r for r in reads[:9]] == [False] + [True] * 8
     assert all(r["ScanBy"] == "TimestampAscending" for r in reads)
 
 

@@ -475,7 +475,13 @@ def test_the_rules_send_hyperpod_s_events_of_the_cluster_to_the_topic(synth) -> 
 
 RULE_ARNS = [
     f"arn:aws:events:us-east-1:111122223333:rule/novapod-nova-lite-{suffix}"
-    for suffix in ("cluster-state", "node-health", "cluster-event", "check-failing")
+    for suffix in (
+        "cluster-state",
+        "node-health",
+        "cluster-event",
+        "check-failing",
+        "delivery-failing",
+    )
 ]
 
 
@@ -529,7 +535,10 @@ def test_without_a_cluster_there_are_no_hyperpod_rules() -> None:
     )
     assert alerts.rules == {}
     # The role stays, for the check's alarm's rule (the stack adds it), and only that.
-    assert alerts.names == {"check-failing": "novapod-e-check-failing"}
+    assert alerts.names == {
+        "check-failing": "novapod-e-check-failing",
+        "delivery-failing": "novapod-e-delivery-failing",
+    }
 
 
 # --- the check's alarm ----------------------------------------------------------------------
@@ -545,7 +554,11 @@ def test_the_check_s_alarm_watches_its_errors_and_reaches_the_topic_through_a_ru
     function_id, _ = only(template, "AWS::Lambda::Function")
     topic_id, _ = only(template, "AWS::SNS::Topic")
     log_id, _ = only(template, "AWS::Logs::LogGroup")
-    alarm_id, alarm = only(template, "AWS::CloudWatch::Alarm")
+    ((alarm_id, alarm),) = [
+        (i, a)
+        for i, a in resources(template, "AWS::CloudWatch::Alarm").items()
+        if a["Properties"]["AlarmName"] == f"{config.prefix}-check-failing"
+    ]
     props = alarm["Properties"]
     minutes = config.monitoring.every_minutes
     assert {k: v for k, v in props.items() if k not in ("AlarmDescription", "Tags")} == {
@@ -586,6 +599,162 @@ def test_the_check_s_alarm_watches_its_errors_and_reaches_the_topic_through_a_ru
     )
 
 
+# --- the rules' delivery alarms ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", MONITORED, ids=lambda p: Path(p).stem)
+def test_each_rule_s_failed_deliveries_alarm_and_reach_the_topic_through_a_rule(
+    synth, path
+) -> None:
+    """AWS/Events FailedInvocations by RuleName (eb-monitoring.html: the default bus's
+    rules, sent only when not zero, so missing data is no failure), one alarm per rule,
+    its own rule's included; their ALARM goes to the topic as the check's alarm's does."""
+    result = synth(path)
+    config = load_config(path)
+    template = result.templates["monitor"]
+    topic_id, _ = only(template, "AWS::SNS::Topic")
+    rule_names = [
+        r["Properties"]["Name"] for r in resources(template, "AWS::Events::Rule").values()
+    ]
+    suffixes = ["check-failing", "delivery-failing"]
+    if config.hyperpod is not None:
+        suffixes = ["cluster-state", "node-health", "cluster-event", *suffixes]
+    assert sorted(rule_names) == sorted(f"{config.prefix}-{s}" for s in suffixes)
+    alarms = {
+        a["Properties"]["AlarmName"]: (i, a)
+        for i, a in resources(template, "AWS::CloudWatch::Alarm").items()
+        if a["Properties"]["AlarmName"].endswith("-undelivered")
+    }
+    assert sorted(alarms) == sorted(f"{name}-undelivered" for name in rule_names)
+    for name in rule_names:
+        _, alarm = alarms[f"{name}-undelivered"]
+        props = {
+            k: v for k, v in alarm["Properties"].items() if k not in ("AlarmDescription", "Tags")
+        }
+        assert props == {
+            "AlarmName": f"{name}-undelivered",
+            "Namespace": "AWS/Events",
+            "MetricName": "FailedInvocations",
+            "Dimensions": [{"Name": "RuleName", "Value": name}],
+            "Statistic": "Sum",
+            "Period": 300,
+            "Threshold": 1,
+            "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+            "EvaluationPeriods": 1,
+            "DatapointsToAlarm": 1,
+            "TreatMissingData": "notBreaching",
+        }  # no AlarmActions: the rule below sends the state change
+    (rule,) = [
+        r
+        for r in resources(template, "AWS::Events::Rule").values()
+        if r["Properties"]["Name"] == f"{config.prefix}-delivery-failing"
+    ]
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern == {
+        "source": ["aws.cloudwatch"],
+        "detail-type": ["CloudWatch Alarm State Change"],
+        "account": [config.account],
+        "resources": [
+            {"Fn::GetAtt": [alarms[f"{config.prefix}-{s}-undelivered"][0], "Arn"]} for s in suffixes
+        ],
+        "detail": {"state": {"value": ["ALARM"]}},
+    }
+    (target,) = rule["Properties"]["Targets"]
+    assert target["Arn"] == {"Ref": topic_id} and "RoleArn" not in target
+    assert rule["DependsOn"] == [only(template, "AWS::SNS::TopicPolicy")[0]]
+    transformer = target["InputTransformer"]
+    assert transformer["InputPathsMap"] == {
+        "alarm": "$.detail.alarmName",
+        "reason": "$.detail.state.reason",
+    }
+    assert joined(transformer["InputTemplate"]) == (
+        f"novapod {config.name}: an EventBridge rule could not deliver an alert to the topic "
+        "(<alarm>: <reason>), so HyperPod's events and the check's alarm may not reach you; "
+        f"next: compare the topic's policy (aws sns get-topic-attributes --topic-arn "
+        f"${{{topic_id}}} --query Attributes.Policy --region ${{AWS::Region}}) and the "
+        "storage key's AlertPublishersThroughSns statement with the stacks, then deploy them "
+        f"again (npx cdk deploy -c config=CONFIG {config.prefix}-storage {config.prefix}-monitor)"
+    )
+    # The topic's policy lets this rule publish as well.
+    _, policy = only(template, "AWS::SNS::TopicPolicy")
+    (allow,) = [
+        s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Allow"
+    ]
+    assert (
+        f"arn:aws:events:{config.region}:{config.account}:rule/{config.prefix}-delivery-failing"
+        in allow["Condition"]["ArnEquals"]["aws:SourceArn"]
+    )
+
+
+def test_the_delivery_alarm_sentence_from_aws_s_sample_alarm_event(synth) -> None:
+    """The state-change event of CloudWatch's user guide (cloudwatch-and-eventbridge.html,
+    Single Metric Alarm), renamed to one of ours: the rule matches it in ALARM only, and
+    its sentence names the alarm, hence the rule that failed."""
+    from tests.stacks.test_monitor_events import matches, transform
+
+    result = synth(LITE)
+    template = result.templates["monitor"]
+    (rule,) = [
+        r
+        for r in resources(template, "AWS::Events::Rule").values()
+        if r["Properties"]["Name"] == "novapod-nova-lite-delivery-failing"
+    ]
+    arn = (
+        "arn:aws:cloudwatch:us-east-1:111122223333:alarm:novapod-nova-lite-node-health-undelivered"
+    )
+    reason = (
+        "Threshold Crossed: 1 datapoint [2.0 (02/12/26 10:00:00)] was greater than or equal "
+        "to the threshold (1.0)."
+    )
+    event = {
+        "version": "0",
+        "id": "c4c1c1c9-6542-e61b-6ef0-8c4d36933a92",
+        "detail-type": "CloudWatch Alarm State Change",
+        "source": "aws.cloudwatch",
+        "account": "111122223333",
+        "time": "2026-12-02T10:05:00Z",
+        "region": "us-east-1",
+        "resources": [arn],
+        "detail": {
+            "alarmName": "novapod-nova-lite-node-health-undelivered",
+            "state": {
+                "value": "ALARM",
+                "reason": reason,
+                "timestamp": "2026-12-02T10:05:00.000+0000",
+            },
+            "previousState": {
+                "value": "OK",
+                "reason": "",
+                "timestamp": "2026-12-02T09:00:00.000+0000",
+            },
+        },
+    }
+    by_id = {
+        i: f"arn:aws:cloudwatch:us-east-1:111122223333:alarm:{a['Properties']['AlarmName']}"
+        for i, a in resources(template, "AWS::CloudWatch::Alarm").items()
+    }
+    pattern = {
+        **rule["Properties"]["EventPattern"],
+        "resources": [
+            by_id[r["Fn::GetAtt"][0]] for r in rule["Properties"]["EventPattern"]["resources"]
+        ],
+    }
+    assert matches(pattern, event)
+    ok = {
+        **event,
+        "detail": {**event["detail"], "state": {**event["detail"]["state"], "value": "OK"}},
+    }
+    assert not matches(pattern, ok)
+    (target,) = rule["Properties"]["Targets"]
+    transformer = dict(target["InputTransformer"])
+    transformer["InputTemplate"] = joined(transformer["InputTemplate"])
+    sentence = transform(transformer, event)
+    assert sentence.startswith(
+        "novapod nova-lite: an EventBridge rule could not deliver an alert to the topic "
+        f"(novapod-nova-lite-node-health-undelivered: {reason}), so "
+    )
+
+
 # --- the dashboard --------------------------------------------------------------------------
 
 
@@ -615,6 +784,24 @@ def test_the_dashboard_shows_each_plan_and_group_and_the_check(synth, path) -> N
             f"SOURCE '${{{log_id}}}' | fields @timestamp, job, run, event, phase, at\n"
             '| filter step = "job-event"\n| sort @timestamp desc\n| limit 20'
         )
+    *widgets, alarm_status, undelivered = widgets
+    template = result.templates["monitor"]
+    alarm_ids = {
+        a["Properties"]["AlarmName"]: i
+        for i, a in resources(template, "AWS::CloudWatch::Alarm").items()
+    }
+    rule_names = [
+        r["Properties"]["Name"] for r in resources(template, "AWS::Events::Rule").values()
+    ]
+    assert alarm_status["type"] == "alarm"
+    assert alarm_status["properties"]["alarms"] == [
+        f"${{{alarm_ids[f'{config.prefix}-check-failing']}.Arn}}",
+        *(f"${{{alarm_ids[f'{name}-undelivered']}.Arn}}" for name in rule_names),
+    ]
+    assert [m[:4] for m in undelivered["properties"]["metrics"]] == [
+        ["AWS/Events", "FailedInvocations", "RuleName", name] for name in rule_names
+    ]
+    assert {m[4]["stat"] for m in undelivered["properties"]["metrics"]} == {"Sum"}
     text, *graphs, runs, alerts = widgets
     assert not [w for w in graphs if w["type"] != "metric"]
     assert text["type"] == "text" and f"# novapod {config.name}" in text["properties"]["markdown"]

@@ -194,7 +194,7 @@ def test_reserved_instance_hours_need_no_samples_and_end_with_the_plan() -> None
         "EndTime": start + timedelta(hours=48),
         "TotalInstanceCount": 8,
     }
-    row = utilization.utilization(plan, None, start + timedelta(days=9), 5, "deploy")
+    row = utilization.utilization(plan, None, start + timedelta(days=9), True, "deploy")
     assert (row["reserved_instance_hours"], row["elapsed_hours"]) == (384.0, 48.0)
     assert row["in_use_share"] is None and row["note"] is None
 
@@ -203,9 +203,15 @@ def test_a_cloudwatch_status_other_than_complete_gives_no_figure() -> None:
     start = datetime(2027, 7, 1, tzinfo=UTC)
     plan = {"Status": "Active", "StartTime": start, "TotalInstanceCount": 2}
     usage = collect.UsageFacts(
-        start, start + timedelta(hours=1), 300, ((start, 2.0),), ((start, 1.0),), "InternalError"
+        start,
+        start + timedelta(hours=1),
+        300,
+        ((start, 600.0),),
+        ((start, 300.0),),
+        ((start, 300.0),),
+        "InternalError",
     )
-    row = utilization.utilization(plan, usage, start + timedelta(hours=1), 5, "deploy")
+    row = utilization.utilization(plan, usage, start + timedelta(hours=1), True, "deploy")
     assert (row["in_use_instance_hours"], row["in_use_share"]) == (None, None)
     assert row["note"] == (
         "CloudWatch answered InternalError for the scheduled check's samples; run status again"

@@ -24,7 +24,8 @@ How EventBridge's rules get the key, the sources disagree:
   PublishBatch shape of another target type, not `AWS::Events::Rule` Targets[].RoleArn.
 
 Nothing offline can tell which one holds (the fake models neither EventBridge delivery
-nor KMS), and a wrong guess fails silently (the rule's FailedInvocations only). The
+nor KMS), and a wrong guess shows only in the rules' FailedInvocations, which an alarm
+per rule watches (below). The
 samples that run use no role: CDK's own SNS target (aws_events_targets.SnsTopic, which
 adds a topic-policy statement for events.amazonaws.com) and AWS's serverless-patterns
 eventbridge-sns; and EventBridge's "Using resource-based policies" page
@@ -78,6 +79,15 @@ docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws
 Its rule publishes as EventBridge, as HyperPod's rules do: the topic's policy allows
 these rules, and the storage key's policy allows EventBridge through SNS
 (`service_publishers`).
+
+A delivery that fails (the topic's or the key's policy refusing EventBridge, the topic
+gone) is dropped without a retry and counted in the rule's AWS/Events FailedInvocations
+(eb-monitoring.html, eb-rule-event-delivery.html). Each rule has an alarm on it
+(`<rule name>-undelivered`, `add_delivery_alarms`: any failed delivery in five minutes),
+and a last rule (`delivery-failing`) sends their state changes to the topic, as the
+check's alarm's is sent, naming the alarm and so the rule. It takes the same path: a
+failure of every delivery to the topic stops its notice too, so the alarms are also on
+the dashboard, where someone looking sees them in ALARM.
 """
 
 from __future__ import annotations
@@ -85,7 +95,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from aws_cdk import Aws, Stack
+from aws_cdk import Aws, Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -93,6 +104,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
+from novapod.constructs.acknowledge import acknowledge
 from novapod.constructs.handler_core import health
 
 SOURCE = "aws.sagemaker"
@@ -103,6 +115,27 @@ ALARM_SOURCE = "aws.cloudwatch"
 ALARM_STATE_CHANGE = "CloudWatch Alarm State Change"
 # The suffix of the check's alarm's name and of its rule's.
 CHECK_FAILING = "check-failing"
+# The suffix of the rule that sends the rules' delivery alarms, and of each such alarm's
+# name (`<rule name>-undelivered`).
+DELIVERY_FAILING = "delivery-failing"
+UNDELIVERED = "undelivered"
+# A rule's deliveries that failed for good: AWS/Events FailedInvocations, dimension
+# RuleName (a rule of the default event bus), unit Count, Sum the useful statistic; sent
+# only when not zero ("Monitoring Amazon EventBridge", docs.aws.amazon.com/eventbridge/
+# latest/userguide/eb-monitoring.html), so no data is no failure (notBreaching). A
+# missing permission on the target (the topic's or its key's policy) is not retried:
+# the event is dropped at once ("Debugging event delivery", eb-rule-event-delivery.html)
+# and counts here. Any failed delivery in a period of DELIVERY_PERIOD_MINUTES alarms.
+EVENTS_NAMESPACE = "AWS/Events"
+FAILED_INVOCATIONS = "FailedInvocations"
+DELIVERY_PERIOD_MINUTES = 5
+# Why the alarms have no alarm action (cdk-nag's CloudWatchAlarmAction).
+ALARM_ACTION_REASON = (
+    "The alarm's state change reaches the alert topic through an EventBridge rule "
+    "(alerts.py: check-failing, delivery-failing), which publishes as EventBridge, allowed "
+    "by the topic's policy; an SNS alarm action would publish as cloudwatch.amazonaws.com, "
+    "which the storage key's policy does not allow to use the key that encrypts the topic."
+)
 PUBLISH_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
 
 
@@ -145,6 +178,30 @@ def check_alarm_alert(
         f"{log_group} --filter-pattern '{{ $.step = \"fail\" }}' --region {Aws.REGION}",
         source=ALARM_SOURCE,
         resources=(alarm_arn,),
+    )
+
+
+def delivery_alarm_alert(
+    environment: str, prefix: str, alarm_arns: Sequence[str], topic_arn: str
+) -> EventAlert:
+    """The rule of the rules' delivery alarms (`Alerts.add_delivery_alarms`): into ALARM
+    when a rule's delivery to the topic failed; the alarm's name says which rule
+    (`detail.alarmName` of the state change event, cloudwatch-and-eventbridge.html). It
+    delivers the same way, so a failure of every delivery to the topic (its policy, the
+    key's) stops this notice too: the alarm then shows on the dashboard only."""
+    return EventAlert(
+        DELIVERY_FAILING,
+        ALARM_STATE_CHANGE,
+        {"state": {"value": ["ALARM"]}},
+        {"alarm": "$.detail.alarmName", "reason": "$.detail.state.reason"},
+        f"novapod {environment}: an EventBridge rule could not deliver an alert to the "
+        "topic (<alarm>: <reason>), so HyperPod's events and the check's alarm may not "
+        "reach you; next: compare the topic's policy (aws sns get-topic-attributes "
+        f"--topic-arn {topic_arn} --query Attributes.Policy --region {Aws.REGION}) and the "
+        "storage key's AlertPublishersThroughSns statement with the stacks, then deploy "
+        f"them again (npx cdk deploy -c config=CONFIG {prefix}-storage {prefix}-monitor)",
+        source=ALARM_SOURCE,
+        resources=tuple(alarm_arns),
     )
 
 
@@ -218,8 +275,10 @@ def grant_publish(principal: iam.IGrantable, topic: sns.ITopic, key: kms.IKey, s
 
 
 class Alerts(Construct):
-    """Attributes: `topic`, `rules` (suffix -> CfnRule: HyperPod's with a cluster, and
-    the check's alarm's once `add_alarm_rule` made it) and `topic_policy`."""
+    """Attributes: `topic`, `rules` (suffix -> CfnRule: HyperPod's with a cluster, the
+    check's alarm's once `add_alarm_rule` made it, the delivery alarms' once
+    `add_delivery_alarms` made them), `delivery_alarms` (rule suffix -> its alarm) and
+    `topic_policy`."""
 
     def __init__(
         self,
@@ -248,6 +307,9 @@ class Alerts(Construct):
         alerts = event_alerts(environment, cluster_name) if cluster_name is not None else []
         self.names = {a.suffix: f"{prefix}-{a.suffix}" for a in alerts}
         self.names[CHECK_FAILING] = f"{prefix}-{CHECK_FAILING}"
+        self.names[DELIVERY_FAILING] = f"{prefix}-{DELIVERY_FAILING}"
+        self.prefix = prefix
+        self.delivery_alarms: dict[str, cloudwatch.Alarm] = {}
         rule_arns = [
             stack.format_arn(service="events", resource="rule", resource_name=name)
             for name in self.names.values()
@@ -274,6 +336,41 @@ class Alerts(Construct):
     def add_alarm_rule(self, alert: EventAlert) -> events.CfnRule:
         """The rule that sends the check's alarm (`check_alarm_alert`) to the topic."""
         return self._rule(alert, "the scheduled check's alarm")
+
+    def add_delivery_alarms(self) -> events.CfnRule:
+        """An alarm on each rule's failed deliveries (FAILED_INVOCATIONS, by the rule's
+        name: every rule of `names`, this one's own included), and the rule that sends
+        their state changes to the topic, as the check's alarm's is sent. Its notice takes
+        the path whose failure it reports: when every delivery to the topic fails (a
+        broken topic or key policy) it is lost too, and the alarm is seen on the
+        dashboard (`dashboard.py`, the alarms' widget) and in the CloudWatch console."""
+        arns = []
+        for suffix, rule_name in self.names.items():
+            alarm = cloudwatch.Alarm(
+                self,
+                "".join(p.capitalize() for p in suffix.split("-")) + "Undelivered",
+                alarm_name=f"{rule_name}-{UNDELIVERED}",
+                alarm_description=f"novapod {self.environment}: EventBridge rule {rule_name} "
+                "could not deliver an alert to the alert topic; the delivery-failing rule "
+                "sends this state change to the topic",
+                metric=cloudwatch.Metric(
+                    namespace=EVENTS_NAMESPACE,
+                    metric_name=FAILED_INVOCATIONS,
+                    dimensions_map={"RuleName": rule_name},
+                    statistic="Sum",
+                    period=Duration.minutes(DELIVERY_PERIOD_MINUTES),
+                ),
+                threshold=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                evaluation_periods=1,
+                datapoints_to_alarm=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+            acknowledge(alarm, "CloudWatchAlarmAction", ALARM_ACTION_REASON)
+            self.delivery_alarms[suffix] = alarm
+            arns.append(alarm.alarm_arn)
+        alert = delivery_alarm_alert(self.environment, self.prefix, arns, self.topic.topic_arn)
+        return self._rule(alert, "the rules' delivery alarms")
 
     def _rule(self, alert: EventAlert, what: str) -> events.CfnRule:
         stack = Stack.of(self)

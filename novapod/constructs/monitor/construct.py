@@ -84,7 +84,7 @@ from constructs import Construct
 
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.log_retention import log_group
-from novapod.constructs.monitor.alerts import grant_publish
+from novapod.constructs.monitor.alerts import ALARM_ACTION_REASON, grant_publish
 from novapod.constructs.monitor.handler import decisions
 from novapod.constructs.network import PrivatePlacement
 from novapod.constructs.provider import (
@@ -295,6 +295,9 @@ class ScheduledCheck(Construct):
             ],
             "cluster": cluster_name,
             "idle_alert_minutes": idle_alert_minutes,
+            # What one run's sample stands for (decisions.IN_USE_SECONDS_METRIC): a change
+            # of the interval redeploys the schedule with it, so each sample keeps its own.
+            "every_minutes": every_minutes,
             "ending_alert_days": ending_alert_days,
             "topic_arn": topic.topic_arn,
             "state_table": self.state_table.table_name,
@@ -375,14 +378,7 @@ class ScheduledCheck(Construct):
             datapoints_to_alarm=ALARM_RUNS,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        acknowledge(
-            alarm,
-            "CloudWatchAlarmAction",
-            "The alarm's state change reaches the alert topic through an EventBridge rule "
-            "(alerts.py, check-failing) with a role of its own; an SNS alarm action would "
-            "publish as cloudwatch.amazonaws.com, which the storage key's policy does not "
-            "allow to use the key that encrypts the topic.",
-        )
+        acknowledge(alarm, "CloudWatchAlarmAction", ALARM_ACTION_REASON)
         return alarm
 
     def _read_jobs(self, jobs: WatchedJobs, placement: PrivatePlacement) -> None:

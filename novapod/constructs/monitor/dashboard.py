@@ -3,6 +3,8 @@
 against those in use, idle and unhealthy) and per instance group (desired, current and
 unhealthy nodes), the check's own runs and errors, and the last alerts it sent (a Logs
 Insights query over its log group, where each alert is one JSON line with step "alert");
+the alarms that say alerts do not come (the check's, and each EventBridge rule's on its
+failed deliveries to the topic, alerts.py) with the rules' FailedInvocations;
 with jobs on the cluster, the last job events it saw (runs started, succeeded, failed:
 one JSON line each with step "job-event", handler/index.py).
 
@@ -24,6 +26,11 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from novapod.constructs.monitor.alerts import (
+    DELIVERY_PERIOD_MINUTES,
+    EVENTS_NAMESPACE,
+    FAILED_INVOCATIONS,
+)
 from novapod.constructs.monitor.construct import NAMESPACE
 
 WIDTH = 24  # the dashboard's grid is 24 units wide
@@ -63,6 +70,8 @@ class EnvironmentDashboard(Construct):
         function: lambda_.IFunction,
         log_group: logs.ILogGroup,
         jobs: bool = False,
+        alarms: Sequence[cloudwatch.IAlarm] = (),
+        rules: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, id_)
         period = Duration.minutes(every_minutes)
@@ -132,6 +141,37 @@ class EnvironmentDashboard(Construct):
                 ),
             ]
         )
+        if alarms:
+            # The alarms that say the alerts do not come: the check failing, and a rule
+            # whose deliveries to the topic fail. Their notices go through the topic, so a
+            # topic nothing can deliver to leaves them here only (alerts.py).
+            rows.append(
+                [
+                    cloudwatch.AlarmStatusWidget(
+                        title="the alerts' alarms: the check failing, deliveries failing",
+                        alarms=list(alarms),
+                        width=WIDTH // 2,
+                        height=6,
+                    ),
+                    cloudwatch.GraphWidget(
+                        title="alerts EventBridge could not deliver to the topic, per rule",
+                        left=[
+                            cloudwatch.Metric(
+                                namespace=EVENTS_NAMESPACE,
+                                metric_name=FAILED_INVOCATIONS,
+                                dimensions_map={"RuleName": rule},
+                                statistic="Sum",
+                                period=Duration.minutes(DELIVERY_PERIOD_MINUTES),
+                                label=rule,
+                            )
+                            for rule in rules
+                        ],
+                        left_y_axis=cloudwatch.YAxisProps(min=0, show_units=False),
+                        width=WIDTH // 2,
+                        height=6,
+                    ),
+                ]
+            )
         if jobs:
             rows.append(
                 [

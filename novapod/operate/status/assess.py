@@ -503,7 +503,7 @@ def _plan(  # noqa: PLR0917 - one plan's verdict reads all of these
             found.described,
             found.usage,
             now,
-            facts.expected.sample_minutes,
+            facts.expected.sample_minutes is not None,
             commands.deploy("monitor"),
         ),
         "attention": kinds,

@@ -48,19 +48,21 @@ else the one novapod creates, `<prefix>`):
 
 With the monitor stack (`config.has_monitor`), how much of each Active plan was in use:
 
-- CloudWatch GetMetricData of the scheduled check's `InUseInstances` of the plan
-  (namespace novapod, dimensions Environment and Plan: the check's `decisions.metric_data`)
-  from the plan's start to now, two statistics a period: Sum (the samples' in-use counts)
-  and SampleCount (how many samples), every page (its paginator; a page that stops short
-  answers PartialData and a NextToken: MetricDataResult's StatusCode in the API
-  reference). CloudWatch keeps 1-minute data 15 days, 5-minute data 63 days and hourly
-  data 455 days, and a start older than 3 hours, 15 or 63 days needs a period that is a
-  multiple of 60, 300 or 3600 seconds or no datapoint comes back; one call returns at most
-  100,800 datapoints before it pages (API_GetMetricData.html: the retention list,
-  StartTime, MetricStat's Period, MaxDatapoints). `metric_period` picks the period by
-  those rules, no shorter than the check's interval and long enough for both series to
-  fit one page. GetMetricData has no resource-level permission (list_amazoncloudwatch.html
-  in the Service Authorization Reference): the StatusPolicy grants it on "*".
+- CloudWatch GetMetricData of the scheduled check's `InUseInstanceSeconds` and
+  `SampledSeconds` of the plan (namespace novapod, dimensions Environment and Plan, unit
+  Seconds: the check's `decisions.metric_data`, each sample weighted by the interval it
+  stands for) from the plan's start to now, three series a period: the Sum of each and
+  the Maximum of SampledSeconds (the longest interval), every page (its paginator; a
+  page that stops short answers PartialData and a NextToken: MetricDataResult's
+  StatusCode in the API reference). CloudWatch keeps 1-minute data 15 days, 5-minute
+  data 63 days and hourly data 455 days, and a start older than 3 hours, 15 or 63 days
+  needs a period that is a multiple of 60, 300 or 3600 seconds or no datapoint comes
+  back; one call returns at most 100,800 datapoints before it pages
+  (API_GetMetricData.html: the retention list, StartTime, MetricStat's Period,
+  MaxDatapoints). `metric_period` picks the period by those rules, no shorter than the
+  check's interval and long enough for the series to fit one page. GetMetricData has no
+  resource-level permission (list_amazoncloudwatch.html in the Service Authorization
+  Reference): the StatusPolicy grants it on "*", so the new series need no new grant.
 
 With jobs (a config with `jobs` and a HyperPod cluster), their runs:
 
@@ -122,6 +124,12 @@ ACTIONS = (
 JOB_ACTIONS = ("s3:ListBucket",)
 # With the monitor stack, also this (list_amazoncloudwatch.html: no resource type).
 METRIC_ACTIONS = ("cloudwatch:GetMetricData",)
+# What `plan_usage` asks of each Active plan: (query Id, metric, statistic).
+USAGE_QUERIES = (
+    ("inuse", monitor.IN_USE_SECONDS_METRIC, "Sum"),
+    ("sampled", monitor.SAMPLED_SECONDS_METRIC, "Sum"),
+    ("longest", monitor.SAMPLED_SECONDS_METRIC, "Maximum"),
+)
 # GetMetricData (API_GetMetricData.html): datapoints one call returns before it pages, and
 # how long CloudWatch keeps data of each period (the coarsest kept longest), oldest last.
 MAX_DATAPOINTS = 100_800
@@ -144,14 +152,16 @@ EKS_NOT_FOUND = "ResourceNotFoundException"
 @dataclass(frozen=True)
 class UsageFacts:
     """The scheduled check's samples of one Active plan's in-use instances, read from
-    CloudWatch: per period (its start), the sum of the samples' counts and how many
-    samples there were."""
+    CloudWatch, per period (its start): the sum of the samples' in-use instance-seconds
+    (InUseInstanceSeconds), the sum of the seconds they stand for (SampledSeconds) and
+    the longest of those (the longest interval between two of the check's runs)."""
 
     start: datetime  # the query's StartTime: the plan's start (at most 455 days back)
     end: datetime  # its EndTime: now
     period: int  # seconds
-    sums: tuple[tuple[datetime, float], ...]
-    counts: tuple[tuple[datetime, float], ...]
+    in_use_seconds: tuple[tuple[datetime, float], ...]
+    sampled_seconds: tuple[tuple[datetime, float], ...]
+    longest: tuple[tuple[datetime, float], ...] = ()
     status: str = COMPLETE  # a StatusCode other than Complete: datapoints left out
 
 
@@ -361,9 +371,10 @@ def collect(
 def metric_period(start: datetime, end: datetime, sample_minutes: int, *, series: int = 2) -> int:
     """The period (seconds) to read `series` metrics from `start` to `end` in one page: a
     multiple of what CloudWatch still keeps of data as old as `start` (60 s within 15
-    days, 300 s within 63, 3600 s beyond), no shorter than the check's interval (each
-    period then holds a sample while the check ran), and long enough that the series'
-    datapoints stay within 100,800."""
+    days, 300 s within 63, 3600 s beyond), no shorter than the check's interval now (each
+    period then holds a sample while the check ran: fewer datapoints; the sums do not
+    depend on it, each sample carries the seconds it stands for), and long enough that
+    the series' datapoints stay within 100,800."""
     age = end - start
     step = next((s for kept, s in RETENTION if age <= kept), RETENTION[-1][1])
     span = max(0.0, (end - start).total_seconds())
@@ -381,28 +392,38 @@ def plan_usage(
     sample_minutes: int,
 ) -> UsageFacts:
     """The check's in-use samples of the config's plan `plan` since `start` (no further
-    back than CloudWatch keeps data), every page."""
+    back than CloudWatch keeps data), every page: the Sums of InUseInstanceSeconds and
+    SampledSeconds (each sample weighted by the interval it stands for,
+    `decisions.metric_data`), and the Maximum of SampledSeconds."""
     start = max(start, now - RETENTION[-1][0])
     if start >= now:
         return UsageFacts(start, now, 60, (), ())
-    period = metric_period(start, now, sample_minutes)
-    metric = {
-        "Namespace": monitor.NAMESPACE,
-        "MetricName": monitor.IN_USE_METRIC,
-        "Dimensions": [
-            {"Name": monitor.ENVIRONMENT_DIMENSION, "Value": environment},
-            {"Name": monitor.PLAN_DIMENSION, "Value": plan},
-        ],
-    }
+    period = metric_period(start, now, sample_minutes, series=len(USAGE_QUERIES))
+
+    def metric(name: str) -> dict[str, Any]:
+        return {
+            "Namespace": monitor.NAMESPACE,
+            "MetricName": name,
+            "Dimensions": [
+                {"Name": monitor.ENVIRONMENT_DIMENSION, "Value": environment},
+                {"Name": monitor.PLAN_DIMENSION, "Value": plan},
+            ],
+        }
+
     queries = [
         {
             "Id": ident,
-            "MetricStat": {"Metric": metric, "Period": period, "Stat": stat, "Unit": "Count"},
+            "MetricStat": {
+                "Metric": metric(name),
+                "Period": period,
+                "Stat": stat,
+                "Unit": monitor.SECONDS,
+            },
             "ReturnData": True,
         }
-        for ident, stat in (("inuse", "Sum"), ("samples", "SampleCount"))
+        for ident, name, stat in USAGE_QUERIES
     ]
-    found: dict[str, list[tuple[datetime, float]]] = {"inuse": [], "samples": []}
+    found: dict[str, list[tuple[datetime, float]]] = {ident: [] for ident, _, _ in USAGE_QUERIES}
     last: dict[str, str] = {}
     pages = cloudwatch.get_paginator("get_metric_data").paginate(
         MetricDataQueries=queries, StartTime=start, EndTime=now, ScanBy="TimestampAscending"
@@ -419,8 +440,9 @@ def plan_usage(
         start=start,
         end=now,
         period=period,
-        sums=tuple(sorted(found["inuse"])),
-        counts=tuple(sorted(found["samples"])),
+        in_use_seconds=tuple(sorted(found["inuse"])),
+        sampled_seconds=tuple(sorted(found["sampled"])),
+        longest=tuple(sorted(found["longest"])),
         status=status,
     )
 

@@ -4,14 +4,20 @@ start, to its end at most: no metrics needed) and, of an Active plan, what the
 environment's scheduled check sampled of them. Pure: a plan's DescribeTrainingPlan, the
 samples `collect` read and a time in, the plan row's `utilization` out.
 
-Each run of the check puts the plan's InUseInstanceCount as one `InUseInstances` datum
-(novapod/constructs/monitor/handler/decisions.py), every `monitoring.every_minutes`. A
-sample then stands for that many minutes: the instance-hours in use are the samples'
-sum times the interval, the hours sampled their count times it (at most the hours
-since the start). The share is of the reserved instance-hours of the hours sampled, so
-a check that started late or was off for a while makes the share no less true; how much
-of the window the samples cover says how far it can be trusted. No samples, or the
-monitor stack off in the config, give no figure: null, and a note that says why.
+Each run of the check puts, for each plan, the plan's InUseInstanceCount times the
+seconds that sample stands for (`InUseInstanceSeconds`: the schedule's `every_minutes`
+when the run was made, which the schedule passes the check) and, while the plan is
+Active, those seconds (`SampledSeconds`; novapod/constructs/monitor/handler/decisions.py).
+The instance-hours in use are the first's sum over 3600, the hours sampled the second's
+(at most the hours since the start): no interval is read from the config, so a plan
+sampled every 5 minutes, then every 15 after `monitoring.every_minutes` changed, counts
+each sample for the interval it stood for. The share is of the reserved instance-hours
+of the hours sampled, so a check that started late or was off for a while makes the
+share no less true; how much of the window the samples cover says how far it can be
+trusted (a gap shorter than two of the longest intervals sampled is no gap). Samples put
+before the check weighted them (only `InUseInstances`) are not read: the hours they
+stood for count as not sampled. No samples, or the monitor stack off in the config,
+give no figure: null, and a note that says why.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from novapod.operate.status.collect import COMPLETE, DENIED, UsageFacts
 
 # A window whose samples fall short of it by less than two intervals is covered: the
 # first sample lands up to an interval after the start, the last up to one before now.
+# The interval: the longest one sample stood for.
 SHORT_BY_INTERVALS = 2
 
 
@@ -36,10 +43,11 @@ def utilization(
     plan: Mapping[str, Any] | None,
     usage: UsageFacts | None,
     now: datetime,
-    sample_minutes: int | None,
+    monitored: bool,
     deploy_monitor: str,
 ) -> dict[str, Any]:
-    """The plan row's `utilization` (docs/reference/status.schema.json)."""
+    """The plan row's `utilization` (docs/reference/status.schema.json); `monitored`:
+    the config has the monitor stack (`monitoring.enabled`)."""
     plan = plan or {}
     row: dict[str, Any] = {
         "reserved_instance_hours": None,
@@ -62,7 +70,7 @@ def utilization(
     row["elapsed_hours"] = _round(elapsed)
     if plan.get("Status") != "Active":
         return row
-    if sample_minutes is None:
+    if not monitored:
         row["note"] = (
             "no samples of its use: monitoring.enabled is false, so the scheduled check "
             "is not deployed"
@@ -84,17 +92,17 @@ def utilization(
             "run status again"
         )
         return row
-    samples = sum(value for _, value in usage.counts)
-    if not samples:
+    sampled_seconds = sum(value for _, value in usage.sampled_seconds)
+    if not sampled_seconds:
         row["note"] = (
             "no samples of the scheduled check since the plan started: is the monitor "
             f"stack deployed ({deploy_monitor}) and its function running?"
         )
         return row
-    interval = sample_minutes / 60
-    sampled = min(samples * interval, elapsed)
-    in_use = sum(value for _, value in usage.sums) * interval
-    first = next(when for when, value in usage.counts if value)
+    sampled = min(sampled_seconds / 3600, elapsed)
+    in_use = sum(value for _, value in usage.in_use_seconds) / 3600
+    interval = max(value for _, value in usage.longest) / 3600 if usage.longest else 0.0
+    first = next(when for when, value in usage.sampled_seconds if value)
     row.update(
         sampled_hours=_round(sampled),
         coverage=_round(sampled / elapsed, 4) if elapsed else None,

@@ -5,13 +5,17 @@ state and a time in; `index.py` makes the calls.
 Settings come as the schedule's input (the construct writes them at synth): the
 environment, the metric namespace, the plans (the config's name, SageMaker's name, the
 jobs that run on it), the HyperPod cluster's name, the jobs that run on it (their EKS
-cluster and namespace), the alert thresholds, the topic and the state table.
+cluster and namespace), the alert thresholds, the topic, the state table and the
+schedule's interval (`every_minutes`).
 
 Metrics (PutMetricData, dimensions Environment and Plan, or Environment and
 InstanceGroup): each plan DescribeTrainingPlan finds, its TotalInstanceCount,
 AvailableInstanceCount, InUseInstanceCount and UnhealthyInstanceCount (botocore's
 DescribeTrainingPlanResponse; the last is optional there) and IdleInstances, the available
-ones while the plan is Active (paid for, unused); each instance group of DescribeCluster,
+ones while the plan is Active (paid for, unused); the in-use count times the seconds the
+sample stands for (the schedule's `every_minutes` at this run), InUseInstanceSeconds, and
+while Active those seconds, SampledSeconds, which `novapod status` sums into the plan's
+instance-hours in use and the hours sampled; each instance group of DescribeCluster,
 its TargetCount and CurrentCount (ClusterInstanceGroupDetails and
 ClusterRestrictedInstanceGroupDetails) and the nodes ListClusterNodes shows unhealthy.
 
@@ -68,8 +72,19 @@ from ...handler_core import health, runs, values
 NAMESPACE = "novapod"
 ENVIRONMENT_DIMENSION = "Environment"
 PLAN_DIMENSION = "Plan"
-# The in-use count of a plan, sampled each run: `status` sums it into instance-hours.
+# The in-use count of a plan, sampled each run (the dashboard draws it).
 IN_USE_METRIC = "InUseInstances"
+# What one sample stands for, weighted by the interval it covers (the schedule's
+# every_minutes when the run was made): a plan's in-use count times that interval, and
+# the interval itself while the plan is Active. `status` sums both into instance-hours,
+# so a plan sampled at 5 minutes, then at 15, counts each sample for its own interval.
+# In seconds: PutMetricData's StandardUnit has Seconds and no Minutes (botocore's
+# cloudwatch model; MetricDatum.Unit in API_PutMetricData.html), and a duration put as
+# Count or None would say it is no time at all.
+IN_USE_SECONDS_METRIC = "InUseInstanceSeconds"
+SAMPLED_SECONDS_METRIC = "SampledSeconds"
+SECONDS = "Seconds"
+COUNT = "Count"
 # PutMetricData takes at most 1000 metrics a request (API_PutMetricData.html).
 MAX_DATUMS = 1000
 # SNS Publish's Subject: fewer than 100 characters (API_Publish.html).
@@ -126,6 +141,8 @@ class Settings:
     # How long an alert claimed by a run stays that run's: longer than the function's
     # timeout, so a run that claims it is over, published or not (index.py).
     claim_lease_seconds: int
+    # The schedule's interval (monitoring.every_minutes): what one run's sample stands for.
+    every_minutes: int
     jobs: JobSettings | None = None
 
 
@@ -136,6 +153,14 @@ def parse_settings(raw: Mapping[str, Any]) -> Settings:
     def number(key: str, low: int, high: int) -> int:
         found = values.whole_number(raw, key, low, high, SettingsError, required=True)
         assert found is not None
+        return found
+
+    def interval(key: str) -> int:
+        """Minutes as the construct writes them (monitoring.every_minutes: 1 to 60): an
+        integer, not a string, a bool or a fraction, since each sample is weighted by it."""
+        found = number(key, 1, 60)
+        if isinstance(raw[key], bool) or not isinstance(raw[key], int):
+            raise SettingsError(f"{key} must be a whole number of minutes, not {raw[key]!r}")
         return found
 
     plans = raw.get("plans")
@@ -177,6 +202,7 @@ def parse_settings(raw: Mapping[str, Any]) -> Settings:
         plans=tuple(parsed),
         cluster=values.optional_str(raw, "cluster", SettingsError),
         idle_alert_minutes=number("idle_alert_minutes", 1, 10**6),
+        every_minutes=interval("every_minutes"),
         ending_alert_days=number("ending_alert_days", 1, 10**4),
         topic_arn=text("topic_arn"),
         state_table=text("state_table"),
@@ -258,14 +284,18 @@ class Samples:
 
 
 def _datum(
-    name: str, value: int, dimensions: Sequence[tuple[str, str]], now: datetime
+    name: str,
+    value: int,
+    dimensions: Sequence[tuple[str, str]],
+    now: datetime,
+    unit: str = COUNT,
 ) -> dict[str, Any]:
     return {
         "MetricName": name,
         "Dimensions": [{"Name": k, "Value": v} for k, v in dimensions],
         "Timestamp": now,
         "Value": float(value),
-        "Unit": "Count",
+        "Unit": unit,
     }
 
 
@@ -293,8 +323,17 @@ def metric_data(samples: Samples, settings: Settings, now: datetime) -> list[dic
             if count is not None:
                 data.append(_datum(metric, count, dims, now))
         available = plan.count("AvailableInstanceCount") or 0
-        idle = available if plan.status == health.PLAN_ACTIVE else 0
+        active = plan.status == health.PLAN_ACTIVE
+        idle = available if active else 0
         data.append(_datum("IdleInstances", idle, dims, now))
+        # The sample weighted by the interval it stands for (IN_USE_SECONDS_METRIC); a
+        # plan whose in-use count SageMaker did not give is no sample of its use.
+        in_use = plan.count("InUseInstanceCount")
+        if in_use is not None:
+            seconds = settings.every_minutes * 60
+            data.append(_datum(IN_USE_SECONDS_METRIC, in_use * seconds, dims, now, SECONDS))
+            if active:
+                data.append(_datum(SAMPLED_SECONDS_METRIC, seconds, dims, now, SECONDS))
     cluster = samples.cluster
     if cluster is not None and cluster.described is not None:
         for group in cluster.groups():
