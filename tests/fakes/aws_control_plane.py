@@ -9,7 +9,8 @@ DescribeStacks and DescribeStackResource, and S3's REST-XML protocol for GetObje
 (path-style addressing: `/bucket/key`). The service is the one the request is signed
 for (`Credential=<key>/<date>/<region>/<service>/aws4_request`).
 SageMaker DescribeCluster and EKS DescribeCluster (REST-JSON) are served by
-`hyperpod.py`, DynamoDB's item operations (JSON 1.0, `X-Amz-Target:
+`hyperpod.py`, SageMaker's training jobs (CreateTrainingJob, DescribeTrainingJob,
+ListTrainingJobs, StopTrainingJob) by `training_jobs.py` (`plane.training_jobs`), DynamoDB's item operations (JSON 1.0, `X-Amz-Target:
 DynamoDB_20120810.<Op>`) by `dynamodb.py` (`plane.dynamodb`).
 
 Every SageMaker request is checked against botocore's service model (required and
@@ -64,7 +65,7 @@ from typing import Any, Literal, get_args
 from urllib.parse import parse_qsl, quote_plus, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.fakes import bedrock, dynamodb, hyperpod, iam, monitoring, service_model
+from tests.fakes import bedrock, dynamodb, hyperpod, iam, monitoring, service_model, training_jobs
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -278,6 +279,16 @@ class FakeControlPlane:
             self.bedrock = bedrock.FakeBedrock(account=self.account, region=REGION)
             # HyperPod (SageMaker DescribeCluster) and EKS clusters: tests/fakes/hyperpod.py
             self.hyperpod = hyperpod.HyperPodFake(_ApiError, account=self.account)
+            # SageMaker training jobs (tests/fakes/training_jobs.py), on the plane's plans and
+            # writing their output to its S3.
+            self.training_jobs = training_jobs.TrainingJobsFake(
+                _ApiError,
+                account=lambda: self.account,
+                region=REGION,
+                now=lambda: self.now(),  # noqa: PLW0108 - tests replace self.now later
+                plan=self._plan_of_arn,
+                put_object=self.put_object,
+            )
             # DynamoDB tables (tests/fakes/dynamodb.py), in the plane's account as it is
             # at each call.
             self.dynamodb = dynamodb.FakeDynamoDB(account=lambda: self.account, region=REGION)
@@ -717,9 +728,11 @@ class FakeControlPlane:
         if errors:
             raise _ApiError("ValidationException", service_model.validation_message(errors))
         payload = _jsonable(handler(self, params))
+        tolerated = training_jobs.TOLERATED_ANSWER_ERRORS.get(operation, frozenset())
         self.violations.extend(
             f"{operation} answer: {error}"
             for error in service_model.json_output_errors("sagemaker", operation, payload)
+            if error not in tolerated
         )
         return _json_answer(200, payload)
 
@@ -825,6 +838,10 @@ class FakeControlPlane:
             name = str(params["ClusterName"])
             tagged: dict[str, str | tuple[str, ...]] = dict(self.hyperpod.resource_tags(name))
             return [iam.Request(action, self.hyperpod.cluster_arn(name), tagged)]
+        if operation in _TRAINING_JOB_OPERATIONS and operation != "ListTrainingJobs":
+            # On the training job (and the plan it uses, the tags it adds, the role it
+            # passes): training_jobs.py says which and why.
+            return self.training_jobs.authorizations(operation, params)
         if operation == "DescribeTrainingPlanExtensionHistory":
             return [iam.Request(action, str(params.get("TrainingPlanArn", "")))]
         if operation in ("AddTags", "DeleteTags", "ListTags"):
@@ -1136,6 +1153,10 @@ class FakeControlPlane:
         if start + size < len(plans):
             answer["NextToken"] = str(start + size)
         return answer
+
+    def _plan_of_arn(self, arn: str) -> dict[str, Any] | None:
+        """The plan of that ARN as it is now (no status script advanced), or None."""
+        return next((p for p in self.plans.values() if p["TrainingPlanArn"] == arn), None)
 
     def _offering(self, offering_id: Any) -> dict[str, Any]:
         for offering in self.offerings:
@@ -1498,7 +1519,14 @@ _SAGEMAKER_OPERATIONS = {
     "StartClusterHealthCheck": lambda plane, params: plane.hyperpod.start_cluster_health_check(
         params
     ),
+    "CreateTrainingJob": lambda plane, params: plane.training_jobs.create_training_job(params),
+    "DescribeTrainingJob": lambda plane, params: plane.training_jobs.describe_training_job(params),
+    "ListTrainingJobs": lambda plane, params: plane.training_jobs.list_training_jobs(params),
+    "StopTrainingJob": lambda plane, params: plane.training_jobs.stop_training_job(params),
 }
+_TRAINING_JOB_OPERATIONS = frozenset(
+    {"CreateTrainingJob", "DescribeTrainingJob", "ListTrainingJobs", "StopTrainingJob"}
+)
 _EC2_OPERATIONS = {
     "DescribeAvailabilityZones": FakeControlPlane._describe_availability_zones,
     "DescribeSubnets": FakeControlPlane._describe_subnets,
