@@ -59,13 +59,15 @@ def watched_plans(stack: Stack, config: NovapodConfig) -> list[WatchedPlan]:
 
 
 def watched_jobs(config: NovapodConfig) -> WatchedJobs | None:
-    """The config's jobs that run on its HyperPod cluster (distillation runs as a SageMaker
-    training job: not there), or None without any."""
+    """The config's jobs that run on its HyperPod cluster (distillation and runs_on:
+    training-job jobs run as SageMaker training jobs: not there), or None without any."""
     if not config.has_nova_stack:
         return None
     techniques = catalog().techniques
     names = tuple(
-        job.name for job in config.jobs if techniques[job.technique].not_launchable is None
+        job.name
+        for job in config.jobs
+        if techniques[job.technique].not_launchable is None and not job.on_training_job
     )
     if not names:
         return None
