@@ -9,6 +9,8 @@ Read from pinned commits, never from a branch tip:
     chart creates and every image each chart references, resolved per region as the
     launcher resolves them (launcher/nova/utils.py and constants/; the main image is the
     regional parameters' `container`, which the CLI passes as the `container` key);
+    and every Nova recipe with a SageMaker training-job image, per region (the regional
+    parameters' `sm_jobs.container_image.prod`);
   - aws/sagemaker-hyperpod-cli (the CLI): the Kubernetes calls of the commands novapod
     documents (start-job, list-jobs, get-job, list-pods, get-log, cancel-job);
   - kubeflow/training-operator at the commit of the image tag the CLI's chart pins
@@ -393,6 +395,38 @@ def recipe_facts(tree: Tree, charts: Mapping[str, Any]) -> dict[str, Any]:
     return recipes
 
 
+def training_job_facts(tree: Tree) -> dict[str, Any]:
+    """Every Nova recipe upstream publishes a SageMaker training-job (SMTJ) image for: the
+    regional parameters' `<recipe stem>.sm_jobs.container_image.prod.<region>`, the image
+    the SageMaker Python SDK must be given for Nova (it has no image table of its own).
+    Keys of the regional parameters without a recipe file are left out (there is one:
+    nova_micro_1_0_g5_12x_gpu_lora_sft, whose recipe is ..._g5_g6_12x_...)."""
+    regional = json.loads(tree.read(REGIONAL))
+    recipes: dict[str, Any] = {}
+    for path in tree.files(RECIPE_ROOT):
+        name = path[len(RECIPE_ROOT) + 1 :].removesuffix(".yaml")
+        if not name.startswith(RECIPE_FAMILIES) or not path.endswith(".yaml"):
+            continue
+        entry = regional.get(Path(name).name)
+        sm_jobs = (entry.get("sm_jobs") or {}) if isinstance(entry, Mapping) else {}
+        prod = (sm_jobs.get("container_image") or {}).get("prod") or {}
+        if not prod:
+            continue  # HyperPod only (CPT, PPO, HyperPod RFT) or no regional entry
+        body = yamlsafe.load(tree.read(path))
+        model_type = str((body.get("run") or {}).get("model_type", ""))
+        if not model_type.startswith("amazon.nova"):
+            raise UpstreamChangedError(
+                f"{tree.repo}@{tree.commit}:{path} has a training-job image but its run."
+                f"model_type is {model_type!r}, not an amazon.nova model; re-read {REGIONAL}"
+            )
+        recipes[name] = {
+            "source": tree.source(path),
+            "regions": sorted(prod),
+            "image": {"regions": dict(sorted(prod.items())), "source": tree.source(REGIONAL)},
+        }
+    return recipes
+
+
 def launcher_keys(tree: Tree) -> dict[str, Any]:
     """The keys of the launcher's root config (and cluster=k8s), overridable without `+`."""
     root = yamlsafe.load(tree.read("recipes_collection/config.yaml"))
@@ -640,6 +674,8 @@ def facts(
         "helm": helm_facts(helm, apiserver),
         "cli": cli_facts(cli, recipes),
         "training_operator": operator_facts(cli, operator, recipes),
+        # Appended last, so the facts above keep their bytes.
+        "training_jobs": training_job_facts(recipes),
     }
 
 

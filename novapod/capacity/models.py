@@ -51,6 +51,10 @@ class Workload:
     instance_count: int | None = None
     plan: str | None = None
     after: tuple[str, ...] = ()  # jobs that must finish first (`after` and `from: job:`)
+    # Where it runs: a plan's target resource (hyperpod-cluster, training-job); a
+    # training job may run on demand, on no plan.
+    target: str = "hyperpod-cluster"
+    on_demand: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,7 @@ class JobPlan:
     runs: int
     instance_hours: float
     after: tuple[str, ...] = ()
+    target: str = "hyperpod-cluster"
 
     @property
     def scheduled_hours(self) -> int:

@@ -100,6 +100,14 @@ def render_table(
         lines += [line for item in advice for line in _advice_lines(item)] or [
             "(none: no split into plans that sell reserves fewer instance-hours)"
         ]
+    # Where each plan's capacity goes, when any is for more than HyperPod (a plan is
+    # specific to its target resource: a training-job plan serves only training jobs).
+    if any(r.target_resources != ("hyperpod-cluster",) for r in plan.training_plans):
+        lines += ["", "Targets (what may use each plan's capacity)"]
+        lines += [
+            f"{request.name}: {', '.join(request.target_resources)}"
+            for request in plan.training_plans
+        ]
     if plan_names:
         lines += ["", "Names the plans are bought under (purchase.approve must say the same)"]
         lines += [
@@ -112,6 +120,7 @@ def render_table(
         lines += [
             f"{job.name}: {job.instance_count} x {job.instance_type}, "
             f"{hours_text(job.instance_hours)} instance-hours"
+            + (", a training job on demand" if job.target == "training-job" else "")
             for job in plan.on_demand
         ]
     else:

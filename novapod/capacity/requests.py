@@ -36,11 +36,13 @@ from novapod.capacity.requirements import plan_eligible, plan_instance_families
 from novapod.capacity.sizing import plan_jobs
 from novapod.capacity.units import (
     HOURS_PER_DAY,
+    HYPERPOD_CLUSTER,
     PLAN_INSTANCE_COUNTS,
     PLAN_MAX_DAYS,
     PLAN_MAX_HOURS,
     PLAN_MIN_HOURS,
     TARGET_RESOURCES,
+    TRAINING_JOB,
     days_text,
     sellable_instance_count,
     too_long,
@@ -48,9 +50,11 @@ from novapod.capacity.units import (
 from novapod.capacity.windows import check_window, days_in_window
 
 
-def default_plan_name(instance_type: str) -> str:
-    """The plan workloads without `plan` share: ml.p5.48xlarge -> p5-48xlarge."""
-    return instance_type.removeprefix("ml.").replace(".", "-")
+def default_plan_name(instance_type: str, target: str = HYPERPOD_CLUSTER) -> str:
+    """The plan workloads without `plan` share: ml.p5.48xlarge -> p5-48xlarge, and
+    p5-48xlarge-tj for training jobs (a plan serves one target resource)."""
+    name = instance_type.removeprefix("ml.").replace(".", "-")
+    return name if target == HYPERPOD_CLUSTER else f"{name}-tj"
 
 
 def plan_capacity(
@@ -73,6 +77,10 @@ def plan_capacity(
     for workload, job in zip(workloads, jobs, strict=True):
         if workload.plan is not None:
             _check_plan_name(workload.plan, f"job {workload.name}: plan {workload.plan!r}")
+        if workload.on_demand:
+            _check_on_demand(workload)
+            on_demand.append(job)
+            continue
         if not plan_eligible(job.instance_type):
             if workload.plan is not None:
                 raise PlanningError(
@@ -81,7 +89,9 @@ def plan_capacity(
                 )
             on_demand.append(job)
             continue
-        name = workload.plan if workload.plan is not None else default_plan_name(job.instance_type)
+        name = workload.plan
+        if name is None:
+            name = default_plan_name(job.instance_type, workload.target)
         groups.setdefault(name, []).append(job)
 
     standalone: list[PlanRequest] = []
@@ -114,6 +124,18 @@ def plan_capacity(
     )
 
 
+def _check_on_demand(workload: Workload) -> None:
+    """A training job may run on demand, on no plan; a HyperPod job runs on a group."""
+    if workload.plan is not None:
+        raise PlanningError(
+            f"job {workload.name}: runs on demand and on plan {workload.plan!r}; remove one of them"
+        )
+    if workload.target != TRAINING_JOB:
+        raise PlanningError(
+            f"job {workload.name}: only training jobs run on demand; remove on_demand"
+        )
+
+
 def _check_plan_name(name: str, where: str) -> None:
     if not DNS_LABEL.match(name):
         raise PlanningError(
@@ -124,7 +146,24 @@ def _check_plan_name(name: str, where: str) -> None:
 
 def _plan_request(name: str, members: list[JobPlan], settings: PlanSettings | None) -> PlanRequest:
     where = f"training plan {name}"
-    explicit = settings or PlanSettings(name=name)
+    targets = sorted({job.target for job in members})
+    if len(targets) > 1:
+        kinds = "; ".join(
+            f"{t}: {', '.join(j.name for j in members if j.target == t)}" for t in targets
+        )
+        raise PlanningError(
+            f"{where} would serve jobs of two targets ({kinds}), and a plan is specific to "
+            "its target resource; give the jobs of each target their own plan"
+        )
+    explicit = settings or PlanSettings(name=name, target_resources=(targets[0],))
+    _check_targets(where, explicit.target_resources)
+    outside = [job.name for job in members if job.target not in explicit.target_resources]
+    if outside:
+        raise PlanningError(
+            f"{where} is for {', '.join(explicit.target_resources)}, not {targets[0]}, which "
+            f"job {outside[0]} runs on; add {targets[0]} to its target_resources or give the "
+            "job another plan"
+        )
 
     instance_type = explicit.instance_type or members[0].instance_type
     if not plan_eligible(instance_type):

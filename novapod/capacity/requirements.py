@@ -23,6 +23,8 @@ class SizingView:
     display_names: Mapping[str, str]
     requirements: Mapping[tuple[str, str], Requirement]
     plan_families: tuple[str, ...]
+    # What runs on SageMaker training jobs (its default recipe's type and count).
+    training_job_requirements: Mapping[tuple[str, str], Requirement]
 
 
 @cache
@@ -31,12 +33,19 @@ def sizing_view() -> SizingView:
     nova = nova_catalog()
     display_names = {key: model.display_name for key, model in nova.models.items()}
     requirements = {key: _requirement(variants[0]) for key, variants in nova.variants.items()}
+    training_jobs = {
+        key: _requirement(variants[0], fixed=False)
+        for key, variants in nova.training_jobs.variants.items()
+    }
     return SizingView(
-        MappingProxyType(display_names), MappingProxyType(requirements), nova.plan_families
+        MappingProxyType(display_names),
+        MappingProxyType(requirements),
+        nova.plan_families,
+        MappingProxyType(training_jobs),
     )
 
 
-def _requirement(variant: Variant) -> Requirement:
+def _requirement(variant: Variant, *, fixed: bool = True) -> Requirement:
     roles = None
     if variant.roles is not None:
         roles = MappingProxyType(
@@ -50,7 +59,9 @@ def _requirement(variant: Variant) -> Requirement:
         note=variant.note,
         max_sequence_length=variant.max_length,
         printed_instance_hours=variant.printed_instance_hours,
-        fixed_instance_count=variant.allowed_replicas == (1,) and variant.technique == "evaluation",
+        fixed_instance_count=fixed
+        and variant.allowed_replicas == (1,)
+        and variant.technique == "evaluation",
     )
 
 
@@ -70,9 +81,17 @@ def plan_eligible(instance_type: str) -> bool:
     return match is not None and match.group(1) in sizing_view().plan_families
 
 
-def requirement(model: str, technique: str, sequence_length: int | None = None) -> Requirement:
-    """The documented requirement of one job, or PlanningError if it is not documented."""
+def requirement(
+    model: str,
+    technique: str,
+    sequence_length: int | None = None,
+    target: str = "hyperpod-cluster",
+) -> Requirement:
+    """The documented requirement of one job, or PlanningError if it is not documented.
+    `target` training-job: as a SageMaker training job (the catalog's training_jobs)."""
     catalog = sizing_view()
+    if target == "training-job":
+        return _training_job_requirement(catalog, model, technique)
     if model not in catalog.display_names:
         raise PlanningError(
             f"unknown model {model!r}; use one of {', '.join(catalog.display_names)}"
@@ -96,4 +115,19 @@ def requirement(model: str, technique: str, sequence_length: int | None = None) 
                 f"{display} {technique} is documented up to {limit} tokens, not "
                 f"{sequence_length}; set sequence_length to {limit} or less"
             )
+    return found
+
+
+def _training_job_requirement(catalog: SizingView, model: str, technique: str) -> Requirement:
+    if model not in catalog.display_names:
+        raise PlanningError(
+            f"unknown model {model!r}; use one of {', '.join(catalog.display_names)}"
+        )
+    found = catalog.training_job_requirements.get((model, technique))
+    if found is None:
+        offered = [t for m, t in catalog.training_job_requirements if m == model]
+        raise PlanningError(
+            f"{technique} does not run on training jobs for {catalog.display_names[model]}; "
+            f"use one of {', '.join(offered)}, or run it on HyperPod"
+        )
     return found

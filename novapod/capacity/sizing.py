@@ -47,7 +47,9 @@ def _plan_job(workload: Workload) -> JobPlan:
             "(at most 63 characters)"
         )
     try:
-        req = requirement(workload.model, workload.technique, workload.sequence_length)
+        req = requirement(
+            workload.model, workload.technique, workload.sequence_length, workload.target
+        )
     except PlanningError as exc:
         raise PlanningError(f"{where}: {exc}") from None
     display = sizing_view().display_names[workload.model]
@@ -97,4 +99,5 @@ def _plan_job(workload: Workload) -> JobPlan:
         runs=workload.runs,
         instance_hours=count * float(hours) * workload.runs,
         after=tuple(workload.after),
+        target=workload.target,
     )

@@ -16,6 +16,7 @@ PLAN_MIN_HOURS = HOURS_PER_DAY
 PLAN_MAX_DAYS = 182
 PLAN_MAX_HOURS = PLAN_MAX_DAYS * HOURS_PER_DAY
 TARGET_RESOURCES: tuple[str, ...] = ("hyperpod-cluster", "training-job", "endpoint")
+HYPERPOD_CLUSTER, TRAINING_JOB = TARGET_RESOURCES[:2]
 
 
 def sellable_instance_count(needed: int, *, plan: str | None = None) -> int:

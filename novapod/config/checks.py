@@ -19,6 +19,7 @@ from typing import Protocol
 from novapod import addressing
 from novapod.capacity import PlanningError, PlanRequest, Workload, approval, extension
 from novapod.capacity.naming import training_plan_name
+from novapod.capacity.units import HYPERPOD_CLUSTER, TRAINING_JOB
 from novapod.config.base import _ApprovalError, _at, _EndedWindowError, _FieldError
 from novapod.config.capacity import Capacity, TrainingPlanSpec
 from novapod.config.eks import Eks
@@ -89,8 +90,12 @@ def problems(
     found = list(network_problems(config))
     inverted = list(window_problems(config))
     found += inverted
+    mistargeted = list(target_problems(config))
+    found += mistargeted
     requests: list[tuple[TrainingPlanSpec, PlanRequest]] | None = None
-    if not inverted:  # the planner would only report a negative window
+    # The planner would only report a negative window, or a job on a plan for another
+    # target (less precisely than these checks).
+    if not inverted and not mistargeted:
         try:
             requests = config.training_plan_requests()
         except PlanningError as exc:
@@ -191,6 +196,56 @@ def window_problems(config: CheckedConfig) -> Iterator[_FieldError]:
             )
 
 
+def target_problems(config: CheckedConfig) -> Iterator[_FieldError]:
+    """Groups and jobs on a listed plan not bought for where they run: "Training plans are
+    specific to their target resource (either SageMaker Training Job or SageMaker
+    HyperPod) and cannot be interchanged" (https://docs.aws.amazon.com/sagemaker/latest/
+    dg/reserve-capacity-with-training-plans.html)."""
+    groups: list[tuple[str, RestrictedGroup | StandardGroup]] = []
+    if config.hyperpod is not None:
+        groups = [
+            (f"hyperpod.restricted_instance_groups[{i}]", g)
+            for i, g in enumerate(config.hyperpod.restricted_instance_groups)
+        ] + [
+            (f"hyperpod.instance_groups[{i}]", g)
+            for i, g in enumerate(config.hyperpod.instance_groups)
+        ]
+    for path, group in groups:
+        spec = _listed_plan(config, group.training_plan)
+        if spec is not None and HYPERPOD_CLUSTER not in spec.target_resources:
+            yield _at(
+                f"{path}.training_plan",
+                f"{group.training_plan} is not bought for hyperpod-cluster; add it to the "
+                "plan's target_resources",
+                root=True,
+            )
+    for i, job in enumerate(config.jobs):
+        where = f"jobs[{i}].plan"
+        if job.on_training_job:
+            spec = None if job.on_demand else _listed_plan(config, job.plan)
+            if spec is not None and TRAINING_JOB not in spec.target_resources:
+                yield _at(
+                    where,
+                    f"{spec.name} is not bought for training-job, and a training job runs only "
+                    "on a plan reserved for training jobs (plans are specific to their target "
+                    "resource); add training-job to its target_resources, or use another plan",
+                    root=True,
+                )
+            continue
+        if config.restricted_group(job.instance_group) is not None:
+            continue  # its group's plan: checked with the group above
+        spec = _listed_plan(config, job.plan)
+        if spec is not None and HYPERPOD_CLUSTER not in spec.target_resources:
+            yield _at(
+                where,
+                f"{spec.name} is not bought for hyperpod-cluster, and a plan for another "
+                "target cannot give a HyperPod job its capacity (plans are specific to their "
+                "target resource); add hyperpod-cluster to its target_resources, or set "
+                "runs_on: training-job",
+                root=True,
+            )
+
+
 def planning_path(config: CheckedConfig, message: str) -> str:
     """The config path a planner message is about (it names a job or plan)."""
     match = re.match(r"(job|training plan) '?([a-z0-9-]+)'?", message)
@@ -216,9 +271,16 @@ def workload(config: CheckedConfig, job: Job) -> Workload:
     """
     instance_type = _job_instance_type(config, job)
     try:
-        variant = catalog().variant(job.model, job.technique, instance_type)
+        if job.on_training_job:
+            variant = catalog().training_job_variant(
+                job.model, job.technique, instance_type, job.task
+            )
+        else:
+            variant = catalog().variant(job.model, job.technique, instance_type)
     except CatalogError:  # reported by job_problems; size with the sizing recipe
         variant = catalog().variant(job.model, job.technique)
+    if job.on_training_job:
+        instance_type = instance_type or variant.instance_type
     return Workload(
         name=job.name,
         model=job.model,
@@ -227,18 +289,22 @@ def workload(config: CheckedConfig, job: Job) -> Workload:
         hours_per_run=job.hours_per_run,
         instance_type=instance_type,
         instance_count=variant.instance_count(job.replicas),
-        plan=config.job_plan(job),
+        plan=None if job.on_demand else config.job_plan(job),
         after=job.predecessors,
+        target=TRAINING_JOB if job.on_training_job else HYPERPOD_CLUSTER,
+        on_demand=job.on_demand,
     )
 
 
 def _job_instance_type(config: CheckedConfig, job: Job) -> str | None:
     """The type a job runs on when the config says it: its plan's, else its group's (a
     group whose type differs from its plan's is refused in hyperpod_problems)."""
-    plan = config.job_plan(job)
+    plan = None if job.on_demand else config.job_plan(job)
     spec = next((p for p in config.capacity.training_plans if p.name == plan), None)
     if spec is not None and spec.instance_type is not None:
         return spec.instance_type
+    if job.on_training_job:
+        return job.instance_type
     group = config.restricted_group(job.instance_group)
     return group.instance_type if group is not None else None
 
@@ -262,7 +328,10 @@ def job_problems(
 
 
 def _job_group_problems(config: CheckedConfig, where: str, job: Job) -> Iterator[_FieldError]:
-    """A job names a restricted group of the cluster, or a plan when there is none."""
+    """A job names a restricted group of the cluster, or a plan when there is none (a
+    training-job job: its plan or on_demand, checked with the job)."""
+    if job.on_training_job:
+        return
     if config.hyperpod is None:
         if job.instance_group is not None:
             yield _at(
@@ -308,13 +377,20 @@ def _job_group_problems(config: CheckedConfig, where: str, job: Job) -> Iterator
 def _job_image_problems(config: CheckedConfig, where: str, job: Job) -> Iterator[tuple[str, str]]:
     """(path, message) when the job's image is not published in the region."""
     nova = catalog()
-    if nova.techniques[job.technique].not_launchable is not None:
-        return
     try:
-        nova.image(job.model, job.technique, config.region, _task(job))
+        if job.on_training_job:
+            try:
+                nova.training_job_variants(job.model, job.technique, job.task)
+            except CatalogError:
+                return  # refused with the job (jobs.py)
+            nova.training_job_image(job.model, job.technique, config.region, job.task)
+        elif nova.techniques[job.technique].not_launchable is not None:
+            return
+        else:
+            nova.image(job.model, job.technique, config.region, _task(job))
     except CatalogError as exc:
         message = str(exc)
-        regional = message.startswith(("region ", "Nova training images"))
+        regional = message.startswith(("region ", "Nova training images", "Nova training-job"))
         yield ("region" if regional else f"{where}.technique"), message
 
 
@@ -322,6 +398,9 @@ def _job_on_group(
     config: CheckedConfig, where: str, job: Job, plans: dict[str, PlanRequest]
 ) -> Iterator[_FieldError]:
     """The job's recipe on its group's instance type and count (when the plan resolved)."""
+    if job.on_training_job:
+        yield from _training_job_problems(config, where, job, plans)
+        return
     group = config.restricted_group(job.instance_group)
     request = plans.get(group.training_plan) if group is not None else None
     if group is None or request is None:
@@ -353,6 +432,68 @@ def _job_on_group(
             f"{where}.instance_group",
             f"{display} needs {needed} instances but group {group.name} has {count}; use a "
             f"larger group (instance_count, or its plan's) or fewer replicas",
+            root=True,
+        )
+
+
+def _listed_plan(config: CheckedConfig, name: str | None) -> TrainingPlanSpec | None:
+    return next((p for p in config.capacity.training_plans if p.name == name), None)
+
+
+def _training_job_problems(
+    config: CheckedConfig, where: str, job: Job, plans: dict[str, PlanRequest]
+) -> Iterator[_FieldError]:
+    """A training-job job on its plan (or on demand): the plan's target, the instance
+    type training plans sell and the plan has, the InstanceCount the recipe allows."""
+    nova = catalog()
+    try:
+        nova.training_job_variants(job.model, job.technique, job.task)
+    except CatalogError:
+        return  # refused with the job (jobs.py)
+    spec = None if job.on_demand else _listed_plan(config, job.plan)
+    if (
+        spec is not None
+        and spec.instance_type
+        and job.instance_type
+        and spec.instance_type != job.instance_type
+    ):
+        yield _at(
+            f"{where}.instance_type",
+            f"{job.instance_type} differs from plan {spec.name}'s {spec.instance_type}, "
+            "and a training job's InstanceType must be its plan's (use-training-plan-for-"
+            "training-jobs-using-api-cli-sdk.html); use the plan's type or leave it out",
+            root=True,
+        )
+        return
+    request = plans.get(job.plan) if job.plan is not None and not job.on_demand else None
+    instance_type = _job_instance_type(config, job)
+    if instance_type is None and request is not None:
+        instance_type = request.instance_type
+    try:
+        variant = nova.training_job_variant(job.model, job.technique, instance_type, job.task)
+    except CatalogError as exc:
+        yield _at(
+            f"{where}.plan" if spec and spec.instance_type else f"{where}.instance_type",
+            str(exc),
+            root=True,
+        )
+        return
+    on = instance_type or variant.instance_type
+    sold = nova.training_jobs.plan_instance_types
+    if not job.on_demand and on not in sold:
+        yield _at(
+            f"{where}.instance_type" if job.instance_type else f"{where}.plan",
+            f"training plans do not sell {on} (they sell {', '.join(sold)}); use "
+            f"on_demand: true with instance_type: {on} instead of plan",
+            root=True,
+        )
+    if job.replicas is not None and job.replicas not in variant.allowed_replicas:
+        values = ", ".join(map(str, variant.allowed_replicas))
+        display = nova.models[job.model].display_name
+        yield _at(
+            f"{where}.replicas",
+            f"{display} {job.technique} on a {on} training job runs on {values} instances "
+            "(its InstanceCount); use one of them",
             root=True,
         )
 
@@ -408,13 +549,6 @@ def hyperpod_problems(
             )
             continue
         used[group.training_plan] = group.name
-        if "hyperpod-cluster" not in request.target_resources:
-            yield _at(
-                f"{path}.training_plan",
-                f"{group.training_plan} is not bought for hyperpod-cluster; add it to the "
-                "plan's target_resources",
-                root=True,
-            )
         if group.instance_type and group.instance_type != request.instance_type:
             yield _at(
                 f"{path}.instance_type",
@@ -733,6 +867,15 @@ def warnings(config: CheckedConfig, today: date | None = None) -> list[str]:
         support = support_warning(config.eks.kubernetes_version, today)
         if support:
             out.append(support)
+    for i, spec in enumerate(config.capacity.training_plans):
+        if HYPERPOD_CLUSTER in spec.target_resources and TRAINING_JOB in spec.target_resources:
+            out.append(
+                f"capacity.training_plans[{i}].target_resources: {spec.name} lists both "
+                'hyperpod-cluster and training-job, but AWS says training plans "are specific '
+                "to their target resource (either SageMaker Training Job or SageMaker "
+                'HyperPod) and cannot be interchanged" (reserve-capacity-with-training-'
+                "plans.html); an offering for both may not exist: list one target"
+            )
     if config.hyperpod and config.hyperpod.restricted_instance_groups:
         regions = eks_facts().rig_regions
         if config.region not in regions:

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
 
 from novapod.config.base import _at, _FieldError, _Model, _raise_all
-from novapod.config.fields import PlanName
+from novapod.config.fields import INSTANCE_TYPE_PATTERN, PlanName
 from novapod.config.network import LAMBDA_ENDPOINTS, MLFLOW_ENDPOINTS, RFT_ENDPOINTS
 from novapod.nova.catalog import PPO_ROLE_NAMES, CatalogError, Hyperparameter, catalog
 
@@ -75,6 +75,7 @@ Technique = Literal[
     "distillation",
     "evaluation",
 ]
+RunsOn = Literal["hyperpod", "training-job"]
 Task = Literal["general-text", "multimodal", "gen-qa", "llm-judge", "rubric-judge", "rft-eval"]
 Number = int | float
 # Techniques whose recipe trains from data (evaluations read `evaluation.dataset`,
@@ -135,11 +136,37 @@ class Job(_Model):
     hours_per_run: float | None = Field(
         None, gt=0, le=4368, description="Wall-clock hours of one run; PPO has documented hours."
     )
+    runs_on: RunsOn = Field(
+        "hyperpod",
+        description=(
+            "Where it runs: hyperpod (a restricted instance group, the default) or "
+            "training-job (a SageMaker training job, on a plan or on demand)."
+        ),
+    )
     instance_group: GroupName | None = Field(
         None, description="The restricted instance group it runs on; its plan is the job's plan."
     )
     plan: PlanName | None = Field(
-        None, description="Training plan to size, for configs without a hyperpod section."
+        None,
+        description=(
+            "Training plan: to size, for configs without a hyperpod section; for a "
+            "training-job job, the plan it runs on (its target_resources include training-job)."
+        ),
+    )
+    on_demand: bool = Field(
+        False,
+        description=(
+            "training-job only: run on demand, without a training plan (instance types plans "
+            "do not sell: g5, g6, r5)."
+        ),
+    )
+    instance_type: str | None = Field(
+        None,
+        pattern=INSTANCE_TYPE_PATTERN,
+        description=(
+            "training-job only: the instance type; required on demand (with a plan, the "
+            "plan's instance_type when it sets one)."
+        ),
     )
     data: JobData | None = Field(None, description="Training and validation data.")
     from_: str | None = Field(
@@ -155,7 +182,12 @@ class Job(_Model):
         default_factory=list, description="Jobs that must finish before this one starts."
     )
     replicas: int | None = Field(
-        None, ge=1, le=64, description="Instances of the job (the recipe's allowed values)."
+        None,
+        ge=1,
+        le=64,
+        description=(
+            "Instances of the job (the recipe's allowed values; a training job's InstanceCount)."
+        ),
     )
     hyperparameters: dict[str, Number] = Field(
         default_factory=dict,
@@ -168,6 +200,16 @@ class Job(_Model):
     evaluation: Evaluation | None = Field(
         None, description="Evaluation jobs: the task and its data; the model under test is from."
     )
+
+    @property
+    def on_training_job(self) -> bool:
+        """It runs as a SageMaker training job, not on a HyperPod group."""
+        return self.runs_on == "training-job"
+
+    @property
+    def task(self) -> str | None:
+        """The evaluation task, for evaluation jobs."""
+        return self.evaluation.task if self.evaluation is not None else None
 
     @property
     def source_job(self) -> str | None:
@@ -242,8 +284,9 @@ def job_problems(job: Job) -> Iterator[_FieldError]:
         )
     if not job.technique.startswith("rft-") and job.reward_lambda_arn is not None:
         yield _at("reward_lambda_arn", "only RFT jobs take it (rft-eval: evaluation.*)")
-    if evaluation and job.replicas not in (None, 1):
+    if evaluation and job.replicas not in (None, 1) and not job.on_training_job:
         yield _at("replicas", "evaluations run on exactly 1 instance on HyperPod; remove it")
+    yield from _platform_problems(job, display)
     if job.technique == "ppo" and job.replicas is not None:
         roles = variants[0].roles or {}
         if job.replicas != roles.get("actor_train"):
@@ -255,6 +298,61 @@ def job_problems(job: Job) -> Iterator[_FieldError]:
     yield from _hyperparameter_problems(job, display)
     if job.evaluation is not None and evaluation:
         yield from _evaluation_problems(job)
+
+
+def _platform_problems(job: Job, display: str) -> Iterator[_FieldError]:
+    """Where a job runs, about itself: a HyperPod group, or a training job on a plan or on
+    demand (instance types and plans against the rest of the config: checks.py)."""
+    if not job.on_training_job:
+        if job.on_demand:
+            yield _at(
+                "on_demand",
+                "only training-job jobs run on demand; set runs_on: training-job, or remove "
+                "on_demand",
+            )
+        if job.instance_type is not None:
+            yield _at(
+                "instance_type",
+                "a HyperPod job runs on its group's instance type; remove instance_type, or "
+                "set runs_on: training-job",
+            )
+        return
+    if job.instance_group is not None:
+        yield _at(
+            "instance_group",
+            "a training-job job runs on no instance group; remove instance_group (plan: NAME "
+            "or on_demand: true says where it runs)",
+        )
+    if job.plan is not None and job.on_demand:
+        yield _at(
+            "on_demand",
+            "a training job runs on its plan or on demand, not both; remove plan or on_demand",
+        )
+    elif job.plan is None and not job.on_demand:
+        yield _at(
+            "plan",
+            "a training-job job runs on a training plan whose target_resources include "
+            "training-job (plan: NAME) or on demand (on_demand: true); set one of them",
+        )
+    nova = catalog()
+    try:
+        variants = nova.training_job_variants(job.model, job.technique, job.task)
+    except CatalogError as exc:
+        refused_task = job.task is not None and job.task in nova.training_jobs.refused
+        yield _at("evaluation.task" if refused_task else "technique", f"{exc} (runs_on: hyperpod)")
+        return
+    if job.on_demand and job.instance_type is None:
+        types = sorted({t for v in variants for t in v.instance_types})
+        yield _at(
+            "instance_type",
+            f"an on-demand training job needs its instance type; set instance_type to one "
+            f"of {', '.join(types)}",
+        )
+    if job.instance_type is not None:
+        try:
+            nova.training_job_variant(job.model, job.technique, job.instance_type, job.task)
+        except CatalogError as exc:
+            yield _at("instance_type", str(exc))
 
 
 def _source_problems(job: Job) -> Iterator[_FieldError]:
@@ -397,6 +495,8 @@ def jobs_problems(jobs: list[Job]) -> Iterator[_FieldError]:
                 f"{source} is a distillation, which runs outside HyperPod and leaves no "
                 "checkpoint here; start from a training job",
             )
+        elif parent.runs_on != job.runs_on:
+            yield _at(f"jobs[{i}].from", _crossing(source, parent, job))
         elif parent.model != job.model:
             models = catalog().models
             yield _at(
@@ -454,6 +554,26 @@ def _cycle(jobs: list[Job]) -> list[str] | None:
             if found:
                 return found
     return None
+
+
+# Where each platform keeps what it trained (escrow buckets customer-escrow-<account>-hp-
+# and -smtj-), and AWS's Nova SDK refuses to use either on the other platform:
+# aws/nova-customization-sdk src/amzn_nova_forge/util/platform_util.py
+# validate_platform_compatibility, "SMHP-trained checkpoints can only be used on SMHP.
+# SMTJ-trained checkpoints can only be used on SMTJ." ("Checkpoints must be evaluated/used
+# on the same platform they were trained on"): so both crossings are refused, for
+# training and for evaluation alike.
+_PLATFORM = {"hyperpod": "HyperPod", "training-job": "a SageMaker training job"}
+
+
+def _crossing(source: str, parent: Job, job: Job) -> str:
+    use = "evaluated" if job.technique == "evaluation" else "continued"
+    return (
+        f"{source} trains on {_PLATFORM[parent.runs_on]} and {job.name} runs on "
+        f"{_PLATFORM[job.runs_on]}, but a Nova checkpoint is {use} only on the platform that "
+        f"trained it; set runs_on: {parent.runs_on} on {job.name}, or start it from a job "
+        f"that runs on {job.runs_on}"
+    )
 
 
 def _unknown_job(name: str, names: list[str]) -> str:

@@ -135,6 +135,19 @@ class EvaluationTask:
 
 
 @dataclass(frozen=True)
+class TrainingJobs:
+    """What runs on SageMaker training jobs: variants (their `allowed_replicas` are the
+    allowed InstanceCount values), images, the evaluation tasks, the refusals, and the
+    instance types training plans sell."""
+
+    plan_instance_types: tuple[str, ...]
+    images: Mapping[str, Mapping[int, str]]
+    evaluation_tasks: tuple[str, ...]
+    refused: Mapping[str, str]
+    variants: Mapping[tuple[str, str], tuple[Variant, ...]]
+
+
+@dataclass(frozen=True)
 class Catalog:
     source: str
     plan_families: tuple[str, ...]
@@ -146,6 +159,7 @@ class Catalog:
     shapes: Mapping[str, Mapping[str, Hyperparameter]]
     templates: Mapping[str, Mapping[str, Any]]
     variants: Mapping[tuple[str, str], tuple[Variant, ...]]
+    training_jobs: TrainingJobs
 
     # ------------------------------------------------------------------ lookups
 
@@ -226,6 +240,73 @@ class Catalog:
                 f"{self.model(model).display_name}; pick another task or model"
             )
         return found
+
+    # --------------------------------------------------------- training jobs
+
+    def training_job_variants(
+        self, model: str, technique: str, task: str | None = None
+    ) -> tuple[Variant, ...]:
+        """Every training-job recipe of a (model, technique[, evaluation task]), the
+        default one first, or CatalogError with the rule that refuses it."""
+        display = self.model(model).display_name
+        self.technique(technique)
+        jobs = self.training_jobs
+        if technique in jobs.refused:
+            raise CatalogError(jobs.refused[technique])
+        if technique == "evaluation" and task is not None:
+            self.evaluation_task(task, model)
+            if task not in jobs.evaluation_tasks:
+                raise CatalogError(jobs.refused[task])
+        found = jobs.variants.get((model, technique))
+        if not found:
+            offered = [t for m, t in jobs.variants if m == model]
+            raise CatalogError(
+                f"{technique} has no training-job recipe for {display} upstream; run it on a "
+                f"HyperPod restricted group, or use one of {', '.join(offered)} on training jobs"
+            )
+        return found
+
+    def training_job_variant(
+        self,
+        model: str,
+        technique: str,
+        instance_type: str | None = None,
+        task: str | None = None,
+    ) -> Variant:
+        """The training-job recipe on `instance_type` (default: the first one listed)."""
+        variants = self.training_job_variants(model, technique, task)
+        if instance_type is None:
+            return variants[0]
+        for found in variants:
+            if instance_type in found.instance_types:
+                return found
+        types = sorted({t for v in variants for t in v.instance_types})
+        raise CatalogError(
+            f"{self.models[model].display_name} {technique} has no training-job recipe for "
+            f"{instance_type}; use instance_type {', '.join(types)}"
+        )
+
+    def training_job_image(
+        self, model: str, technique: str, region: str, task: str | None = None
+    ) -> str:
+        """The SM-TJ image URI of a training job in `region`, or CatalogError saying why none."""
+        self.training_job_variants(model, technique, task)
+        if technique == "evaluation" and task is None:
+            raise CatalogError("an evaluation needs its task to pick the image")
+        account = self.registries.get(region)
+        if account is None:
+            published = ", ".join(self.registries)
+            raise CatalogError(
+                f"Nova training-job images are published in {published}, not {region}; "
+                "deploy the environment in one of those regions"
+            )
+        repository = self.training_jobs.images[technique].get(self.model(model).generation)
+        if repository is None:
+            raise CatalogError(
+                f"no training-job image for {self.models[model].display_name} {technique}"
+            )
+        suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+        return f"{account}.dkr.ecr.{region}.{suffix}/{repository}"
 
     def image(self, model: str, technique: str, region: str, task: str | None = None) -> str:
         """The container image URI of a job in `region`, or CatalogError saying why none."""
@@ -319,6 +400,7 @@ def parse_catalog(data: Any) -> Catalog:
             # Job validation refuses data.validation per (model, technique).
             raise ValueError(f"{_DATA_FILE}: {model} {technique}: validation_data differs")
     return Catalog(
+        training_jobs=_training_jobs(data["training_jobs"], models, techniques, tasks),
         source=str(data["source"]),
         plan_families=tuple(str(f) for f in data["training_plan_instance_families"]),
         registries=MappingProxyType({str(k): str(v) for k, v in data["registries"].items()}),
@@ -330,6 +412,51 @@ def parse_catalog(data: Any) -> Catalog:
         evaluation_tasks=MappingProxyType(tasks),
         shapes=MappingProxyType(shapes),
         templates=MappingProxyType(templates),
+        variants=MappingProxyType(variants),
+    )
+
+
+def _training_jobs(
+    data: Mapping[str, Any],
+    models: Mapping[str, Model],
+    techniques: Mapping[str, Technique],
+    tasks: Mapping[str, EvaluationTask],
+) -> TrainingJobs:
+    images = {
+        str(t): MappingProxyType({int(g): str(i) for g, i in by_generation.items()})
+        for t, by_generation in data["images"].items()
+    }
+    refused = {str(k): " ".join(str(v).split()) for k, v in data["refused"].items()}
+    offered = tuple(str(t) for t in data["evaluation_tasks"])
+    for key in [*images, *refused]:
+        if key not in techniques and key not in tasks:
+            raise ValueError(f"{_DATA_FILE}: training_jobs names unknown {key!r}")
+    if set(tasks) != set(offered) | {t for t in refused if t in tasks}:
+        raise ValueError(f"{_DATA_FILE}: training_jobs must offer or refuse every task")
+    if set(techniques) != set(images) | {t for t in refused if t in techniques}:
+        raise ValueError(f"{_DATA_FILE}: training_jobs must image or refuse every technique")
+    variants: dict[tuple[str, str], tuple[Variant, ...]] = {}
+    for model, rows in data["variants"].items():
+        if model not in models:
+            raise ValueError(f"{_DATA_FILE}: training_jobs name unknown model {model!r}")
+        for technique, entries in rows.items():
+            if models[model].generation not in images.get(technique, {}):
+                raise ValueError(f"{_DATA_FILE}: training_jobs: {model} {technique} has no image")
+            found = tuple(
+                _variant(
+                    str(model),
+                    str(technique),
+                    {"replicas": e["instance_count"], "max_length": None, **e},
+                )
+                for e in entries
+            )
+            _check_instance_types(str(model), str(technique), found)
+            variants[(str(model), str(technique))] = found
+    return TrainingJobs(
+        plan_instance_types=tuple(str(t) for t in data["plan_instance_types"]),
+        images=MappingProxyType(images),
+        evaluation_tasks=offered,
+        refused=MappingProxyType(refused),
         variants=MappingProxyType(variants),
     )
 

@@ -7,7 +7,8 @@ the images a job's chart pulls in a region (and so the ECR repositories), the ob
 the charts create, the verbs Helm and the CLI use on them, and the key paths of each
 recipe (a Hydra override of a key the recipe lacks needs `+`), and what the Kubeflow
 training operator adds to a job's pods (`init-pytorch` on Workers, an image from
-outside the Nova registry).
+outside the Nova registry), and the SageMaker training-job image of each recipe that has
+one, per region.
 """
 
 from __future__ import annotations
@@ -60,6 +61,16 @@ class Recipe:
 
 
 @dataclass(frozen=True)
+class TrainingJobRecipe:
+    """A Nova recipe upstream publishes a SageMaker training-job image for (the regional
+    parameters' `<stem>.sm_jobs.container_image.prod.<region>`)."""
+
+    name: str
+    regions: tuple[str, ...]
+    images: Mapping[str, str]  # region -> image URI
+
+
+@dataclass(frozen=True)
 class TrainingOperator:
     """The Kubeflow training operator the HyperPod chart installs (it runs the PyTorchJobs)."""
 
@@ -92,6 +103,8 @@ class UpstreamFacts:
     cli_requests: frozenset[tuple[str, str, str]]
     cli_helm_actions: frozenset[str]
     training_operator: TrainingOperator
+    # recipe name -> its training-job image per region (only recipes that have one)
+    training_jobs: Mapping[str, TrainingJobRecipe]
 
     def recipe(self, name: str) -> Recipe:
         found = self.recipes.get(name)
@@ -193,4 +206,12 @@ def parse_upstream_facts(data: Mapping[str, Any]) -> UpstreamFacts:
             },
             mpi_operator_image=str(operator["mpi_operator"]["image"]),
         ),
+        training_jobs={
+            str(name): TrainingJobRecipe(
+                name=str(name),
+                regions=tuple(str(r) for r in spec["regions"]),
+                images={str(r): str(uri) for r, uri in spec["image"]["regions"].items()},
+            )
+            for name, spec in data["training_jobs"].items()
+        },
     )

@@ -59,12 +59,16 @@ def watched_plans(stack: Stack, config: NovapodConfig) -> list[WatchedPlan]:
 
 
 def watched_jobs(config: NovapodConfig) -> WatchedJobs | None:
-    """The config's jobs that run on its HyperPod cluster (distillation runs as a SageMaker
-    training job: not there), or None without any."""
+    """The config's jobs that run on its HyperPod cluster (distillation and runs_on:
+    training-job jobs run as SageMaker training jobs: not there), or None without any."""
     if not config.has_nova_stack:
         return None
     techniques = catalog().techniques
-    watched = [job for job in config.jobs if techniques[job.technique].not_launchable is None]
+    watched = [
+        job
+        for job in config.jobs
+        if techniques[job.technique].not_launchable is None and not job.on_training_job
+    ]
     if not watched:
         return None
     # The HyperPod cluster and its EKS cluster share the name novapod-<env> (environment.py).

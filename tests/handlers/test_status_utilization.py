@@ -187,6 +187,7 @@ def check_datums(
         "topic_arn": "arn:aws:sns:us-east-1:111122223333:t",
         "state_table": "t",
         "every_minutes": every_minutes,
+        "claim_lease_seconds": 420,
     }
     settings = decisions.parse_settings(raw)
     described = {

@@ -80,8 +80,8 @@ def test_names_the_jobs_that_cannot_be_launched_and_why(tmp_path, capsys) -> Non
     assert "2 job(s), 1 launchable: wrote 4 files" in printed
     assert (
         "distill (distillation) is not launchable: upstream publishes distillation only for "
-        "SageMaker training jobs (no HyperPod container); run the rendered recipe as a "
-        "training job"
+        "SageMaker training jobs (no HyperPod container); run it as a training job "
+        "(runs_on: training-job, on_demand: true)"
     ) in printed
 
 

@@ -808,8 +808,8 @@ training_config:
         launch_spec(config, job)
     assert str(info.value) == (
         "distillation cannot run on HyperPod: upstream publishes distillation only for "
-        "SageMaker training jobs (no HyperPod container); run the rendered recipe as a "
-        "training job"
+        "SageMaker training jobs (no HyperPod container); run it as a training job "
+        "(runs_on: training-job, on_demand: true)"
     )
 
 

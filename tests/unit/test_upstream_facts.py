@@ -411,6 +411,46 @@ def test_every_override_key_exists_in_its_recipe_or_is_sent_as_new(
 def test_the_loader_reads_the_same_file() -> None:
     # The typed view the code uses covers every recipe of the file.
     assert set(upstream_facts().recipes) == set(FACTS["recipes"])
+    assert set(upstream_facts().training_jobs) == set(FACTS["training_jobs"])
+    for name, spec in FACTS["training_jobs"].items():
+        assert upstream_facts().training_jobs[name].images == spec["image"]["regions"]
+
+
+# ------------------------------------------------------------------ training jobs
+
+
+def test_training_job_images_are_the_sm_tj_tags_of_the_nova_registries() -> None:
+    """Every training-job image is an SM-TJ tag in the registry of its region, the same
+    accounts the HyperPod images come from (research i23 1.1)."""
+    registries = catalog().registries
+    assert FACTS["training_jobs"]
+    for name, spec in FACTS["training_jobs"].items():
+        assert spec["regions"] == sorted(spec["image"]["regions"]), name
+        assert spec["image"]["source"]["path"].endswith("nova_regional_parameters.json")
+        assert spec["source"]["path"] == f"recipes_collection/recipes/{name}.yaml"
+        for region, uri in spec["image"]["regions"].items():
+            assert uri.startswith(f"{registries[region]}.dkr.ecr.{region}.amazonaws.com/"), uri
+            assert ":SM-TJ-" in uri, uri
+
+
+def test_what_has_no_training_job_image_upstream() -> None:
+    """CPT, PPO, the HyperPod RFT recipes and the judge/rft_eval evaluations have no
+    training-job image at the pinned commit; distillation and the smtj RFT recipes do."""
+    names = set(FACTS["training_jobs"])
+    assert not [n for n in names if "/CPT/" in n or "/PPO/" in n]
+    assert not [n for n in names if n.endswith(("llm_judge_eval", "rft_eval"))]
+    assert not [n for n in names if "/RFT/" in n and "_smtj_" not in n]
+    assert {
+        "fine-tuning/nova/nova_1_0/nova_pro/distill/nova_pro_1_0_r5_cpu_distill",
+        "fine-tuning/nova/nova_2_0/nova_lite/RFT/nova_lite_v2_smtj_p5_p5en_gpu_lora_rft",
+        "fine-tuning/nova/nova_1_0/nova_micro/DPO/nova_micro_1_0_g5_g6_12x_gpu_lora_dpo",
+    } <= names
+    # No training-job image in eu-west-2 (nor anywhere but these three regions).
+    assert {r for spec in FACTS["training_jobs"].values() for r in spec["regions"]} == {
+        "us-east-1",
+        "us-west-2",
+        "ap-northeast-1",
+    }
 
 
 def test_the_generator_reads_registries_as_docker_does() -> None:
