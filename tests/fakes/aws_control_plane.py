@@ -942,7 +942,8 @@ class FakeControlPlane:
     def _search(self, params: dict[str, Any]) -> dict[str, Any]:
         if params.get("TrainingPlanArn") is not None:
             return self._search_extensions(params)
-        after, before = _time(params.get("StartTimeAfter")), _time(params.get("EndTimeBefore"))
+        after = service_model.json_time(params.get("StartTimeAfter"))
+        before = service_model.json_time(params.get("EndTimeBefore"))
         found = [
             {**offering, "RequestedStartTimeAfter": after, "RequestedEndTimeBefore": before}
             for offering in self.offerings
@@ -1828,14 +1829,6 @@ def _exact_match(
         and (after is None or min(r["StartTime"] for r in capacity) >= after)
         and (before is None or max(r["EndTime"] for r in capacity) <= before)
     )
-
-
-def _time(value: Any) -> datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, int | float):
-        return datetime.fromtimestamp(value, UTC)
-    return datetime.fromisoformat(str(value))
 
 
 def _indexed(params: dict[str, Any], prefix: str) -> list[str]:

@@ -510,3 +510,13 @@ def _xml_element(shape: Shape, name: str, value: Any) -> str:
         )
         return f"<{tag}>{inner}</{tag}>"
     return f"<{tag}>{_xml_text(value)}</{tag}>"
+
+
+def json_time(value: Any) -> datetime | None:
+    """A timestamp member of a JSON-protocol request as botocore sends it (epoch
+    seconds), or an ISO 8601 text; None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, UTC)
+    return datetime.fromisoformat(str(value))

@@ -106,10 +106,11 @@ import json
 import tarfile
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from tests.fakes import iam
+from tests.fakes.service_model import json_time
 
 ErrorFactory = Callable[..., Exception]
 Status = tuple[str, str, str]  # TrainingJobStatus, SecondaryStatus, FailureReason
@@ -241,7 +242,7 @@ class TrainingJobsFake:
             members["manifest.json"] = json.dumps({"checkpoint_s3_bucket": escrow}).encode()
         members.update(files or {})
         bucket, key = _split_s3(self.output_prefix(job["name"]) + "output/output.tar.gz")
-        self._put_object(bucket, key, _archive(members), self._now())
+        self._put_object(bucket, key, archive(members), self._now())
         return f"s3://{bucket}/{key}"
 
     def output_prefix(self, name: str) -> str:
@@ -428,7 +429,7 @@ class TrainingJobsFake:
             ("LastModifiedTimeAfter", "modified", True),
             ("LastModifiedTimeBefore", "modified", False),
         ):
-            moment = _time(params.get(member))
+            moment = json_time(params.get(member))
             if moment is not None:
                 jobs = [j for j in jobs if (j[field] > moment if after else j[field] < moment)]
         plan = params.get("TrainingPlanArnEquals")
@@ -567,7 +568,8 @@ def _split_s3(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
-def _archive(members: Mapping[str, bytes]) -> bytes:
+def archive(members: Mapping[str, bytes]) -> bytes:
+    """A gzipped tar holding `members` (name -> bytes) in this order."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         for name, body in members.items():
@@ -575,12 +577,3 @@ def _archive(members: Mapping[str, bytes]) -> bytes:
             info.size = len(body)
             tar.addfile(info, io.BytesIO(body))
     return buffer.getvalue()
-
-
-def _time(value: Any) -> datetime | None:
-    """A JSON timestamp as botocore sends it (epoch seconds)."""
-    if value is None:
-        return None
-    if isinstance(value, int | float):
-        return datetime.fromtimestamp(value, UTC)
-    return datetime.fromisoformat(str(value))

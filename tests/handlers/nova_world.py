@@ -3,10 +3,8 @@ deployed stacks and buckets in the fake control plane, and a fake HyperPod CLI."
 
 from __future__ import annotations
 
-import io
 import json
 import sys
-import tarfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -143,17 +141,6 @@ def calls(log: Path) -> list[dict[str, Any]]:
 
 def manifest(checkpoint: str) -> bytes:
     return json.dumps({"checkpoint_s3_bucket": checkpoint}).encode()
-
-
-def archive(files: dict[str, bytes]) -> bytes:
-    """A gzipped tar holding `files` (name -> bytes) in this order."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, body in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(body)
-            tar.addfile(info, io.BytesIO(body))
-    return buffer.getvalue()
 
 
 def output_key(job: str, rest: str) -> str:

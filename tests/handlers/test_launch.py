@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from novapod.cli import main
+from tests.fakes.training_jobs import archive
 from tests.handlers.nova_world import (
     ARTIFACTS,
     CLUSTER,
@@ -22,7 +23,6 @@ from tests.handlers.nova_world import (
     T1,
     T2,
     T3,
-    archive,
     calls,
     config_file,
     hyperpod,
