@@ -77,6 +77,8 @@ def watched_jobs(config: NovapodConfig) -> WatchedJobs | None:
         config.nova_settings.namespace,
         tuple(job.name for job in watched),
         tuple(job.runs for job in watched),
+        # The rule `novapod launch` refuses by (novapod/nova/launch.py prepare).
+        tuple(job.predecessors for job in watched),
     )
 
 

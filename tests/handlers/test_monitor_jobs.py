@@ -38,6 +38,8 @@ from tests.handlers.monitor_world import (
 from tests.handlers.world import FakeClock
 
 NAMESPACE = "nova-jobs"  # single-rig-purchase.yaml's nova.namespace (the default)
+# A run on the four nodes of the example's group: a Master and three Workers.
+FOUR = {"Master": {"replicas": 1}, "Worker": {"replicas": 3}}
 RUN = "sft-lora-x7k2p"
 STARTED = NOW - timedelta(hours=3)
 FAILED_AT = NOW - timedelta(minutes=50)
@@ -45,13 +47,24 @@ REASON = "PyTorchJob sft-lora-x7k2p is failed because 1 Master replica(s) failed
 
 
 def pytorchjob(name: str, phase: str, *, start: datetime, end: datetime | None = None,
-               message: str = "") -> dict[str, Any]:  # fmt: skip
+               message: str = "", replicas: dict[str, Any] | None = None
+               ) -> dict[str, Any]:  # fmt: skip
     """A PyTorchJob as the training operator shows it: its conditions in the order it
-    appended them (Created, Running, then Succeeded or Failed)."""
+    appended them (Created, Running, then Succeeded or Failed; Created alone while its
+    pods are not all scheduled; Running turned False and Suspended True when suspended,
+    pkg/controller.v1/common/job.go; Restarting in Running's place when a pod restarts), its
+    replicas `{"Master": {"replicas": 1}}` unless given."""
     conditions: list[dict[str, Any]] = [
         {"type": "Created", "status": "False", "lastTransitionTime": iso(start)},
         {"type": "Running", "status": "True", "lastTransitionTime": iso(start)},
     ]
+    if phase == "Created":
+        conditions = [{"type": "Created", "status": "True", "lastTransitionTime": iso(start)}]
+    elif phase == "Suspended":
+        conditions[-1]["status"] = "False"
+        conditions.append({"type": phase, "status": "True", "lastTransitionTime": iso(start)})
+    elif phase == "Restarting":  # it takes Running's place (pkg/util/status.go filterOutCondition)
+        conditions[-1] = {"type": phase, "status": "True", "lastTransitionTime": iso(start)}
     status: dict[str, Any] = {"conditions": conditions, "startTime": iso(start)}
     if phase in ("Succeeded", "Failed"):
         assert end is not None
@@ -66,7 +79,7 @@ def pytorchjob(name: str, phase: str, *, start: datetime, end: datetime | None =
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
         "metadata": {"name": name, "namespace": NAMESPACE, "creationTimestamp": iso(start)},
-        "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1}}},
+        "spec": {"pytorchReplicaSpecs": replicas or {"Master": {"replicas": 1}}},
         "status": status,
     }
 
@@ -91,10 +104,12 @@ class Jobs:
         self.world, self.kube, self.result, self.clock = world, kube, result, clock
         self.plane = world.plane
         self.plane.act_as(principal(result))
+        # The schedule's input the runs get: the synthesized one unless a test edits it.
+        self.settings = settings(result)
 
     def run(self, *, minutes: float = 5) -> dict[str, Any]:
         self.clock.advance(minutes * 60)
-        return index.check(settings(self.result))
+        return index.check(self.settings)
 
     def new_alerts(self, *, minutes: float = 5) -> list[str]:
         before = len(self.world.published())
@@ -103,6 +118,10 @@ class Jobs:
 
     def put(self, obj: dict[str, Any]) -> None:
         self.kube.add_object(obj)
+
+    def remove(self, name: str) -> None:
+        """A PyTorchJob deleted (`novapod cancel`, `helm uninstall`, a clean-up)."""
+        del self.kube.objects[("kubeflow.org", "pytorchjobs", NAMESPACE, name)]
 
     def state(self) -> dict[str, Any]:
         item = self.world.state()
@@ -349,6 +368,27 @@ def test_a_state_written_before_runs_were_recorded_reads_with_none() -> None:
             },
             "sft must be between 1 and 1000, not 0",
         ),
+        (
+            {
+                "eks_cluster": "c",
+                "namespace": "n",
+                "names": ["sft"],
+                "region": "r",
+                "runs": {"sft": 1},
+            },
+            "jobs.predecessors must give the jobs each of jobs.names waits for",
+        ),
+        (
+            {
+                "eks_cluster": "c",
+                "namespace": "n",
+                "names": ["sft"],
+                "region": "r",
+                "runs": {"sft": 1},
+                "predecessors": {"sft": "base"},
+            },
+            "jobs.predecessors.sft must be a list of job names",
+        ),
     ],
 )
 def test_the_jobs_settings_are_what_the_construct_writes(synthesized, jobs_setting, said) -> None:
@@ -362,6 +402,7 @@ def test_the_jobs_settings_are_what_the_construct_writes(synthesized, jobs_setti
         ("sft-lora", "eval"),
         "us-east-1",
         {"sft-lora": 4, "eval": 4},
+        {"sft-lora": (), "eval": ("sft-lora",)},  # eval's from: job:sft-lora
     )
     assert parsed.claim_lease_seconds == 420
 
@@ -386,29 +427,30 @@ def test_the_operations_page_says_what_the_alert_means_and_what_to_do() -> None:
 
 
 def test_a_plan_held_by_its_groups_with_no_run_of_its_jobs_alerts_once_a_spell(jobs) -> None:
-    """The plan's 4 instances are in use to SageMaker (its restricted group holds them)
-    while no run of its jobs runs: after monitoring.idle_alert_minutes (60) that is one
-    alert; a run that starts ends the spell, and a spell after it alerts again."""
+    """The plan's restricted group holds 4 nodes (its CurrentCount) while no run of its
+    jobs runs: after monitoring.idle_alert_minutes (60) that is one alert; a run on all
+    four nodes ends the spell, and a spell after it alerts again."""
     assert jobs.new_alerts() == []  # 00:05: the spell begins
     assert jobs.new_alerts(minutes=55) == []  # 00:60: 55 minutes
     (alert,) = jobs.new_alerts()  # 01:05: an hour
     assert alert == (
-        f"novapod nova-lite: plan lite-sft ({PLAN}) has 4 of 4 reserved instances held by "
-        "its instance groups and no run of its jobs (sft-lora, eval) for 1h 0m while "
-        "Active; they are paid for whether or not a job runs; next: novapod launch CONFIG "
-        "sft-lora"
+        f"novapod nova-lite: plan lite-sft ({PLAN}) has 4 of 4 held nodes unused: its "
+        "instance groups hold 4 and no run of its jobs (sft-lora, eval) uses one, for 1h 0m "
+        "while Active; they are paid for whether or not a job runs; next: novapod launch "
+        "CONFIG sft-lora"
     )
     assert jobs.plane.monitoring.published[-1].subject == "novapod nova-lite: plan lite-sft unused"
     assert jobs.new_alerts(minutes=30) == []  # once a spell
-    jobs.put(pytorchjob(RUN, "Running", start=NOW + timedelta(hours=1, minutes=40)))
+    began = NOW + timedelta(hours=1, minutes=40)
+    jobs.put(pytorchjob(RUN, "Running", start=began, replicas=FOUR))
     assert jobs.new_alerts() == []
     assert jobs.state()["held_since"] == {}
     assert jobs.new_alerts(minutes=120) == []  # a run runs: never unused
     done = NOW + timedelta(hours=4)
-    jobs.put(pytorchjob(RUN, "Succeeded", start=NOW + timedelta(hours=1, minutes=40), end=done))
+    jobs.put(pytorchjob(RUN, "Succeeded", start=began, end=done, replicas=FOUR))
     assert jobs.new_alerts(minutes=5) == []  # 04:50: a new spell begins
     (again,) = jobs.new_alerts(minutes=60)
-    assert "no run of its jobs (sft-lora, eval) for 1h 0m" in again
+    assert "no run of its jobs (sft-lora, eval) uses one, for 1h 0m" in again
 
 
 def test_a_plan_held_idle_is_not_judged_while_the_runs_cannot_be_read(jobs) -> None:
@@ -449,3 +491,174 @@ def test_a_plan_ending_whose_jobs_are_all_done_does_not_alert(jobs) -> None:
     jobs.put(pytorchjob("eval-again", "Failed", start=FAILED_AT, end=NOW, message="OOM"))
     alerts = jobs.new_alerts()
     assert len(alerts) == 1 and "run eval-again of job eval failed" in alerts[0]
+
+
+def unused_sent(jobs: Jobs) -> list[str]:
+    """The `plan lite-sft unused` alerts published so far."""
+    return [
+        m.message
+        for m in jobs.plane.monitoring.published
+        if m.subject == "novapod nova-lite: plan lite-sft unused"
+    ]
+
+
+def spell(jobs: Jobs) -> list[str]:
+    """The alerts of the runs from 00:05 to 01:05, the hour monitoring.idle_alert_minutes
+    (60) asks of a spell."""
+    return jobs.new_alerts() + jobs.new_alerts(minutes=55) + jobs.new_alerts()
+
+
+def test_an_unused_plan_is_sent_once_across_a_kubernetes_api_that_failed(jobs) -> None:
+    """Catches finding 2 (review 22c): a run that could not read the PyTorchJobs dropped
+    the `plan/P/unused/<since>` key from the sent alerts (its owner, the plan, was read),
+    and the next good run, with the same spell, sent the same alert again."""
+    (alert,) = spell(jobs)
+    assert "has 4 of 4 held nodes unused" in alert
+    key = f"plan/lite-sft/unused/{iso(NOW + timedelta(minutes=5))}"
+    jobs.kube.fail_next(503)
+    with pytest.raises(index.CheckError, match="list PyTorchJobs in nova-jobs failed"):
+        jobs.run()
+    assert key in jobs.state()["sent"]
+    assert jobs.new_alerts() == []
+    assert jobs.new_alerts(minutes=60) == []
+    assert unused_sent(jobs) == [alert]
+
+
+def test_an_unused_plan_waits_while_the_cluster_cannot_be_read(jobs) -> None:
+    """Without DescribeCluster the nodes the groups hold are not known: the check sends
+    no `unused` alert on a guess (InUseInstanceCount is documented as "in use from this
+    training plan", nothing more) and keeps the one it sent; a spell it has not alerted
+    on yet waits for a run that reads the cluster."""
+    (alert,) = spell(jobs)
+    jobs.plane.act_as(principal(jobs.result).without("DescribeHyperPodCluster"))
+    with pytest.raises(index.CheckError, match="SageMaker DescribeCluster of novapod-nova-lite"):
+        jobs.run(minutes=60)
+    jobs.plane.act_as(principal(jobs.result))
+    assert jobs.new_alerts() == []  # the same spell: sent once
+    assert unused_sent(jobs) == [alert]
+
+
+@pytest.mark.parametrize("phase", ["Created", "Suspended"])
+def test_a_run_whose_pods_hold_no_node_leaves_the_plan_unused(jobs, phase) -> None:
+    """Catches finding 6 (review 22c): a run counted as running stopped the `unused`
+    alert, though a Created PyTorchJob's pods are not all scheduled and a Suspended one
+    (Kueue holds it) has none: the held nodes are paid for and idle all the same."""
+    jobs.put(pytorchjob(RUN, phase, start=NOW, replicas=FOUR))
+    (alert,) = spell(jobs)
+    assert alert.startswith(
+        f"novapod nova-lite: plan lite-sft ({PLAN}) has 4 of 4 held nodes unused: its "
+        "instance groups hold 4 and no run of its jobs (sft-lora, eval) uses one, for 1h 0m"
+    )
+
+
+def test_a_run_on_two_of_four_held_nodes_leaves_two_unused(jobs) -> None:
+    """Catches finding 6 (review 22c): the alert was all or nothing, so a 2-replica job on
+    a 4-node group never alerted; the figure is the held nodes its running PyTorchJobs'
+    replicas leave (spec.pytorchReplicaSpecs.*.replicas)."""
+    two = {"Master": {"replicas": 1}, "Worker": {"replicas": 1}}
+    jobs.put(pytorchjob(RUN, "Running", start=NOW, replicas=two))
+    (alert,) = spell(jobs)
+    assert alert == (
+        f"novapod nova-lite: plan lite-sft ({PLAN}) has 2 of 4 held nodes unused: its "
+        "instance groups hold 4 and the runs of its jobs (sft-lora, eval) use 2, fewer than "
+        "held for 1h 0m while Active; they are paid for whether or not a job runs; next: "
+        "novapod launch CONFIG sft-lora"
+    )
+
+
+@pytest.mark.parametrize("phase", ["Running", "Restarting"])
+def test_a_run_on_every_held_node_is_no_unused_plan(jobs, phase) -> None:
+    """A Running PyTorchJob and a Restarting one (its pods restarted in place) hold their
+    nodes: with replicas for all four there is no spell at all."""
+    jobs.put(pytorchjob(RUN, phase, start=NOW, replicas=FOUR))
+    assert spell(jobs) + jobs.new_alerts(minutes=120) == []
+    assert jobs.state()["held_since"] == {}
+
+
+def test_replicas_that_cannot_be_read_are_no_guess(jobs) -> None:
+    """A running PyTorchJob whose replicas are not a number leaves the nodes used unknown:
+    the check neither alerts nor ends the spell (the operator's defaulting writes them,
+    so this is a spec it does not understand)."""
+    assert jobs.new_alerts() == []  # 00:05: the spell begins
+    jobs.put(pytorchjob(RUN, "Running", start=NOW, replicas={"Master": {"replicas": "one"}}))
+    assert jobs.new_alerts(minutes=120) == []
+    assert jobs.state()["held_since"] == {"lite-sft": iso(NOW + timedelta(minutes=5))}
+
+
+def test_the_held_nodes_are_the_current_count_of_the_plan_s_groups(jobs) -> None:
+    """Catches finding 7 (review 22c): `held` was InUseInstanceCount, which SageMaker
+    documents only as "in use from this training plan". It is now the CurrentCount of
+    the restricted groups whose TrainingPlanArn is the plan's: a plan SageMaker counts 0
+    in use still alerts on the 2 nodes its group holds, and a group on another plan is
+    not counted."""
+    from tests.fakes.hyperpod import restricted_group
+    from tests.handlers.monitor_world import EXAMPLE_ACCOUNT, GROUP, PLAN_ARN
+
+    jobs.world.plan_counts(available=2, in_use=0)
+    jobs.plane.hyperpod.set_restricted_groups(CLUSTER, [
+        restricted_group(GROUP, current=2, target=4, plan_arn=PLAN_ARN, account=EXAMPLE_ACCOUNT),
+        restricted_group("other", current=3, target=3, plan_arn=PLAN_ARN + "-other",
+                         account=EXAMPLE_ACCOUNT),
+    ])  # fmt: skip
+    alerts = spell(jobs)
+    (unused,) = [a for a in alerts if "held nodes" in a]
+    assert "has 2 of 2 held nodes unused: its instance groups hold 2 and no run" in unused
+
+
+def test_a_run_gone_before_its_end_was_seen_is_not_counted_as_unfinished(jobs) -> None:
+    """Catches finding 8 (review 22c): progress was judged only from the PyTorchJobs still
+    in the namespace, so a run removed after it was seen (`novapod cancel`, `helm
+    uninstall`, a clean-up) counted for nothing: "sft-lora (3 of 4 runs succeeded)" and
+    "next: novapod launch CONFIG sft-lora", a rerun of what may be done. A succeeded run
+    seen before still counts; a run seen running whose end was not seen, which would
+    make up the runs wanted, is "cannot tell"; the command names eval, whose from:
+    job:sft-lora has a finished run."""
+    for n in range(1, 4):
+        jobs.put(pytorchjob(f"sft-lora-done{n}", "Succeeded", start=STARTED, end=FAILED_AT))
+    jobs.put(pytorchjob("sft-lora-going", "Running", start=FAILED_AT, replicas=FOUR))
+    jobs.run()
+    for n in range(1, 4):
+        jobs.remove(f"sft-lora-done{n}")
+    jobs.remove("sft-lora-going")
+    (unused,) = spell(jobs)
+    assert unused.endswith("; next: novapod launch CONFIG eval")
+    assert "all its jobs are done" not in unused
+    assert jobs.state()["runs"] == {
+        **{f"sft-lora/sft-lora-done{n}": "succeeded" for n in range(1, 4)},
+        "sft-lora/sft-lora-going": "running",
+    }
+    end = NOW + timedelta(days=5)
+    (ending,) = jobs.new_alerts(minutes=(2 * 24) * 60)
+    assert ending.startswith(
+        f"novapod nova-lite: plan lite-sft ({PLAN}) ends in 2d 22h ({iso(end)}) with jobs "
+        "not finished: eval (0 of 4 runs succeeded); this check cannot tell whether "
+        "sft-lora (3 of 4 runs succeeded, 1 gone from the namespace before this check saw "
+        "it end) is done; runs still going then are stopped"
+    )
+
+
+def test_succeeded_runs_gone_from_the_namespace_still_count(jobs) -> None:
+    """Catches finding 8 (review 22c): four succeeded runs of sft-lora removed after the
+    check saw them were "0 of 4 runs succeeded" in the ending alert, and the `unused`
+    alert named sft-lora to launch again; eval, which starts from it, is next."""
+    for n in range(4):
+        jobs.put(pytorchjob(f"sft-lora-done{n}", "Succeeded", start=STARTED, end=FAILED_AT))
+    jobs.run()
+    for n in range(4):
+        jobs.remove(f"sft-lora-done{n}")
+    jobs.run()  # the state keeps them as last seen, run after run
+    assert jobs.state()["runs"] == {f"sft-lora/sft-lora-done{n}": "succeeded" for n in range(4)}
+    unused, ending = jobs.new_alerts(minutes=(2 * 24 + 1) * 60)
+    assert "with jobs not finished: eval (0 of 4 runs succeeded); runs still going" in ending
+    assert unused.endswith("; next: novapod launch CONFIG eval")
+
+
+def test_the_launch_named_waits_for_its_predecessors(jobs) -> None:
+    """Catches finding 8's launch command (review 22c): it named the plan's first job not
+    finished, though `novapod launch` refuses a job while one it starts from (from:
+    job:X) or waits for (after:) has no finished run. With eval listed first, eval is
+    not finished but sft-lora, which it starts from, has no run: the command names
+    sft-lora."""
+    jobs.settings["plans"][0]["jobs"] = ["eval", "sft-lora"]
+    (unused,) = spell(jobs)
+    assert unused.endswith("; next: novapod launch CONFIG sft-lora")

@@ -302,6 +302,8 @@ def test_with_jobs_the_check_reads_their_runs_with_an_access_entry_of_its_own(sy
         "names": launchable,
         "region": "${AWS::Region}",
         "runs": {j.name: j.runs for j in config.jobs if j.name in launchable},
+        # after: and from: job: (Job.predecessors), the jobs novapod launch waits for.
+        "predecessors": {j.name: list(j.predecessors) for j in config.jobs if j.name in launchable},
     }
     assert settings["claim_lease_seconds"] == 420  # the function's 6 minutes and one more
     ((_, entry),) = entries.items()

@@ -15,6 +15,21 @@ on). A run is failed if one of its PyTorchJobs failed, succeeded once all succee
 otherwise running (Created, Running, Restarting and Suspended are all on their way). Its
 start is `status.startTime` (or the object's creation), its end `status.completionTime`
 (or the Succeeded or Failed condition's time).
+
+Whether a PyTorchJob holds nodes is its own condition, not its run's state: Running
+("all sub-resources (e.g. services/pods) of this job have been successfully scheduled
+and launched") and Restarting (pods that "reached phase failed but maybe restarted
+according to its restart policy": the job keeps its nodes while they restart) do;
+Created ("before pods being scheduled and launched") and Suspended (the operator deletes
+the pods: CleanUpResources in pkg/controller.v1/common/job.go; Kueue keeps a job it has
+not admitted suspended, kueue.sigs.k8s.io/docs/tasks/troubleshooting/
+troubleshooting_jobs/, and the HyperPod CLI labels jobs with kueue.x-k8s.io/queue-name)
+do not (common_types.go JobConditionType, pinned commit 855e096,
+novapod/data/nova_upstream.yaml). Each replica is a pod that asks for all the node's GPUs
+(`nvidia.com/gpu: devices`; `replicas: master_nodes` and `processed_worker_nodes` in
+aws/sagemaker-hyperpod-recipes launcher/nova/k8s_templates/SFT/training.yaml), so its
+replicas (`spec.pytorchReplicaSpecs.<type>.replicas`, which the operator's defaulting
+sets to 1 when unset: pkg/apis/kubeflow.org/v1/defaulting_utils.go) are the nodes it uses.
 """
 
 from __future__ import annotations
@@ -35,6 +50,8 @@ PPO_PARTS = ("rm", "cm", "am", "at")
 FAILED = "Failed"
 SUCCEEDED = "Succeeded"
 CREATED = "Created"
+# The conditions of a PyTorchJob whose pods are on nodes (see above).
+USES_NODES = ("Running", "Restarting")
 
 RunState = Literal["running", "succeeded", "failed"]
 
@@ -99,6 +116,28 @@ def run_phase(objects: Sequence[Mapping[str, Any]]) -> RunPhase:
     phase = phases[-1] if phases else CREATED
     note = next((m for kind, _, m in seen if kind == phase and m), None)
     return RunPhase("running", phase, start, None, note)
+
+
+def uses_nodes(obj: Mapping[str, Any]) -> bool:
+    """Whether the PyTorchJob's pods hold nodes: its last True condition is Running or
+    Restarting (not Created, Suspended, Succeeded or Failed)."""
+    return condition(obj)[0] in USES_NODES
+
+
+def replicas(obj: Mapping[str, Any]) -> int | None:
+    """The pods (nodes) a PyTorchJob asks for: the sum of `spec.pytorchReplicaSpecs.*.
+    replicas`, or None when one is missing or not a whole number (a spec this rule
+    cannot read: the operator's defaulting fills an unset one in)."""
+    specs = (obj.get("spec") or {}).get("pytorchReplicaSpecs")
+    if not isinstance(specs, Mapping) or not specs:
+        return None
+    total = 0
+    for spec in specs.values():
+        count = spec.get("replicas") if isinstance(spec, Mapping) else None
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            return None
+        total += count
+    return total
 
 
 def runs_by_name(

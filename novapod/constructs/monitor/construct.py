@@ -146,6 +146,9 @@ class WatchedJobs:
     names: tuple[str, ...]
     # jobs[].runs of each: a job with fewer succeeded runs is not finished.
     runs: tuple[int, ...] = ()
+    # Job.predecessors of each (`after:` and `from: job:`): the jobs `novapod launch`
+    # waits for, so the check's alerts name a job it would launch.
+    predecessors: tuple[tuple[str, ...], ...] = ()
 
 
 def rate(minutes: int) -> str:
@@ -307,6 +310,10 @@ class ScheduledCheck(Construct):
                 "namespace": jobs.namespace,
                 "names": list(jobs.names),
                 "runs": dict(zip(jobs.names, jobs.runs, strict=True)),
+                "predecessors": {
+                    name: list(waits)
+                    for name, waits in zip(jobs.names, jobs.predecessors, strict=True)
+                },
                 "region": Aws.REGION,
             }
             if jobs is not None

@@ -29,15 +29,22 @@ check alerts on what it sees:
 - a plan turned Active, Expired or Failed (a status seen since an earlier run: a plan
   found in that status at the first look is not news);
 - an Active plan with reserved instances unused for `idle_alert_minutes`: not held by
-  any group (AvailableInstanceCount), or held by its groups (InUseInstanceCount) while
-  no run of its jobs runs (`plan_progress`: only where the check reads every job of the
-  plan, from the PyTorchJobs of the jobs' namespace);
+  any group (AvailableInstanceCount), or held by its restricted groups (the sum of their
+  CurrentCount, `plan_nodes`) and more than the replicas of its jobs' PyTorchJobs that
+  hold nodes (Running or Restarting, not Created or Suspended: handler_core/runs.py) use,
+  "N of M held nodes unused" (only where the check reads every job of the plan, the
+  cluster and those replicas; otherwise it waits, keeping the alert sent);
 - an Active plan ending within `ending_alert_days` with jobs not finished (fewer
   succeeded runs than the config's `runs`, or one running), each named; none when they
-  are all done. Where the check cannot judge the jobs (`plan_progress` None) it alerts and
-  says so; either way the sentence sends `novapod status CONFIG`, which marks a job at
-  risk of outliving the plan and gives the extension command for it, rather than telling
-  anyone to extend (docs/operations.md, "Alerts");
+  are all done. Runs are the PyTorchJobs of the jobs' namespace plus those the state saw
+  before (a succeeded one still counts; one seen running and gone since makes the job
+  "cannot tell" when it would make up the runs wanted: `JobProgress`). Where the check
+  cannot judge the jobs (`plan_progress` None) it alerts and says so; either way the
+  sentence sends `novapod status CONFIG`, which marks a job at risk of outliving the
+  plan and gives the extension command for it, rather than telling anyone to extend
+  (docs/operations.md, "Alerts"). The `idle` and `unused` alerts name the plan's first
+  job with a run still to start whose predecessors have a finished run, as `novapod
+  launch` requires (`next_launch`);
 - an instance group Failed, Degraded or Deleting, a node in Failure or NotFound
   (DescribeCluster's and ListClusterNodes' statuses; HyperPod's own cluster state, node
   health and cluster events go to the topic through EventBridge rules);
@@ -52,10 +59,12 @@ Job events: each run whose state (running, succeeded, failed) differs from what 
 last run saw, a run first seen included, is an event (`JobEvent`: started, succeeded,
 failed), which `index` logs as one JSON line for the dashboard.
 
-The state holds the plans seen, when each started idling, the runs seen and their state,
-and the keys of the alerts sent whose condition still holds; a key whose condition is
-over is dropped, so the next occurrence alerts again. What a failed read leaves unknown
-keeps its state as it was.
+The state holds the plans seen, when each started idling, the runs seen and their state
+(those gone from the namespace included, as last seen), and the keys of the alerts sent
+whose condition still holds; a key whose condition is over is dropped, so the next
+occurrence alerts again. What a failed read leaves unknown keeps its state as it was, and
+so does an alert whose condition it leaves unjudged (a plan's `unused` key while the
+runs, the cluster or the replicas cannot be read: `_PlansSeen.kept`).
 """
 
 from __future__ import annotations
@@ -126,6 +135,9 @@ class JobSettings:
     # How many runs the config asks of each job (jobs[].runs): a job with fewer succeeded
     # runs is not finished.
     runs: Mapping[str, int] = field(default_factory=dict)
+    # The jobs each must wait for (Job.predecessors: `after:` and `from: job:`), which
+    # `novapod launch` refuses to start a job before: the alerts name no such job.
+    predecessors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -195,6 +207,7 @@ def parse_settings(raw: Mapping[str, Any]) -> Settings:
             names=tuple(names),
             region=values.required_str(raw_jobs, "region", SettingsError),
             runs=_runs_wanted(wanted, names),
+            predecessors=_predecessors(raw_jobs.get("predecessors"), names),
         )
     return Settings(
         environment=text("environment"),
@@ -209,6 +222,18 @@ def parse_settings(raw: Mapping[str, Any]) -> Settings:
         claim_lease_seconds=number("claim_lease_seconds", 60, 3600),
         jobs=jobs,
     )
+
+
+def _predecessors(raw: object, names: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    if not isinstance(raw, Mapping) or set(raw) != set(names):
+        raise SettingsError("jobs.predecessors must give the jobs each of jobs.names waits for")
+    out = {}
+    for name in names:
+        found = raw[name]
+        if not isinstance(found, list) or not all(isinstance(j, str) and j for j in found):
+            raise SettingsError(f"jobs.predecessors.{name} must be a list of job names")
+        out[name] = tuple(found)
+    return out
 
 
 def _runs_wanted(wanted: object, names: Sequence[str]) -> dict[str, int]:
@@ -361,8 +386,8 @@ def batches(data: Sequence[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
 @dataclass(frozen=True)
 class State:
     """What a run leaves for the next: the plans seen (their status), when each plan began
-    to idle (instances not held by any group) and when each began to be held with no job
-    running on it, the alerts sent whose condition still holds (key -> when), the alerts
+    to idle (instances not held by any group) and when each began to have held nodes no
+    run of its jobs uses, the alerts sent whose condition still holds (key -> when), the alerts
     claimed by a run whose Publish is not recorded yet (key -> when claimed), the job runs
     seen (`<job>/<run>` -> running, succeeded or failed), and the item's sequence (the
     conditional write's guard; 0: no item yet)."""
@@ -499,30 +524,82 @@ class _Messages:
 
 @dataclass(frozen=True)
 class JobProgress:
-    """One job of a plan as its runs show it: the runs the config asks for (jobs[].runs),
-    those that succeeded and those running."""
+    """One job as the check sees its runs: the runs the config asks for (jobs[].runs),
+    those that succeeded and those running among its PyTorchJobs in the namespace, plus
+    the runs the state saw before whose PyTorchJobs are gone (`novapod cancel`, `helm
+    uninstall`, a clean-up: `novapod status` reads S3 for those): one last seen succeeded
+    still counts as succeeded (Succeeded is final), one last seen running is `gone`, its
+    end unseen. Failed runs count for nothing."""
 
     job: str
     wanted: int
     succeeded: int
     running: int
+    gone: int = 0
 
     @property
     def finished(self) -> bool:
         return self.succeeded >= self.wanted and not self.running
 
+    @property
+    def known(self) -> bool:
+        """Whether the check can tell if the job is finished: not while runs it saw are
+        gone unseen and would make up the runs wanted had they succeeded."""
+        return self.finished or bool(self.running) or self.succeeded + self.gone < self.wanted
+
+    @property
+    def left(self) -> int:
+        """Runs still to start for certain (none of the gone ones counted as to do)."""
+        return self.wanted - self.succeeded - self.running - self.gone
+
     def text(self) -> str:
         return (
             f"{self.job} ({self.succeeded} of {self.wanted} runs succeeded"
             + (f", {self.running} running" if self.running else "")
+            + (
+                f", {self.gone} gone from the namespace before this check saw "
+                f"{'it' if self.gone == 1 else 'them'} end"
+                if self.gone
+                else ""
+            )
             + ")"
         )
+
+
+def _job_of(key: str) -> str:
+    """The job of a run key (`<job>/<run>`: a run's name has no slash)."""
+    return key.rpartition("/")[0]
+
+
+def job_progress(
+    job: str,
+    wanted: int,
+    phases: Mapping[tuple[str, str], runs.RunPhase],
+    seen_before: Mapping[str, str],
+) -> JobProgress:
+    """`job`'s runs in the namespace (`phases`) and those the state saw (`seen_before`,
+    run key -> state) that are no longer there."""
+    visible = {run: phase.state for (name, run), phase in phases.items() if name == job}
+    remembered = [
+        state
+        for key, state in seen_before.items()
+        if _job_of(key) == job and key.rpartition("/")[2] not in visible
+    ]
+    states = list(visible.values())
+    return JobProgress(
+        job,
+        wanted,
+        states.count("succeeded") + remembered.count("succeeded"),
+        states.count("running"),
+        remembered.count("running"),
+    )
 
 
 def plan_progress(
     plan: PlanSettings,
     jobs: JobSettings | None,
     phases: Mapping[tuple[str, str], runs.RunPhase] | None,
+    seen_before: Mapping[str, str] | None = None,
 ) -> tuple[JobProgress, ...] | None:
     """The progress of each job of `plan`, or None when the check cannot judge it: the plan
     has no job in the config (it may run work novapod does not launch), a job of it is
@@ -531,15 +608,89 @@ def plan_progress(
         return None
     if any(job not in jobs.names for job in plan.jobs):
         return None
-    out = []
-    for job in plan.jobs:
-        states = [phase.state for (name, _), phase in phases.items() if name == job]
-        out.append(
-            JobProgress(
-                job, jobs.runs.get(job, 1), states.count("succeeded"), states.count("running")
-            )
-        )
-    return tuple(out)
+    return tuple(
+        job_progress(job, jobs.runs.get(job, 1), phases, seen_before or {}) for job in plan.jobs
+    )
+
+
+def next_launch(
+    progress: Sequence[JobProgress],
+    jobs: JobSettings,
+    phases: Mapping[tuple[str, str], runs.RunPhase],
+    seen_before: Mapping[str, str],
+) -> str | None:
+    """The first job of the plan with a run still to start whose predecessors (`after:`
+    and `from: job:`, Job.predecessors, which the construct writes as jobs.predecessors)
+    each have a finished run: `novapod launch` refuses a job otherwise (novapod/nova/
+    launch.py prepare), and a succeeded PyTorchJob is the check's sign of one. A
+    predecessor the check does not read (not on the cluster) cannot be judged: that job
+    is not named. None: no such job."""
+
+    def has_finished_run(job: str) -> bool:
+        if job not in jobs.names:
+            return False
+        return job_progress(job, 1, phases, seen_before).succeeded > 0
+
+    for p in progress:
+        if p.left > 0 and all(has_finished_run(j) for j in jobs.predecessors.get(p.job, ())):
+            return p.job
+    return None
+
+
+@dataclass(frozen=True)
+class PlanNodes:
+    """What the `unused` alert compares, or None where the check cannot tell: `held`, the
+    nodes the plan's restricted instance groups have (the sum of CurrentCount over
+    DescribeCluster's RestrictedInstanceGroups whose TrainingPlanArn is the plan's:
+    ClusterRestrictedInstanceGroupDetails in botocore's sagemaker model; the plan's ARN
+    from DescribeTrainingPlan's TrainingPlanArn), and `used`, the replicas of the
+    PyTorchJobs of its jobs that hold nodes (handler_core/runs.py uses_nodes, replicas)."""
+
+    held: int | None
+    used: int | None
+
+
+def plan_nodes(
+    sample: PlanSample, cluster: ClusterSample | None, jobs: JobsSample | None
+) -> PlanNodes:
+    held: int | None = None
+    arn = (sample.described or {}).get("TrainingPlanArn")
+    if cluster is not None and cluster.error is None:
+        held = 0
+        groups = (cluster.described or {}).get("RestrictedInstanceGroups") or []
+        for group in groups:
+            if group.get("TrainingPlanArn") != arn:
+                continue
+            count = group.get("CurrentCount")
+            if not isinstance(count, int) or isinstance(count, bool):
+                held = None  # a group on the plan whose count is not given
+                break
+            held += count
+    used: int | None = None
+    if jobs is not None and jobs.error is None:
+        used = 0
+        for job in sample.settings.jobs:
+            for objects in runs.runs_by_name(job, jobs.pytorchjobs).values():
+                for obj in objects:
+                    if not runs.uses_nodes(obj):
+                        continue
+                    replicas = runs.replicas(obj)
+                    if replicas is None:
+                        return PlanNodes(held, None)
+                    used += replicas
+    return PlanNodes(held, used)
+
+
+@dataclass
+class _PlanOutcome:
+    """What one plan's sample concludes: the alerts it owes, when it began idling and
+    when it began to be held with fewer nodes used than held (None: it is not), and the
+    keys of alerts whose condition this run cannot judge (kept as sent)."""
+
+    alerts: list[Alert] = field(default_factory=list)
+    idle_since: str | None = None
+    held_since: str | None = None
+    kept: set[str] = field(default_factory=set)
 
 
 def _plan_alerts(
@@ -550,67 +701,81 @@ def _plan_alerts(
     say: _Messages,
     *,
     progress: Sequence[JobProgress] | None,
-) -> tuple[list[Alert], str | None, str | None]:
-    """The alerts one plan owes, when it began idling and when it began to be held with
-    no job running (None: it does not)."""
+    nodes: PlanNodes,
+    launch_job: str | None,
+) -> _PlanOutcome:
+    """The alerts one plan owes, when it began idling and when its held nodes began to
+    be used less than held."""
     name, status = sample.settings.name, sample.status
     described = sample.described or {}
     total = sample.count("TotalInstanceCount") or 0
     available = sample.count("AvailableInstanceCount") or 0
     in_use = sample.count("InUseInstanceCount") or 0
     end = values.as_utc(described.get("EndTime"))
-    alerts: list[Alert] = []
+    out = _PlanOutcome()
     # A status seen at the first look is no transition (it is recorded as sent).
     if status in TRANSITIONS and name in previous.seen:
-        alerts.append(_status_alert(sample, status, total, end, say))
-    idle_since = held_since = None
+        out.alerts.append(_status_alert(sample, status, total, end, say))
     if status != health.PLAN_ACTIVE:
-        return alerts, idle_since, held_since
+        return out
     waited = timedelta(minutes=settings.idle_alert_minutes)
-    unfinished = [p for p in progress or () if not p.finished]
-    launch = f"novapod launch CONFIG {unfinished[0].job}" if unfinished else say.status()
+    launch = f"novapod launch CONFIG {launch_job}" if launch_job else say.status()
     if available > 0:
-        idle_since = previous.idle_since.get(name) or values.iso(now)
-        began = values.as_utc(idle_since) or now
+        out.idle_since = previous.idle_since.get(name) or values.iso(now)
+        began = values.as_utc(out.idle_since) or now
         if now - began >= waited:
             sentence = (
                 f"{say.plan(sample)} has had {available} of {total} reserved instances "
                 f"unused for {health.span(now - began)} while Active ({in_use} in use); "
                 "they are paid for whether or not a job runs"
             )
-            alerts.append(
+            out.alerts.append(
                 say.alert(
-                    _plan_key(name, "idle", idle_since),
+                    _plan_key(name, "idle", out.idle_since),
                     f"plan {name} idle",
                     sentence,
                     launch if progress is not None else say.launch(sample.settings),
                 )
             )
-    # Held by its restricted groups (in use to SageMaker) while none of its jobs runs: as
-    # paid for and as unused. Judged only where the check reads every job of the plan.
-    if progress is None:
-        held_since = previous.held_since.get(name)
-    elif in_use > 0 and not any(p.running for p in progress):
-        held_since = previous.held_since.get(name) or values.iso(now)
-        began = values.as_utc(held_since) or now
+    # Nodes its restricted groups hold (CurrentCount, PlanNodes) that no run of its jobs
+    # uses: as paid for and as unused. Judged only where the check reads every job of the
+    # plan, the cluster's groups and the replicas of the PyTorchJobs that hold nodes;
+    # otherwise it waits (no guess: InUseInstanceCount is documented only as "in use
+    # from this training plan"), keeping when the spell began and the alert sent for it.
+    held, used = nodes.held, nodes.used
+    if progress is None or held is None or used is None:
+        out.held_since = previous.held_since.get(name)
+        if out.held_since is not None:
+            out.kept.add(_plan_key(name, "unused", out.held_since))
+    elif used < held:
+        out.held_since = previous.held_since.get(name) or values.iso(now)
+        began = values.as_utc(out.held_since) or now
         if now - began >= waited:
-            done = "; all its jobs are done" if not unfinished else ""
-            sentence = (
-                f"{say.plan(sample)} has {in_use} of {total} reserved instances held by "
-                f"its instance groups and no run of its jobs "
-                f"({', '.join(p.job for p in progress)}) for {health.span(now - began)} "
-                f"while Active{done}; they are paid for whether or not a job runs"
+            done = "; all its jobs are done" if all(p.finished for p in progress) else ""
+            jobs = ", ".join(p.job for p in progress)
+            use = (
+                f"no run of its jobs ({jobs}) uses one, for"
+                if used == 0
+                else f"the runs of its jobs ({jobs}) use {used}, fewer than held for"
             )
-            alerts.append(
+            sentence = (
+                f"{say.plan(sample)} has {held - used} of {held} held nodes unused: its "
+                f"instance groups hold {held} and {use} {health.span(now - began)} while "
+                f"Active{done}; they are paid for whether or not a job runs"
+            )
+            out.alerts.append(
                 say.alert(
-                    _plan_key(name, "unused", held_since), f"plan {name} unused", sentence, launch
+                    _plan_key(name, "unused", out.held_since),
+                    f"plan {name} unused",
+                    sentence,
+                    launch,
                 )
             )
     if end is not None and end - now <= timedelta(days=settings.ending_alert_days):
         ending = _ending_alert(sample, end, now, progress, say)
         if ending is not None:
-            alerts.append(ending)
-    return alerts, idle_since, held_since
+            out.alerts.append(ending)
+    return out
 
 
 def _status_alert(
@@ -645,8 +810,10 @@ def _ending_alert(
     say: _Messages,
 ) -> Alert | None:
     """A plan ending within `ending_alert_days` with jobs not finished; with every job of
-    it finished, none. Where the check cannot judge its jobs (`plan_progress`), the
-    sentence says so and sends `novapod status CONFIG`, which marks a job at risk."""
+    it finished, none. Where the check cannot judge its jobs (`plan_progress` None), or
+    cannot tell whether a job is done (`JobProgress.known`: runs gone from the namespace
+    before it saw them end), the sentence says so and sends `novapod status CONFIG`,
+    which reads the runs' outputs in S3 and marks a job at risk."""
     name = sample.settings.name
     total = sample.count("TotalInstanceCount") or 0
     in_use = sample.count("InUseInstanceCount") or 0
@@ -659,13 +826,22 @@ def _ending_alert(
             "and let it end if they are done"
         )
     else:
-        unfinished = [p for p in progress if not p.finished]
-        if not unfinished:
+        unfinished = [p for p in progress if p.known and not p.finished]
+        unknown = [p for p in progress if not p.known]
+        if not unfinished and not unknown:
             return None
-        sentence = (
-            f"{say.plan(sample)} {when} with jobs not finished: "
-            + ", ".join(p.text() for p in unfinished)
-            + "; runs still going then are stopped; status says whether they fit before "
+        sentence = f"{say.plan(sample)} {when}"
+        if unfinished:
+            sentence += " with jobs not finished: " + ", ".join(p.text() for p in unfinished)
+        if unknown:
+            sentence += (
+                "; this check cannot tell whether "
+                + ", ".join(p.text() for p in unknown)
+                + (" is" if len(unknown) == 1 else " are")
+                + " done"
+            )
+        sentence += (
+            "; runs still going then are stopped; status says whether they fit before "
             "the end and gives the extension command if not"
         )
     return say.alert(
@@ -744,7 +920,8 @@ def job_runs(jobs: JobSettings, sample: JobsSample) -> dict[tuple[str, str], run
 def _job_decisions(
     samples: Samples, previous: State, settings: Settings, say: _Messages
 ) -> tuple[list[Alert], list[JobEvent], dict[str, str]]:
-    """The failed runs' alerts, the runs' events, and the runs seen (key -> state)."""
+    """The failed runs' alerts, the runs' events, and the runs seen (key -> state): those
+    in the namespace and those of the config's jobs seen by an earlier run."""
     jobs, sample = settings.jobs, samples.jobs
     assert jobs is not None and sample is not None and sample.error is None
     alerts: list[Alert] = []
@@ -784,6 +961,11 @@ def _job_decisions(
         logs = logs_command(samples.cluster, run, jobs.region)
         command = f"{logs}, then {relaunch}" if logs else f"{say.status()}, then {relaunch}"
         alerts.append(say.alert(f"run/{key}/failed", f"job {job} run failed", sentence, command))
+    # A run seen before whose PyTorchJobs are gone stays as last seen (JobProgress: a
+    # succeeded one still counts, one seen running is a run the check saw no end of).
+    for key, state in previous.runs.items():
+        if key not in seen and _job_of(key) in jobs.names:
+            seen[key] = state
     return alerts, events, seen
 
 
@@ -797,6 +979,9 @@ class _PlansSeen:
     idle: dict[str, str] = field(default_factory=dict)
     held: dict[str, str] = field(default_factory=dict)
     unknown: set[str] = field(default_factory=set)
+    # Alerts sent whose condition this run cannot judge (a plan's `unused` while its
+    # jobs, its groups or its PyTorchJobs' replicas cannot be read): kept as sent.
+    kept: set[str] = field(default_factory=set)
 
 
 def _plans(
@@ -818,15 +1003,26 @@ def _plans(
                 if name in since:
                     kept[name] = since[name]
             continue
-        progress = plan_progress(sample.settings, settings.jobs, phases)
-        found, idle_since, held_since = _plan_alerts(
-            sample, previous, now, settings, say, progress=progress
+        progress = plan_progress(sample.settings, settings.jobs, phases, previous.runs)
+        launch_job = None
+        if progress is not None and settings.jobs is not None and phases is not None:
+            launch_job = next_launch(progress, settings.jobs, phases, previous.runs)
+        found = _plan_alerts(
+            sample,
+            previous,
+            now,
+            settings,
+            say,
+            progress=progress,
+            nodes=plan_nodes(sample, samples.cluster, samples.jobs),
+            launch_job=launch_job,
         )
-        out.owed += found
-        if idle_since is not None:
-            out.idle[name] = idle_since
-        if held_since is not None:
-            out.held[name] = held_since
+        out.owed += found.alerts
+        out.kept |= found.kept
+        if found.idle_since is not None:
+            out.idle[name] = found.idle_since
+        if found.held_since is not None:
+            out.held[name] = found.held_since
         out.seen[name] = sample.status
     return out
 
@@ -855,7 +1051,7 @@ def decide(samples: Samples, previous: State, now: datetime, settings: Settings)
         for s in samples.plans
         if s.error is None and s.settings.name not in previous.seen and s.status in TRANSITIONS
     }
-    holding = {a.key for a in owed} | set(first_looks)
+    holding = {a.key for a in owed} | set(first_looks) | plans.kept
 
     def holds(key: str) -> bool:
         return key in holding or _owner(key) in unknown
