@@ -90,6 +90,7 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
         defer_egress=config.eks is not None,
         # Endpoints too: the EKS cluster needs none, its bootstrap build waits for them.
         defer_endpoints=config.eks is not None,
+        training_jobs=bool(config.training_jobs),
         env=env,
         description=f"novapod {config.name}: VPC, endpoints, HyperPod security group",
     )
@@ -201,9 +202,13 @@ def build_environment(scope: Construct, config: NovapodConfig) -> EnvironmentSta
             # The Bedrock import and deployment are claimed in it (weak references:
             # storage outputs read with Fn::GetStackOutput, like the names above).
             ledger=storage.ledger,
+            # The training jobs' role and launch policy: their own security group.
+            training_job_security_group=network.training_job_security_group,
+            subnets_by_zone=network.handle.subnet_ids_by_zone(),
             env=env,
             description=f"novapod {config.name}: the Nova environment's parts that need no "
-            "cluster (MLflow, recipe bundle, custom-resource functions)",
+            "cluster (MLflow, recipe bundle, custom-resource functions"
+            + (", the training jobs' role)" if config.training_jobs else ")"),
         )
         nova_base.add_stack_dependency(storage, "the buckets and the key")
         nova = NovaStack(

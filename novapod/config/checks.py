@@ -647,7 +647,7 @@ def job_endpoint_problems(config: CheckedConfig) -> Iterator[_FieldError]:
     if missing:
         yield _at(
             "network.endpoints",
-            "jobs on restricted groups reach AWS only through endpoints; add "
+            "jobs on restricted groups and training jobs reach AWS through endpoints; add "
             + ", ".join(f"{name} (for job {job})" for name, job in missing.items()),
             root=True,
         )

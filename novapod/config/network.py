@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Literal, get_args
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
@@ -28,6 +29,7 @@ EndpointName = Literal[
     "lambda",
     "sqs",
     "sagemaker.experiments",
+    "bedrock-runtime",
 ]
 ALL_ENDPOINTS: tuple[str, ...] = get_args(EndpointName)
 GATEWAY_ENDPOINTS: tuple[str, ...] = ("s3",)
@@ -41,13 +43,54 @@ GATEWAY_ENDPOINTS: tuple[str, ...] = ("s3",)
 LAMBDA_ENDPOINTS: tuple[str, ...] = ("lambda",)
 RFT_ENDPOINTS: tuple[str, ...] = ("lambda", "sqs")
 MLFLOW_ENDPOINTS: tuple[str, ...] = ("sagemaker.experiments",)
+# Bedrock's runtime, which only distillation's training jobs call (their teacher).
+BEDROCK_ENDPOINTS: tuple[str, ...] = ("bedrock-runtime",)
+# Endpoints only some jobs call: the config adds them for those jobs (NovapodConfig
+# .endpoint_names), never to a network's own set.
+_JOBS_ONLY = MLFLOW_ENDPOINTS + BEDROCK_ENDPOINTS
 # Every other interface endpoint is one that nodes of restricted instance groups need.
 RIG_ENDPOINTS: tuple[str, ...] = tuple(
-    e for e in ALL_ENDPOINTS if e not in GATEWAY_ENDPOINTS + RFT_ENDPOINTS + MLFLOW_ENDPOINTS
+    e for e in ALL_ENDPOINTS if e not in GATEWAY_ENDPOINTS + RFT_ENDPOINTS + _JOBS_ONLY
 )
-# A closed network always has every endpoint but MLflow's, which only jobs that log to
-# MLflow call (the config adds it for them: NovapodConfig.endpoint_names).
-CLOSED_ENDPOINTS: tuple[str, ...] = tuple(e for e in ALL_ENDPOINTS if e not in MLFLOW_ENDPOINTS)
+# A closed network always has every endpoint but MLflow's and Bedrock's, which only jobs
+# that log to MLflow or distil from a teacher call.
+CLOSED_ENDPOINTS: tuple[str, ...] = tuple(e for e in ALL_ENDPOINTS if e not in _JOBS_ONLY)
+
+
+@dataclass(frozen=True)
+class TrainingJobNeeds:
+    """What one training job's container calls besides S3."""
+
+    mlflow: bool = False  # logs to the environment's MLflow tracking server
+    lambdas: bool = False  # invokes Lambda functions (RFT reward, evaluation)
+    distillation: bool = False  # generates responses from a Bedrock teacher
+
+
+def training_job_endpoints(jobs: Iterable[TrainingJobNeeds]) -> tuple[str, ...]:
+    """The VPC endpoints (config endpoint names) training jobs in private subnets need.
+
+    - `s3`, the gateway endpoint, for any training job: with a VpcConfig SageMaker moves
+      the job's data and artifacts through the VPC, and AWS's guide runs training jobs in
+      "private subnets that don't have internet access" through it (docs.aws.amazon.com/
+      sagemaker/latest/dg/train-vpc.html, "Configure Amazon S3 VPC endpoints"). The image
+      pull needs none ("SageMaker AI automatically pulls the training container image
+      from Amazon ECR", same page), nor do the logs SageMaker ships.
+    - `sagemaker.experiments` for MLflow and `lambda` for functions, as on restricted
+      groups (MLFLOW_ENDPOINTS, LAMBDA_ENDPOINTS).
+    - `bedrock-runtime` for distillation's teacher [inference: the container invokes it
+      with the execution role, which the SDK passes as the `role_arn` hyperparameter].
+    """
+    needed: list[str] = []
+    for job in jobs:
+        needed.append("s3")
+        if job.lambdas:
+            needed += LAMBDA_ENDPOINTS
+        if job.mlflow:
+            needed += MLFLOW_ENDPOINTS
+        if job.distillation:
+            needed += BEDROCK_ENDPOINTS
+    return tuple(name for name in ALL_ENDPOINTS if name in needed)
+
 
 MAX_PRIVATE_PREFIX = 21  # /21: ~25 ml.p5.48xlarge nodes per zone
 
@@ -193,8 +236,10 @@ class Network(_Model):
         description=(
             "VPC endpoints to create. Default: S3 gateway plus the interface endpoints "
             "restricted instance groups need, and those the jobs call (lambda and sqs for "
-            "their functions, sagemaker.experiments for MLflow); a closed network needs "
-            "all but sagemaker.experiments. A list is taken as is: it must name the jobs' too."
+            "their functions, sagemaker.experiments for MLflow, bedrock-runtime for "
+            "distillation on training jobs); a closed network needs all but "
+            "sagemaker.experiments and bedrock-runtime. A list is taken as is: it must name "
+            "the jobs' too."
         ),
         json_schema_extra={"uniqueItems": True},
     )

@@ -33,7 +33,12 @@ from novapod.config.eks import Eks
 from novapod.config.hyperpod import HyperPod, RestrictedGroup
 from novapod.config.jobs import Job, jobs_problems
 from novapod.config.monitoring import Monitoring, Notifications
-from novapod.config.network import ALL_ENDPOINTS, Network
+from novapod.config.network import (
+    ALL_ENDPOINTS,
+    Network,
+    TrainingJobNeeds,
+    training_job_endpoints,
+)
 from novapod.config.nova import Nova
 from novapod.config.storage import Storage
 
@@ -211,15 +216,29 @@ class NovapodConfig(_Model):
         return self.monitoring.enabled and watched
 
     @property
+    def training_jobs(self) -> tuple[Job, ...]:
+        """The jobs that run as SageMaker training jobs, in this environment's VPC (with
+        a Nova stack, whose nova-base stack holds their role: NovaBaseStack)."""
+        if not self.has_nova_stack:
+            return ()
+        return tuple(job for job in self.jobs if job.on_training_job)
+
+    @property
     def job_endpoints(self) -> dict[str, str]:
-        """Interface endpoint -> the first job whose pods call AWS through it, in the
-        endpoints' order. Only with a Nova stack: the jobs then run on this cluster's
-        restricted groups, in this VPC."""
+        """Endpoint -> the first job that calls AWS through it, in the endpoints' order.
+        Only with a Nova stack: the jobs then run in this VPC, on this cluster's
+        restricted groups (what their pods call: Job.endpoints) or as training jobs in
+        its private subnets (training_job_endpoints, the S3 gateway included)."""
         if not self.has_nova_stack:
             return {}
         needed: dict[str, str] = {}
         for job in self.jobs:
-            for name in job.endpoints:
+            names = (
+                training_job_endpoints([training_job_needs(job)])
+                if job.on_training_job
+                else job.endpoints
+            )
+            for name in names:
                 needed.setdefault(name, job.name)
         return {name: needed[name] for name in ALL_ENDPOINTS if name in needed}
 
@@ -250,3 +269,13 @@ def _validation_time(info: ValidationInfo) -> datetime:
     context = info.context if isinstance(info.context, Mapping) else {}
     now = context.get("now")
     return now if isinstance(now, datetime) else datetime.now(UTC)
+
+
+def training_job_needs(job: Job) -> TrainingJobNeeds:
+    """What a training-job job's container calls besides S3: MLflow when it logs there,
+    its Lambda functions, distillation's Bedrock teacher."""
+    return TrainingJobNeeds(
+        mlflow=job.mlflow,
+        lambdas=bool(job.lambda_arns),
+        distillation=job.technique == "distillation",
+    )

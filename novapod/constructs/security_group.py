@@ -1,4 +1,5 @@
-"""The security group HyperPod nodes, FSx for Lustre and the VPC endpoints share."""
+"""The security group HyperPod nodes, FSx for Lustre and the VPC endpoints share, and the
+one the environment's SageMaker training jobs run in."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ LUSTRE_PORT = 988
 LUSTRE_PORT_RANGE = (1018, 1023)
 HTTPS = 443
 EFA_RULE = "EFA and node-to-node traffic"
+TRAINING_JOB_RULE = "A training job's instances (and EFA) to each other"
 
 
 class HyperPodSecurityGroup(Construct):
@@ -76,6 +78,53 @@ class HyperPodSecurityGroup(Construct):
                 ip_protocol="-1",
                 description=EFA_RULE,
             )
+
+
+class TrainingJobSecurityGroup(Construct):
+    """The group a training job's network interfaces carry (its VpcConfig
+    SecurityGroupIds), its own rather than the HyperPod group: that one admits all
+    traffic among its members, so a training job in it could reach every HyperPod node
+    and the FSx for Lustre file systems, which it never needs.
+
+    - All traffic among the group's members, in and out: the instances of one
+      distributed training job talk to each other (docs.aws.amazon.com/sagemaker/latest/
+      dg/train-vpc.html, "Configure the VPC security group", asks for communication among
+      the job's containers in the group; that section was not retrieved word for word
+      here), and EFA (p4d, p5) needs both self-referencing rules besides any other (EC2
+      User Guide, efa-start.html, as for the HyperPod group).
+    - Out: HTTPS only, which reaches the VPC's interface endpoints (the HyperPod group
+      they carry admits HTTPS from the VPC's CIDR), the S3 gateway (addresses of S3's
+      prefix list, whose ID a template cannot name without a lookup) and, where the
+      network has NAT, AWS APIs without an endpoint. Nothing else inbound.
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, vpc: ec2.IVpc) -> None:
+        super().__init__(scope, id_)
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "Group",
+            vpc=vpc,
+            description="novapod SageMaker training jobs",
+            allow_all_outbound=False,
+        )
+        sg = self.security_group
+        sg.add_ingress_rule(sg, ec2.Port.all_traffic(), TRAINING_JOB_RULE)
+        (self_ingress,) = [
+            c
+            for c in sg.node.children
+            if isinstance(c, ec2.CfnSecurityGroupIngress) and c.ip_protocol == "-1"
+        ]
+        acknowledge(
+            self_ingress,
+            "EC2RestrictedCommonPorts",
+            "All traffic is admitted only from this group itself, never from an address "
+            "range: a distributed training job's instances talk to each other, over EFA on "
+            "p4d and p5 (train-vpc.html; EC2 User Guide, efa-start.html).",
+        )
+        sg.add_egress_rule(sg, ec2.Port.all_traffic(), TRAINING_JOB_RULE)
+        sg.add_egress_rule(
+            ec2.Peer.any_ipv4(), ec2.Port.tcp(HTTPS), "HTTPS to VPC endpoints, S3 and AWS APIs"
+        )
 
 
 def admit_to_eks_api(

@@ -52,15 +52,15 @@ the subnet and security-group IDs given here and the key's ARN (not its ID or al
 SageMaker writes a job's ARN with its name as given; names here are lowercase anyway
 (`training_job_prefix`), so `ArnLike` on the prefix matches them.
 
-`training_job_endpoints` says which VPC endpoints training jobs in private subnets need;
-the stack adds them to the network's (NetworkStack endpoints).
+Which VPC endpoints training jobs in private subnets need is the config's to say
+(novapod/config/network.py `training_job_endpoints`): it adds them to the network's
+(NovapodConfig.job_endpoints).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
@@ -126,50 +126,17 @@ def nova_training_job_repositories(
     return tuple(ImageRepository(region, account, name) for name in names)
 
 
-@dataclass(frozen=True)
-class TrainingJobNeeds:
-    """What one training job's container calls besides S3."""
-
-    mlflow: bool = False  # logs to the environment's MLflow tracking server
-    lambdas: bool = False  # invokes Lambda functions (RFT reward, evaluation)
-    distillation: bool = False  # generates responses from a Bedrock teacher
-
-
-def training_job_endpoints(jobs: Iterable[TrainingJobNeeds]) -> tuple[str, ...]:
-    """The VPC endpoints (config endpoint names) training jobs in private subnets need.
-
-    - `s3`, the gateway endpoint, for any training job: with a VpcConfig SageMaker moves
-      the job's data and artifacts through the VPC, and AWS's guide runs training jobs in
-      "private subnets that don't have internet access" through it (docs.aws.amazon.com/
-      sagemaker/latest/dg/train-vpc.html, "Configure Amazon S3 VPC endpoints"). The image
-      pull needs none ("SageMaker AI automatically pulls the training container image
-      from Amazon ECR", same page), nor do the logs SageMaker ships.
-    - `sagemaker.experiments` for MLflow and `lambda` for functions, as on restricted
-      groups (novapod/config/network.py MLFLOW_ENDPOINTS, LAMBDA_ENDPOINTS).
-    - `bedrock-runtime` for distillation's teacher [inference: the container invokes it
-      with the execution role, which the SDK passes as the `role_arn` hyperparameter].
-    """
-    needed: list[str] = []
-    for job in jobs:
-        needed.append("s3")
-        if job.lambdas:
-            needed.append("lambda")
-        if job.mlflow:
-            needed.append("sagemaker.experiments")
-        if job.distillation:
-            needed.append("bedrock-runtime")
-    order = ("s3", "lambda", "sagemaker.experiments", "bedrock-runtime")
-    return tuple(name for name in order if name in needed)
-
-
 def _prefix(key: str) -> str:
     """A key pattern as the prefix its objects and listings start with."""
     return key.removesuffix("*")
 
 
 class TrainingJobPermissions(Construct):
-    """Exposes `role` (TrainingJobExecutionRole), `policy` (its inline policy) and
-    `launch_policy` (TrainingJobLaunchPolicy)."""
+    """Exposes `role` (TrainingJobExecutionRole), `policy` (its inline policy),
+    `launch_policy` (TrainingJobLaunchPolicy), and for a policy that grants the same
+    rights elsewhere (the scientists'), `launch_statements` (copies of the launch
+    policy's statements) and `launch_wildcards` (each wildcard resource of theirs with
+    the reason cdk-nag's finding on it is acknowledged: `acknowledge_launch_rights`)."""
 
     def __init__(
         self,
@@ -483,6 +450,7 @@ class TrainingJobPermissions(Construct):
                 conditions={"StringEquals": {"kms:ViaService": f"s3.{stack.region}.amazonaws.com"}},
             ),
         ]
+        self._launch_statements = statements
         return iam.ManagedPolicy(
             self,
             "TrainingJobLaunchPolicy",
@@ -523,22 +491,41 @@ class TrainingJobPermissions(Construct):
             )
         for finding, reason in reasons.items():
             acknowledge(self.policy, f"AwsSolutions-IAM5[{finding}]", reason)
-        launch = {
-            f"Resource::{nag_resource(self, self._jobs)}": "Training job names are "
-            f"chosen per run below the environment's prefix {self._job_prefix}; creation "
-            "is also limited to our subnets, security group and key.",
-            "Resource::*": "sagemaker:ListTrainingJobs has no resource-level permissions "
-            "(the Service Authorization Reference lists no resource type for it).",
-            f"Resource::{nag_resource(self, self._recipe_objects)}": "The launcher uploads "
-            "each rendered recipe under a content-addressed key below the recipe prefix.",
+        acknowledge_launch_rights(self.launch_policy, self.launch_wildcards)
+
+    @property
+    def launch_statements(self) -> list[iam.PolicyStatement]:
+        """Copies of the launch policy's statements, for another policy to hold too."""
+        return [statement.copy() for statement in self._launch_statements]
+
+    @property
+    def launch_wildcards(self) -> dict[str, str]:
+        """Each wildcard resource of the launch statements ("*" included, as written, not
+        rendered) -> why it is acknowledged."""
+        wildcards = {
+            self._jobs: "Training job names are chosen per run below the environment's "
+            f"prefix {self._job_prefix}; creation is also limited to our subnets, security "
+            "group and key.",
+            "*": "sagemaker:ListTrainingJobs has no resource-level permissions (the Service "
+            "Authorization Reference lists no resource type for it).",
+            self._recipe_objects: "The launcher uploads each rendered recipe under a "
+            "content-addressed key below the recipe prefix.",
         }
         if self._reserved_capacity is not None:
-            launch[f"Resource::{nag_resource(self, self._reserved_capacity)}"] = (
+            wildcards[self._reserved_capacity] = (
                 "A training plan's reserved capacities have IDs SageMaker generates; AWS's "
                 "AWSBatchServiceRolePolicyForSageMaker grants CreateTrainingJob on them so."
             )
-        for finding, reason in launch.items():
-            acknowledge(self.launch_policy, f"AwsSolutions-IAM5[{finding}]", reason)
+        return wildcards
+
+
+def acknowledge_launch_rights(policy: iam.ManagedPolicy, wildcards: dict[str, str]) -> None:
+    """cdk-nag's IAM5 findings on the launch statements' wildcards, on `policy` (the
+    launch policy, or one that holds the same statements), each named as cdk-nag names
+    it in the policy's own stack."""
+    for resource, reason in wildcards.items():
+        finding = "*" if resource == "*" else nag_resource(policy, resource)
+        acknowledge(policy, f"AwsSolutions-IAM5[Resource::{finding}]", reason)
 
 
 def _check(

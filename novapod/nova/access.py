@@ -57,12 +57,13 @@ def _datasets(job: Job) -> Iterable[str]:
         yield job.evaluation.dataset
 
 
-def data_grants(config: NovapodConfig) -> DataGrants:
-    """The datasets and functions of every job, each once, in config order."""
+def data_grants(config: NovapodConfig, jobs: Iterable[Job] | None = None) -> DataGrants:
+    """The datasets and functions of every job (or of `jobs`), each once, in config
+    order."""
     data: dict[str, None] = {}
     external: dict[str, dict[str, None]] = {}
     lambdas: dict[str, None] = {}
-    for job in config.jobs:
+    for job in config.jobs if jobs is None else jobs:
         for location in _datasets(job):
             if location.startswith("s3://"):
                 bucket, _, key = location.removeprefix("s3://").partition("/")

@@ -37,14 +37,19 @@ from novapod.nova.catalog import CatalogError, catalog
 if TYPE_CHECKING:
     from novapod.config import Job, NovapodConfig
 
-# Placeholder -> (stack, output key): the outputs StorageStack, HyperPodStack and
-# NovaStack declare (novapod/stacks/storage.py, hyperpod.py, nova.py).
+# Placeholder -> (stack, output key): the outputs StorageStack, HyperPodStack, NovaStack
+# and, with training-job jobs, NovaBaseStack declare (novapod/stacks/storage.py,
+# hyperpod.py, nova.py, nova_base.py TrainingJobOutputs: the training jobs' role, the
+# zone-id=subnet-id pairs they may run in, their security group).
 STACK_OUTPUTS: Mapping[str, tuple[str, str]] = {
     "DataBucket": ("storage", "DataBucketName"),
     "ArtifactsBucket": ("storage", "ArtifactsBucketName"),
     "ClusterName": ("hyperpod", "ClusterName"),
     "MlflowTrackingServerArn": ("nova", "MlflowTrackingServerArn"),
     "PurchaseLedger": ("storage", "PurchaseLedgerTableName"),
+    "TrainingJobRoleArn": ("nova-base", "TrainingJobRoleArn"),
+    "TrainingJobSubnets": ("nova-base", "TrainingJobSubnets"),
+    "TrainingJobSecurityGroupId": ("nova-base", "TrainingJobSecurityGroupId"),
 }
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z]+)\}|\{\{checkpoint:([a-z0-9-]+)\}\}")
 OVERRIDES_FLAG = "--override-parameters"

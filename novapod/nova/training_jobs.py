@@ -69,6 +69,16 @@ RECIPE_LOCAL_PATH = f"/opt/ml/input/data/{RECIPE_CHANNEL}/{RECIPE_FILE}"
 # StoppingCondition.MaxRuntimeInSeconds: "The maximum value is 28 days" (botocore's doc).
 MAX_RUNTIME_SECONDS = 28 * 24 * 3600
 ALREADY_STARTED = "ResourceInUse"
+# Where the launcher uploads each rendered recipe (a content-addressed key below it), in
+# the environment's data bucket: the execution role reads there and the launch policy
+# writes there (novapod/constructs/training_job_role.py).
+RECIPE_UPLOAD_PREFIX = "training-jobs/recipes/"
+# Instance families of the catalog's training-job types without local instance storage.
+# "You can't request a VolumeKmsKeyId when using an instance type with local storage", and
+# NVMe families include ml.p4d and ml.g5 (botocore's ResourceConfig VolumeKmsKeyId and
+# VolumeSizeInGB docs); ml.p5, ml.p5en and ml.g6 carry NVMe instance store too (EC2 User
+# Guide, instance store volumes). ml.r5 is EBS only (r5d is its NVMe variant).
+EBS_ONLY_FAMILIES = frozenset({"r5"})
 
 
 class TrainingJobError(Exception):
@@ -108,6 +118,28 @@ class TrainingJobSpec:
     volume_kms_key_arn: str | None = None
     compress_output: bool = True
     tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def takes_volume_key(instance_type: str) -> bool:
+    """Whether a training job on `instance_type` may send ResourceConfig.VolumeKmsKeyId
+    (EBS volumes only; local NVMe is encrypted by the instance's hardware)."""
+    family = instance_type.removeprefix("ml.").split(".", 1)[0]
+    return family in EBS_ONLY_FAMILIES
+
+
+def parse_subnets(text: str) -> dict[str, list[str]]:
+    """The nova-base stack's TrainingJobSubnets output (`zone-id=subnet-id,...`) as the
+    subnets of each zone ID, in order (what `plan_subnets` takes)."""
+    out: dict[str, list[str]] = {}
+    for pair in filter(None, text.split(",")):
+        zone, sep, subnet = pair.partition("=")
+        if not sep or not zone or not subnet:
+            raise TrainingJobError(
+                f"the stack output TrainingJobSubnets has {pair!r}, not zone-id=subnet-id; "
+                "deploy this version of novapod's nova-base stack"
+            )
+        out.setdefault(zone, []).append(subnet)
+    return out
 
 
 def encode_hyperparameters(values: Mapping[str, Any]) -> dict[str, str]:

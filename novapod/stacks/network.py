@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aws_cdk import Stack
+from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from novapod.config import Network
@@ -25,15 +26,16 @@ from novapod.constructs.network import (
     ZonalVpc,
     imported_vpc,
 )
-from novapod.constructs.security_group import HyperPodSecurityGroup
+from novapod.constructs.security_group import HyperPodSecurityGroup, TrainingJobSecurityGroup
 
 
 class NetworkStack(Stack):
     """Exposes `handle` (VPC, private subnets by zone ID), `security_group`,
     `deferred_egress` (what a later stack builds NAT egress from, or None),
     `deferred_endpoints` (the endpoint names a later stack builds, else empty) and
-    `placement` (where a function runs beside the cluster). `endpoints`: the VPC
-    endpoints to create, the network's and the jobs' (NovapodConfig.endpoint_names)."""
+    `placement` (where a function runs beside the cluster) and, with `training_jobs`,
+    `training_job_security_group` (else None). `endpoints`: the VPC endpoints to create,
+    the network's and the jobs' (NovapodConfig.endpoint_names)."""
 
     def __init__(
         self,
@@ -45,6 +47,7 @@ class NetworkStack(Stack):
         name: str,
         defer_egress: bool = False,
         defer_endpoints: bool = False,
+        training_jobs: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, **kwargs)
@@ -79,6 +82,12 @@ class NetworkStack(Stack):
             vpc_cidr=self.handle.cidr,
             closed=network.closed,
         ).security_group
+        # The environment's SageMaker training jobs run in a group of their own.
+        self.training_job_security_group: ec2.ISecurityGroup | None = None
+        if training_jobs:
+            self.training_job_security_group = TrainingJobSecurityGroup(
+                self, "TrainingJobSecurityGroup", vpc=self.handle.vpc
+            ).security_group
         self.deferred_endpoints: tuple[str, ...] = ()
         if defer_endpoints:
             self.deferred_endpoints = tuple(endpoints)

@@ -35,6 +35,7 @@ from novapod.constructs.bedrock_model.construct import bedrock_models
 from novapod.constructs.nova_environment.construct import nova_environment
 from novapod.constructs.purchase_ledger import PurchaseLedger
 from novapod.constructs.status_policy import health_policy, status_policy
+from novapod.constructs.training_job_role import acknowledge_launch_rights
 from novapod.nova import render
 from novapod.nova.access import (
     BUNDLE_PREFIX,
@@ -66,8 +67,10 @@ MLFLOW_READ_ACTIONS = (
     "sagemaker-mlflow:SearchExperiments",
     "sagemaker-mlflow:SearchRuns",
 )
-# The stacks whose outputs `novapod launch` and `novapod results` read.
+# The stacks whose outputs `novapod launch` and `novapod results` read; with training-job
+# jobs, nova-base's too (their role, subnets and security group: NovaBaseStack).
 READABLE_STACKS = ("storage", "hyperpod", "nova")
+TRAINING_JOB_STACKS = ("nova-base",)
 
 
 def job_log_groups(scope: Stack, cluster_name: str) -> str:
@@ -136,7 +139,7 @@ class NovaStack(Stack):
                 kubernetes_groups=[SCIENTISTS_GROUP],
                 type="STANDARD",
             )
-        self.scientist_policy = self._scientist_policy(hyperpod_cluster_arn)
+        self.scientist_policy = self._scientist_policy(hyperpod_cluster_arn, base)
         self.data_grants = self._data_grants(restricted_role_name) if restricted_role_name else None
         self._outputs(nova.namespace, base)
         # The deploy-time check that the cluster can take a Nova job (and its log's output).
@@ -263,9 +266,15 @@ class NovaStack(Stack):
             sid="UseRftQueues", actions=list(RFT_QUEUE_ACTIONS), resources=[queues]
         )
 
-    def _scientist_policy(self, hyperpod_cluster_arn: str) -> iam.ManagedPolicy:
+    def _scientist_policy(
+        self, hyperpod_cluster_arn: str, base: NovaBaseStack
+    ) -> iam.ManagedPolicy:
         """For account owners to attach to the scientists' roles: describe the clusters,
-        read the bundle, the outputs and results, the MLflow experiments, the stacks."""
+        read the bundle, the outputs and results, the MLflow experiments, the stacks.
+        With training-job jobs, also what the nova-base stack's TrainingJobLaunchPolicy
+        grants (start, describe and stop them), merged in: this policy is the one the
+        scientists' roles carry, and a managed policy cannot include another."""
+        training_jobs = base.training_jobs
         results = self._objects(self.outputs_prefix)
         bundle = self._objects(BUNDLE_PREFIX)
         stacks = [
@@ -274,7 +283,7 @@ class NovaStack(Stack):
                 resource="stack",
                 resource_name=f"{self.config.prefix}-{kind}/*",
             )
-            for kind in READABLE_STACKS
+            for kind in READABLE_STACKS + (TRAINING_JOB_STACKS if training_jobs else ())
         ]
         eks_cluster = self.format_arn(
             service="eks", resource="cluster", resource_name=self.cluster_name
@@ -337,13 +346,18 @@ class NovaStack(Stack):
                     resources=[self.mlflow_arn],
                 )
             )
+        if training_jobs is not None:
+            statements += training_jobs.launch_statements
         policy = iam.ManagedPolicy(
             self,
             "ScientistPolicy",
-            description=f"novapod {self.config.name}: what a Nova scientist reads (attach to "
-            "the roles in nova.scientists)",
+            description=f"novapod {self.config.name}: what a Nova scientist reads "
+            + ("and starts " if training_jobs is not None else "")
+            + "(attach to the roles in nova.scientists)",
             statements=statements,
         )
+        if training_jobs is not None:
+            acknowledge_launch_rights(policy, training_jobs.launch_wildcards)
         reasons = {
             results: "Job outputs and evaluation results land below run folders the launcher "
             "names (nova/<env>/<job>/<run>/); read only, this environment's prefix only.",

@@ -16,7 +16,10 @@ and the HyperPod cluster are being created:
 - the functions, roles and waiter state machines of the NovaEnvironment check and the
   Bedrock import (the custom resources themselves are in NovaStack, after the cluster);
 - the Bedrock import role (and the import handlers' grant on the storage stack's
-  purchase ledger, read as its outputs like the buckets and the key).
+  purchase ledger, read as its outputs like the buckets and the key);
+- with jobs that run as SageMaker training jobs, their execution role and the managed
+  policy for who starts them (constructs/training_job_role.py), with the outputs
+  `novapod launch` reads to start one (`TrainingJobOutputs`).
 
 NovaStack (`<prefix>-nova`) holds what needs the deployed clusters: the access
 entries, the grants on the HyperPod cluster's ARN and the restricted execution role,
@@ -25,16 +28,19 @@ the NovaEnvironment check and the Bedrock models.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import CfnOutput, CfnResource, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from novapod.config import NovapodConfig
+from novapod.config import Job, NovapodConfig
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.bedrock_model.construct import BedrockImport, bedrock_import
 from novapod.constructs.network import PrivatePlacement
@@ -44,9 +50,36 @@ from novapod.constructs.nova_environment.construct import (
 )
 from novapod.constructs.purchase_ledger import PurchaseLedger
 from novapod.constructs.recipe_bundle.construct import RecipeBundle
+from novapod.constructs.training_job_role import TrainingJobPermissions, training_job_prefix
+from novapod.node_images import ImageRepository
 from novapod.nova import render
+from novapod.nova.access import data_grants
+from novapod.nova.catalog import catalog
+from novapod.nova.training_jobs import RECIPE_UPLOAD_PREFIX, takes_volume_key
 
 MLFLOW_PREFIX = "mlflow/"
+# Pinned logical IDs of the training jobs' identity resources: a new ID would replace the
+# role (and with it every ARN a scientist's launch names) and the policies attached to
+# roles outside the stack.
+TRAINING_JOB_PINNED_IDS = {
+    "role": "TrainingJobExecutionRole",
+    "policy": "TrainingJobExecutionPolicy",
+    "launch_policy": "TrainingJobLaunchPolicy",
+}
+
+
+@dataclass(frozen=True)
+class TrainingJobOutputs:
+    """The nova-base stack's outputs a training job's launch reads (`novapod launch`:
+    novapod/nova/launch.py STACK_OUTPUTS)."""
+
+    role_arn: str = "TrainingJobRoleArn"
+    launch_policy_arn: str = "TrainingJobLaunchPolicyArn"
+    subnets: str = "TrainingJobSubnets"  # zone-id=subnet-id,... (parse_subnets)
+    security_group: str = "TrainingJobSecurityGroupId"
+
+
+TRAINING_JOB_OUTPUTS = TrainingJobOutputs()
 
 
 def mlflow_server_arn(stack: Stack, name: str) -> str:
@@ -60,8 +93,9 @@ class NovaBaseStack(Stack):
     """Exposes `mlflow_server` (or None), `mlflow_arn` (or None), `bundle`,
     `check_handlers` (NovaEnvironmentHandlers), `bedrock` (BedrockImport or None) and
     the storage names it was given (`data_bucket_name`, `artifacts_bucket_name`,
-    `key_arn`). `ledger` is the storage stack's PurchaseLedger (the Bedrock imports are
-    claimed in it)."""
+    `key_arn`), and `training_jobs` (TrainingJobPermissions, or None without jobs that
+    run as training jobs). `ledger` is the storage stack's PurchaseLedger (the Bedrock
+    imports are claimed in it)."""
 
     def __init__(
         self,
@@ -75,6 +109,8 @@ class NovaBaseStack(Stack):
         artifacts_bucket_name: str,
         key_arn: str,
         ledger: PurchaseLedger,
+        training_job_security_group: ec2.ISecurityGroup | None = None,
+        subnets_by_zone: Mapping[str, Sequence[str]] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id_, **kwargs)
@@ -128,6 +164,129 @@ class NovaBaseStack(Stack):
             ledger=ledger,
             placement=placement,
         )
+        self.training_jobs: TrainingJobPermissions | None = None
+        if config.training_jobs:
+            if training_job_security_group is None or subnets_by_zone is None:
+                raise ValueError(
+                    "the config has training-job jobs: pass the network's "
+                    "training_job_security_group and subnets_by_zone"
+                )
+            self.training_jobs = self._training_jobs(
+                data_bucket=data_bucket,
+                placement=placement,
+                security_group_id=training_job_security_group.security_group_id,
+                subnets_by_zone=subnets_by_zone,
+            )
+
+    def _training_jobs(
+        self,
+        *,
+        data_bucket: s3.IBucket,
+        placement: PrivatePlacement,
+        security_group_id: str,
+        subnets_by_zone: Mapping[str, Sequence[str]],
+    ) -> TrainingJobPermissions:
+        """The training jobs' role and launch policy, from the jobs that run as training
+        jobs: their datasets (the keys the restricted groups' grants derive, nova/
+        access.py), the outputs under the prefix every job writes below (so `results` and
+        `from: job:` find them as HyperPod jobs'), their images' repositories, MLflow and
+        functions when they use them, distillation's teachers, and the plans they run on."""
+        config = self.config
+        jobs = config.training_jobs
+        grants = data_grants(config, jobs)
+        types = render.instance_types(config)
+        tracked = self.mlflow_arn is not None and any(job.mlflow for job in jobs)
+        permissions = TrainingJobPermissions(
+            self,
+            "TrainingJobs",
+            environment=config.name,
+            job_prefix=training_job_prefix(config.prefix),
+            data_bucket=data_bucket,
+            input_keys=grants.data_keys,
+            recipe_prefix=RECIPE_UPLOAD_PREFIX,
+            output_bucket=self.artifacts_bucket,
+            output_prefix=render.output_prefix(config),
+            key=self.key,
+            subnet_ids=placement.subnet_ids,
+            security_group_id=security_group_id,
+            repositories=training_job_repositories(config.region, jobs),
+            mlflow_server_arn=self.mlflow_arn if tracked else None,
+            lambda_arns=grants.lambdas,
+            distillation_teachers=[
+                render.render_recipe(config, job)["training_config"]["teacherModelId"]
+                for job in jobs
+                if job.technique == "distillation"
+            ],
+            # Only instances without local storage take a volume key (takes_volume_key).
+            volume_encryption=any(takes_volume_key(types[job.name]) for job in jobs),
+            training_plan_arns=self._plan_arns(jobs),
+            tag_on_create=bool(config.resource_tags),
+        )
+        for name, construct in (
+            ("role", permissions.role),
+            ("policy", permissions.policy),
+            ("launch_policy", permissions.launch_policy),
+        ):
+            cfn = construct.node.default_child
+            assert isinstance(cfn, CfnResource)
+            cfn.override_logical_id(TRAINING_JOB_PINNED_IDS[name])
+        self._training_job_outputs(permissions, security_group_id, subnets_by_zone)
+        return permissions
+
+    def _plan_arns(self, jobs: Sequence[Job]) -> list[str]:
+        """The ARNs of the plans the jobs run on, written out as the HyperPod stack writes
+        a restricted group's (the adopted plan's, or the deterministic name's): no
+        reference to the capacity stack, and a new purchase changes this template."""
+        specs = {spec.name: spec for spec in self.config.capacity.training_plans}
+        names = self.config.purchase_names()
+        arns: list[str] = []
+        for plan in dict.fromkeys(job.plan for job in jobs if job.plan is not None):
+            spec = specs[plan]
+            arns.append(
+                spec.existing_arn
+                or self.format_arn(
+                    service="sagemaker", resource="training-plan", resource_name=names[plan]
+                )
+            )
+        return arns
+
+    def _training_job_outputs(
+        self,
+        permissions: TrainingJobPermissions,
+        security_group_id: str,
+        subnets_by_zone: Mapping[str, Sequence[str]],
+    ) -> None:
+        names = TRAINING_JOB_OUTPUTS
+        # Zone IDs are known at synth; the subnet IDs are the network stack's (tokens that
+        # CDK writes as Fn::Join of the references).
+        subnets = ",".join(
+            f"{zone}={subnet}" for zone, ids in subnets_by_zone.items() for subnet in ids
+        )
+        for key, value, description in (
+            (
+                names.role_arn,
+                permissions.role.role_arn,
+                "The execution role a training job's CreateTrainingJob passes (RoleArn).",
+            ),
+            (
+                names.launch_policy_arn,
+                permissions.launch_policy.managed_policy_arn,
+                "Attach to whoever starts the environment's training jobs (the scientists' "
+                "policy already holds the same rights).",
+            ),
+            (
+                names.subnets,
+                subnets,
+                "The private subnets a training job may run in, zone-id=subnet-id pairs "
+                "(VpcConfig Subnets: those of the zones of the job's plan).",
+            ),
+            (
+                names.security_group,
+                security_group_id,
+                "The security group a training job runs in (VpcConfig SecurityGroupIds).",
+            ),
+        ):
+            CfnOutput(self, key, value=value, description=description)
 
     def _mlflow(self, *, size: str) -> sagemaker.CfnMlflowTrackingServer:
         """The tracking server, its artifacts under mlflow/ in the artifacts bucket.
@@ -189,3 +348,14 @@ class NovaBaseStack(Stack):
         server.apply_removal_policy(RemovalPolicy.RETAIN)
         server.node.add_dependency(policy)
         return server
+
+
+def training_job_repositories(region: str, jobs: Sequence[Job]) -> tuple[ImageRepository, ...]:
+    """The registry repositories of the jobs' training-job images (the catalog's SM-TJ
+    image of each, `<account>.dkr.ecr.<region>.<domain>/<repository>:<tag>`), once each."""
+    found: dict[ImageRepository, None] = {}
+    for job in jobs:
+        image = catalog().training_job_image(job.model, job.technique, region, job.task)
+        registry, _, path = image.partition("/")
+        found[ImageRepository(region, registry.split(".", 1)[0], path.split(":", 1)[0])] = None
+    return tuple(found)

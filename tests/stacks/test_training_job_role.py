@@ -16,11 +16,10 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 
+from novapod.config.network import TrainingJobNeeds, training_job_endpoints
 from novapod.constructs.training_job_role import (
-    TrainingJobNeeds,
     TrainingJobPermissions,
     nova_training_job_repositories,
-    training_job_endpoints,
     training_job_prefix,
 )
 from novapod.node_images import ImageRepository

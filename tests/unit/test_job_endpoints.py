@@ -1,5 +1,6 @@
 """Which VPC endpoints the config creates for what its jobs' pods call from restricted
-groups (Lambda functions, RFT's queues, MLflow), in open and closed networks."""
+groups (Lambda functions, RFT's queues, MLflow) and what its training jobs call from the
+private subnets (the S3 gateway, Bedrock for distillation), in open and closed networks."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from tests.conftest import ROOT
 LITE = yamlsafe.load((ROOT / "config" / "examples" / "single-rig-purchase.yaml").read_text())
 # RFT with a reward Lambda, and an SFT job logging to MLflow.
 NOVA_JOBS = yamlsafe.load((ROOT / "config" / "examples" / "nova-jobs.yaml").read_text())
+# A HyperPod job beside training jobs: SFT and an evaluation on a plan, distillation.
+TRAINING_JOBS = yamlsafe.load((ROOT / "config" / "examples" / "training-jobs.yaml").read_text())
 REWARD = "arn:aws:lambda:us-east-1:111122223333:function:nova-reward"
 METRICS = "arn:aws:lambda:us-east-1:111122223333:function:qa-metrics"
 # Written out, not read from novapod.config's tables (they would vouch for themselves).
@@ -97,6 +100,8 @@ CLOSED = Network.model_validate(
 
 def test_a_closed_network_has_every_endpoint_but_mlflows_and_adds_it_for_jobs() -> None:
     assert CLOSED.endpoints_with(()) == CLOSED_DEFAULT
+    # Nor Bedrock's, which only distillation's training jobs call.
+    assert CLOSED.endpoints_with(("bedrock-runtime",)) == (*CLOSED_DEFAULT, "bedrock-runtime")
     assert CLOSED.endpoints_with(("lambda", "sqs")) == CLOSED_DEFAULT
     assert CLOSED.endpoints_with(("sagemaker.experiments", "lambda")) == (
         *CLOSED_DEFAULT,
@@ -124,8 +129,8 @@ def test_a_listed_endpoint_set_must_name_what_the_jobs_call() -> None:
     assert info.value.issues == [
         (
             "network.endpoints",
-            "jobs on restricted groups reach AWS only through endpoints; add sqs (for job "
-            "nova2-rft), sagemaker.experiments (for job lite-sft)",
+            "jobs on restricted groups and training jobs reach AWS through endpoints; add sqs "
+            "(for job nova2-rft), sagemaker.experiments (for job lite-sft)",
         )
     ]
     data["network"]["endpoints"] += ["sqs", "sagemaker.experiments"]
@@ -160,3 +165,46 @@ def test_a_closed_list_needs_every_endpoint_but_mlflows() -> None:
             "to get all of them",
         )
     ]
+
+
+def test_training_jobs_add_the_s3_gateway_and_bedrock_for_distillation() -> None:
+    config = parse_config(TRAINING_JOBS)
+    assert [job.name for job in config.training_jobs] == ["micro-sft", "micro-eval", "distill"]
+    assert config.job_endpoints == {"s3": "micro-sft", "bedrock-runtime": "distill"}
+    assert config.endpoint_names == (*OPEN_DEFAULT, "bedrock-runtime")
+
+
+def test_training_jobs_without_distillation_add_no_interface_endpoint() -> None:
+    data = copy.deepcopy(TRAINING_JOBS)
+    data["jobs"] = [job for job in data["jobs"] if job["technique"] != "distillation"]
+    config = parse_config(data)
+    assert config.job_endpoints == {"s3": "micro-sft"}
+    assert config.endpoint_names == OPEN_DEFAULT
+
+
+def test_a_training_job_that_logs_to_mlflow_gets_its_endpoint() -> None:
+    data = copy.deepcopy(TRAINING_JOBS)
+    data["jobs"][1]["mlflow"] = True  # micro-sft, a training job
+    data["nova"] = {"mlflow": {"enabled": True}}
+    config = parse_config(data)
+    assert config.job_endpoints == {
+        "s3": "micro-sft",
+        "sagemaker.experiments": "micro-sft",
+        "bedrock-runtime": "distill",
+    }
+
+
+def test_a_listed_endpoint_set_must_name_what_the_training_jobs_call() -> None:
+    data = copy.deepcopy(TRAINING_JOBS)
+    data["network"]["endpoints"] = list(OPEN_DEFAULT)
+    with pytest.raises(ConfigError) as info:
+        parse_config(data)
+    assert info.value.issues == [
+        (
+            "network.endpoints",
+            "jobs on restricted groups and training jobs reach AWS through endpoints; add "
+            "bedrock-runtime (for job distill)",
+        )
+    ]
+    data["network"]["endpoints"].append("bedrock-runtime")
+    assert parse_config(data).endpoint_names == (*OPEN_DEFAULT, "bedrock-runtime")
