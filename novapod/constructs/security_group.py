@@ -42,18 +42,10 @@ class HyperPodSecurityGroup(Construct):
         )
         sg = self.security_group
         lustre_ports = (ec2.Port.tcp(LUSTRE_PORT), ec2.Port.tcp_range(*LUSTRE_PORT_RANGE))
-        sg.add_ingress_rule(sg, ec2.Port.all_traffic(), EFA_RULE)
-        (self_ingress,) = [
-            c
-            for c in sg.node.children
-            if isinstance(c, ec2.CfnSecurityGroupIngress) and c.ip_protocol == "-1"
-        ]
-        acknowledge(
-            self_ingress,
-            "EC2RestrictedCommonPorts",
-            "All traffic is admitted only from this group itself, never from an address "
-            "range: EFA requires a self-referencing all-traffic rule (EC2 User Guide, "
-            "efa-start.html).",
+        _admit_own_members(
+            sg,
+            EFA_RULE,
+            "EFA requires a self-referencing all-traffic rule (EC2 User Guide, efa-start.html).",
         )
         for port in lustre_ports:
             sg.add_ingress_rule(sg, port, "FSx for Lustre")
@@ -108,17 +100,10 @@ class TrainingJobSecurityGroup(Construct):
             allow_all_outbound=False,
         )
         sg = self.security_group
-        sg.add_ingress_rule(sg, ec2.Port.all_traffic(), TRAINING_JOB_RULE)
-        (self_ingress,) = [
-            c
-            for c in sg.node.children
-            if isinstance(c, ec2.CfnSecurityGroupIngress) and c.ip_protocol == "-1"
-        ]
-        acknowledge(
-            self_ingress,
-            "EC2RestrictedCommonPorts",
-            "All traffic is admitted only from this group itself, never from an address "
-            "range: a distributed training job's instances talk to each other, over EFA on "
+        _admit_own_members(
+            sg,
+            TRAINING_JOB_RULE,
+            "a distributed training job's instances talk to each other, over EFA on "
             "p4d and p5 (train-vpc.html; EC2 User Guide, efa-start.html).",
         )
         sg.add_egress_rule(sg, ec2.Port.all_traffic(), TRAINING_JOB_RULE)
@@ -143,4 +128,20 @@ def admit_to_eks_api(
         from_port=HTTPS,
         to_port=HTTPS,
         description=f"novapod {who} to the EKS API",
+    )
+
+
+def _admit_own_members(sg: ec2.SecurityGroup, description: str, why: str) -> None:
+    """All traffic in from the group's own members, acknowledged for cdk-nag's
+    EC2RestrictedCommonPorts with `why` (the rule names no address range)."""
+    sg.add_ingress_rule(sg, ec2.Port.all_traffic(), description)
+    (self_ingress,) = [
+        c
+        for c in sg.node.children
+        if isinstance(c, ec2.CfnSecurityGroupIngress) and c.ip_protocol == "-1"
+    ]
+    acknowledge(
+        self_ingress,
+        "EC2RestrictedCommonPorts",
+        "All traffic is admitted only from this group itself, never from an address range: " + why,
     )
