@@ -443,6 +443,25 @@ class TrainingJobPermissions(Construct):
             iam.PolicyStatement(
                 sid="UploadRecipes", actions=["s3:PutObject"], resources=[self._recipe_objects]
             ),
+            # A job's logs: /aws/sagemaker/TrainingJobs, one stream per instance below
+            # <job name>/, found with DescribeLogStreams(logStreamNamePrefix=<job>/) and
+            # read with GetLogEvents, as the SageMaker SDK does (aws/sagemaker-python-sdk
+            # a24812666, sagemaker-core/src/sagemaker/core/utils/logs.py
+            # MultiLogStreamHandler). GetLogEvents takes a log-stream ARN, so it is
+            # limited to our jobs' streams; FilterLogEvents (what `aws logs tail` calls)
+            # takes only the group's ARN and would read every training job of the
+            # account, so it is left out (Service Authorization Reference, CloudWatch
+            # Logs: FilterLogEvents log-group*, GetLogEvents log-stream*).
+            iam.PolicyStatement(
+                sid="ReadOurTrainingJobLogs",
+                actions=["logs:GetLogEvents"],
+                resources=[self._streams],
+            ),
+            iam.PolicyStatement(
+                sid="FindOurTrainingJobLogStreams",
+                actions=["logs:DescribeLogStreams"],
+                resources=[self._group],
+            ),
             iam.PolicyStatement(
                 sid="EncryptRecipeUploads",
                 actions=["kms:GenerateDataKey"],
@@ -510,6 +529,10 @@ class TrainingJobPermissions(Construct):
             "Authorization Reference lists no resource type for it).",
             self._recipe_objects: "The launcher uploads each rendered recipe under a "
             "content-addressed key below the recipe prefix.",
+            self._streams: "SageMaker names one log stream per instance, <job name>/algo-<n>-"
+            f"<time>; GetLogEvents only on streams of jobs named {self._job_prefix}*.",
+            self._group: "CloudWatch Logs authorizes DescribeLogStreams on the group's ARN "
+            "ending in ':*'; it lists the training jobs' stream names, to find a job's.",
         }
         if self._reserved_capacity is not None:
             wildcards[self._reserved_capacity] = (

@@ -339,6 +339,16 @@ LAUNCH_BASE = {
         "Resource": KEY,
         "Condition": {"StringEquals": {"kms:ViaService": "s3.us-east-1.amazonaws.com"}},
     },
+    # Our jobs' streams only: not FilterLogEvents, which takes the account-wide group.
+    "ReadOurTrainingJobLogs": {
+        "Action": "logs:GetLogEvents",
+        "Resource": f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/sagemaker/TrainingJobs:"
+        "log-stream:novapod-dev-*",
+    },
+    "FindOurTrainingJobLogStreams": {
+        "Action": "logs:DescribeLogStreams",
+        "Resource": f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/sagemaker/TrainingJobs:*",
+    },
 }
 
 
@@ -481,6 +491,12 @@ def test_cdk_nag_passes_with_a_reason_for_each_finding(nagged: Path) -> None:
         "reserved-capacity/*]": "A training plan's reserved capacities have IDs SageMaker "
         "generates; AWS's AWSBatchServiceRolePolicyForSageMaker grants CreateTrainingJob "
         "on them so.",
+        f"AwsSolutions-IAM5[Resource::{logs}:log-stream:novapod-dev-*]": "SageMaker names "
+        "one log stream per instance, <job name>/algo-<n>-<time>; GetLogEvents only on "
+        "streams of jobs named novapod-dev-*.",
+        f"AwsSolutions-IAM5[Resource::{logs}:*]": "CloudWatch Logs authorizes "
+        "DescribeLogStreams on the group's ARN ending in ':*'; it lists the training jobs' "
+        "stream names, to find a job's.",
     }
     # The NIST and HIPAA packs flag the role's inline policy only, acknowledged by rule.
     others = {

@@ -123,6 +123,19 @@ LAUNCH = {
         "resources": [KEY],
         "condition": {"StringEquals": {"kms:ViaService": f"s3.{REGION}.amazonaws.com"}},
     },
+    "ReadOurTrainingJobLogs": {
+        "actions": ["logs:GetLogEvents"],
+        "resources": [
+            f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/sagemaker/TrainingJobs:"
+            "log-stream:novapod-mixed-tj-*"
+        ],
+        "condition": None,
+    },
+    "FindOurTrainingJobLogStreams": {
+        "actions": ["logs:DescribeLogStreams"],
+        "resources": [f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/sagemaker/TrainingJobs:*"],
+        "condition": None,
+    },
 }
 
 
