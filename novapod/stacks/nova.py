@@ -175,7 +175,9 @@ class NovaStack(Stack):
         (object ARNs), list only their keys (bucket ARNs with s3:prefix), write and read
         back the jobs' outputs, use the key, call the jobs' functions, RFT's queues and
         MLflow."""
-        grants = data_grants(self.config)
+        # The cluster's jobs only: a training job reads its data with its own role
+        # (nova-base's TrainingJobExecutionRole), not through the groups' nodes.
+        grants = data_grants(self.config, [j for j in self.config.jobs if not j.on_training_job])
         statements: list[iam.PolicyStatement] = []
         datasets = [self.data_bucket.arn_for_objects(k) for k in grants.data_keys] + [
             f"arn:{Aws.PARTITION}:s3:::{bucket}/{k}"

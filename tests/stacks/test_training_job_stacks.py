@@ -467,3 +467,25 @@ def test_the_scientists_policy_keeps_its_bytes_without_training_job_jobs(synth) 
     golden = json.loads(SCIENTIST_GOLDEN.read_text())
     template = synth(NOVA_JOBS).templates["nova"]
     assert template["Resources"][golden["logical_id"]] == golden["resource"]
+
+
+def test_the_cluster_nodes_read_only_the_cluster_jobs_datasets(synth) -> None:
+    """The restricted groups' role reads lite-sft's dataset only: micro-sft's and
+    micro-eval's are read by the training jobs' own role. Fails if the HyperPod grants
+    were taken from every job of the config."""
+    result = synth(EXAMPLE)
+    template = result.templates["nova"]
+    (policy,) = [
+        r["Properties"]["PolicyDocument"]
+        for k, r in template["Resources"].items()
+        if r["Type"] == "AWS::IAM::Policy" and k.startswith("RestrictedGroupDataGrants")
+    ]
+    found = statements(result, policy)
+    assert found["ReadDatasets"] == {
+        "actions": ["s3:GetObject"],
+        "resources": ["arn:aws:s3:::${DataBucket}/sft/lite-train.jsonl"],
+        "condition": None,
+    }
+    assert found["ListDatasets0"]["condition"] == {
+        "StringEquals": {"s3:prefix": ["sft/lite-train.jsonl"]}
+    }
