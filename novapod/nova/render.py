@@ -38,7 +38,7 @@ import yaml
 
 from novapod.config.jobs import dependency_order
 from novapod.nova import training_jobs as tj
-from novapod.nova.catalog import Variant, catalog
+from novapod.nova.catalog import CatalogError, Variant, catalog
 from novapod.nova.upstream import upstream_facts
 
 if TYPE_CHECKING:
@@ -491,7 +491,10 @@ def training_job_launch(
     """The launch file of a training-job job: the CreateTrainingJob request with its
     placeholders, and what `novapod launch` resolves them from."""
     spec = training_job_spec(config, job, recipe)
-    request = {"TrainingJobName": TRAINING_JOB_NAME, **tj.request_body(spec)}
+    try:
+        request = {"TrainingJobName": TRAINING_JOB_NAME, **tj.request_body(spec)}
+    except tj.TrainingJobError as error:
+        raise CatalogError(str(error)) from None
     names = config.purchase_names()
     plan = None if job.on_demand else job.plan
     return {
@@ -501,7 +504,7 @@ def training_job_launch(
         "after": list(job.predecessors),
         "runs": job.runs,
         "plan": plan,
-        "training_plan_name": None if plan is None else _plan_name(config, plan, names),
+        "training_plan_name": None if plan is None else sagemaker_plan_name(config, plan, names),
         "on_demand": plan is None,
         "recipe_upload": f"{recipe_uri()}{tj.RECIPE_FILE}",
         "name": f"{config.prefix}-{job.name}-<digest>-<run>",
@@ -509,7 +512,7 @@ def training_job_launch(
     }
 
 
-def _plan_name(config: NovapodConfig, plan: str, names: Mapping[str, str]) -> str:
+def sagemaker_plan_name(config: NovapodConfig, plan: str, names: Mapping[str, str]) -> str:
     """The name a plan has in SageMaker: the adopted plan's (from its ARN), or the
     deterministic name it is bought under."""
     for spec in config.capacity.training_plans:
