@@ -234,6 +234,7 @@ def latest_checkpoint(s3: Any, job: str, output: str) -> Checkpoint:
 
 def finished_run(s3: Any, job: Job, output: str) -> Found | None:
     """The newest sign that the job finished: a manifest, or for an evaluation its results."""
+    patterns: tuple[re.Pattern[str], ...]
     if job.technique == "evaluation":
         patterns = (TRAINING_JOB_RESULTS,) if job.on_training_job else (RESULTS,)
     else:
@@ -520,7 +521,8 @@ def prepare_training_job(
             notes.append(f"training plan {job.plan}: {arn} (zones {', '.join(zones)})")
     except tj.TrainingJobError as error:
         raise LaunchError(str(error)) from None
-    text = substitute(render.recipe_yaml(recipe), values).encode("utf-8")
+    # Resolved in the parsed recipe, then written as `novapod recipes` writes it.
+    text = render.recipe_yaml(_substitute_json(recipe, values)).encode("utf-8")
     digest = recipe_digest(text)
     values[render.RECIPE_DIGEST] = digest
     body = _substitute_json({k: v for k, v in template.items() if k != "TrainingJobName"}, values)

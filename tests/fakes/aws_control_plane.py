@@ -1368,8 +1368,10 @@ class FakeControlPlane:
         length = params.get("ContentLength")
         if length is not None and int(length) != len(body):
             raise _ApiError(
-                "IncompleteBody", "You did not provide the number of bytes specified by the "
-                "Content-Length HTTP header", 400
+                "IncompleteBody",
+                "You did not provide the number of bytes specified by the "
+                "Content-Length HTTP header",
+                400,
             )
         crc = params.get("ChecksumCRC32")
         if crc is not None:
@@ -1381,7 +1383,9 @@ class FakeControlPlane:
                     "BadDigest", "The CRC32 you specified did not match the calculated checksum."
                 )
         content_type = str(params.get("ContentType") or "binary/octet-stream")
-        stored = S3Object(bytes(body), self.now().astimezone(UTC).replace(microsecond=0), content_type)
+        stored = S3Object(
+            bytes(body), self.now().astimezone(UTC).replace(microsecond=0), content_type
+        )
         objects[key] = stored
         self.put_requests.append({k: v for k, v in params.items() if k != "Body"})
         payload = {"ETag": stored.etag}
