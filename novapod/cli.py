@@ -1100,9 +1100,13 @@ def _parser() -> argparse.ArgumentParser:
             "with the bucket and cluster names read from the deployed stacks "
             "(CloudFormation DescribeStacks) and, for `from: job:X`, the checkpoint named "
             "by X's newest manifest.json in S3. Needs AWS credentials that can describe "
-            "the stacks and list and read the artifacts bucket."
+            "the stacks and list and read the artifacts bucket. A job with runs_on: "
+            "training-job prints its CreateTrainingJob request instead, resolved the same "
+            "way and with its plan's ARN (DescribeTrainingPlan)."
         ),
         epilog=(
+            "For a training job, --run uploads its recipe and starts the job once; while "
+            "a run of it is in progress, a repeated launch starts nothing and says so. "
             "--run executes the commands in order with the HyperPod CLI (on PATH, else "
             ".venv-client/bin/hyperpod from `make client`), stops at the first failure "
             "and exits with its status. A job is refused (exit 2) while a job it starts "
