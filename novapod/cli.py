@@ -386,6 +386,8 @@ def _launch(args: argparse.Namespace) -> int:
             f"name the job to launch after the config: novapod launch {args.job} JOB"
         )
     config = _load(args)
+    if launch.find_job(config, args.job).on_training_job:
+        return _launch_training_job(args, config)
     cfn, s3 = _aws_clients(config, "launch", "cloudformation", "s3")
     try:
         prepared = launch.prepare(config, args.job, cfn=cfn, s3=s3, force=args.force)
@@ -424,6 +426,58 @@ def _launch(args: argparse.Namespace) -> int:
             f"{prepared.output}{outcome.run}/"
         )
     return EXIT_OK
+
+
+def _launch_training_job(args: argparse.Namespace, config: NovapodConfig) -> int:
+    """A training-job job: print its resolved CreateTrainingJob request, or with --run
+    upload its recipe and start it once (a repeat starts nothing and says so)."""
+    job = launch.find_job(config, args.job)
+    if job not in config.training_jobs:
+        raise launch.LaunchError(
+            f"job {job.name} runs as a training job in the environment's VPC, with the role "
+            "the nova-base stack creates, which needs a hyperpod section; add "
+            "hyperpod.restricted_instance_groups, or run the job elsewhere"
+        )
+    cfn, s3, sagemaker = _aws_clients(config, "launch", "cloudformation", "s3", "sagemaker")
+    try:
+        prepared = launch.prepare_training_job(
+            config, job, cfn=cfn, s3=s3, sagemaker=sagemaker, force=args.force
+        )
+        for note in prepared.notes:
+            print(f"# {note}", file=sys.stderr)
+        if prepared.running is not None:
+            running = prepared.running
+            print(
+                f"job {job.name} is already running as training job {running.name} "
+                f"({_job_status(running)}); nothing started"
+            )
+            return EXIT_OK
+        recipe_uri = f"s3://{prepared.recipe_bucket}/{prepared.recipe_key}"
+        if not args.execute:
+            print(f"# recipe: {recipe_uri} (uploaded by --run)", file=sys.stderr)
+            print(json.dumps(prepared.request, indent=2, sort_keys=True))
+            return EXIT_OK
+        print(f"+ PutObject {recipe_uri}", file=sys.stderr)
+        print(f"+ CreateTrainingJob {prepared.request['TrainingJobName']}", file=sys.stderr)
+        started = launch.start_training_job(prepared, s3=s3, sagemaker=sagemaker)
+    except (BotoCoreError, ClientError) as error:
+        raise _aws_failed("launch", error) from None
+    if not started.started:
+        print(
+            f"job {job.name} was already started as training job {started.name} "
+            f"({_job_status(started)}); nothing started"
+        )
+        return EXIT_OK
+    print(
+        f"started job {job.name} as training job {started.name} (run {prepared.run} of "
+        f"{prepared.runs}): outputs in {prepared.output}{started.name}/"
+    )
+    return EXIT_OK
+
+
+def _job_status(started: Any) -> str:
+    """A training job's status as DescribeTrainingJob shows it: InProgress (Training)."""
+    return f"{started.status} ({started.secondary})" if started.secondary else started.status
 
 
 def _cancel(args: argparse.Namespace) -> int:
@@ -1046,9 +1100,13 @@ def _parser() -> argparse.ArgumentParser:
             "with the bucket and cluster names read from the deployed stacks "
             "(CloudFormation DescribeStacks) and, for `from: job:X`, the checkpoint named "
             "by X's newest manifest.json in S3. Needs AWS credentials that can describe "
-            "the stacks and list and read the artifacts bucket."
+            "the stacks and list and read the artifacts bucket. A job with runs_on: "
+            "training-job prints its CreateTrainingJob request instead, resolved the same "
+            "way and with its plan's ARN (DescribeTrainingPlan)."
         ),
         epilog=(
+            "For a training job, --run uploads its recipe and starts the job once; while "
+            "a run of it is in progress, a repeated launch starts nothing and says so. "
             "--run executes the commands in order with the HyperPod CLI (on PATH, else "
             ".venv-client/bin/hyperpod from `make client`), stops at the first failure "
             "and exits with its status. A job is refused (exit 2) while a job it starts "

@@ -38,7 +38,8 @@ managed policy for who may start those jobs.
   ...IfExists): the condition keys the Service Authorization Reference lists for
   CreateTrainingJob (docs.aws.amazon.com/service-authorization/latest/reference/
   list_amazonsagemaker.html). With training plans, CreateTrainingJob also on the plans
-  and `reserved-capacity/*`, and tag-on-create as `sagemaker:AddTags` with
+  and `reserved-capacity/*` (and DescribeTrainingPlan on the plans, which the launcher
+  reads first), and tag-on-create as `sagemaker:AddTags` with
   `sagemaker:TaggingAction` = CreateTrainingJob: both as AWS's own managed policy for
   submitting training jobs grants them (AWSBatchServiceRolePolicyForSageMaker,
   docs.aws.amazon.com/aws-managed-policy/latest/reference/
@@ -416,6 +417,16 @@ class TrainingJobPermissions(Construct):
                     sid="RunOnOurTrainingPlans",
                     actions=["sagemaker:CreateTrainingJob"],
                     resources=[*dict.fromkeys(training_plan_arns), self._reserved_capacity],
+                )
+            )
+            # `novapod launch` reads the plan's ARN, status and zones before it starts a
+            # job on it (DescribeTrainingPlan, on resource type training-plan, as the
+            # environment's check describes its groups' plans: nova_environment/construct.py).
+            statements.append(
+                iam.PolicyStatement(
+                    sid="DescribeOurTrainingPlans",
+                    actions=["sagemaker:DescribeTrainingPlan"],
+                    resources=list(dict.fromkeys(training_plan_arns)),
                 )
             )
         if tag_on_create:

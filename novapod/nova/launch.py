@@ -10,6 +10,7 @@ cannot be found. The AWS clients are passed in, so tests point them at a fake.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -32,6 +33,7 @@ from novapod.constructs.bedrock_model.handler.manifest import (
     read_manifest,
 )
 from novapod.nova import render
+from novapod.nova import training_jobs as tj
 from novapod.nova.catalog import CatalogError, catalog
 
 if TYPE_CHECKING:
@@ -50,9 +52,23 @@ STACK_OUTPUTS: Mapping[str, tuple[str, str]] = {
     "TrainingJobRoleArn": ("nova-base", "TrainingJobRoleArn"),
     "TrainingJobSubnets": ("nova-base", "TrainingJobSubnets"),
     "TrainingJobSecurityGroupId": ("nova-base", "TrainingJobSecurityGroupId"),
+    "StorageKeyArn": ("storage", "KeyArn"),
 }
-_PLACEHOLDER = re.compile(r"\$\{([A-Za-z]+)\}|\{\{checkpoint:([a-z0-9-]+)\}\}")
+# Deploy-time names (`${Name}`), a predecessor's checkpoint, and a training job's values
+# known at launch: its plan's ARN, its recipe's digest and its name (render.py).
+_PLACEHOLDER = re.compile(
+    r"\$\{([A-Za-z]+)\}|\{\{checkpoint:([a-z0-9-]+)\}\}"
+    r"|\{\{training-plan:[A-Za-z0-9-]+\}\}|\{\{recipe-digest\}\}|\{\{training-job-name\}\}"
+)
+# A training plan's status in which a training job may use it: "The training plan must be
+# in the Scheduled or Active status to be used by a training job"
+# (docs.aws.amazon.com/sagemaker/latest/dg/training-plan-utilization-for-training-jobs.html).
+USABLE_PLAN_STATUSES = frozenset({"Scheduled", "Active"})
+# TrainingJobStatus values of a job that still runs (botocore's model: InProgress,
+# Completed, Failed, Stopping, Stopped); a job in one of these holds its run's number.
+RUNNING_STATUSES = frozenset({"InProgress", "Stopping"})
 OVERRIDES_FLAG = "--override-parameters"
+RECIPE_DIGEST_CHARS = 16
 
 
 class LaunchError(Exception):
@@ -186,6 +202,12 @@ def _substitute_json(value: Any, values: Mapping[str, str]) -> Any:
 # s3://output_path/job_name/eval-result/result-timestamp.json. Both are read.
 # https://docs.aws.amazon.com/nova/latest/userguide/customize-fine-tune-evaluate-access-results.html
 RESULTS = re.compile(r"^(?P<run>[^/]+)/eval-result/(?:results_|result-)[^/]*\.json$")
+# A training-job evaluation's, uncompressed (CompressionType NONE): <TrainingJobName>/
+# output/output/<evaluation>/eval_results/results_<timestamp>.json
+# (docs.aws.amazon.com/sagemaker/latest/dg/model-customize-evaluation-metrics-formats.html).
+TRAINING_JOB_RESULTS = re.compile(
+    r"^(?P<run>[^/]+)/output/output/(?:[^/]+/)*eval_results/results_[^/]*\.json$"
+)
 
 
 def latest_checkpoint(s3: Any, job: str, output: str) -> Checkpoint:
@@ -212,7 +234,11 @@ def latest_checkpoint(s3: Any, job: str, output: str) -> Checkpoint:
 
 def finished_run(s3: Any, job: Job, output: str) -> Found | None:
     """The newest sign that the job finished: a manifest, or for an evaluation its results."""
-    patterns = (RESULTS,) if job.technique == "evaluation" else (MANIFEST, ARCHIVE)
+    patterns: tuple[re.Pattern[str], ...]
+    if job.technique == "evaluation":
+        patterns = (TRAINING_JOB_RESULTS,) if job.on_training_job else (RESULTS,)
+    else:
+        patterns = (MANIFEST, ARCHIVE)
     return newest(list_runs_objects(s3, output, patterns))
 
 
@@ -243,6 +269,8 @@ def prepare(config: NovapodConfig, name: str, *, cfn: Any, s3: Any, force: bool 
     `after` is the order the config promises, and launching early would start from
     data X has not written yet; `force` launches anyway (X ran elsewhere, by hand)."""
     job = find_job(config, name)
+    if job.on_training_job:
+        raise LaunchError(f"job {name} runs as a training job; use prepare_training_job")
     reason = launchable_reason(job)
     if reason is not None:
         raise LaunchError(reason)
@@ -376,3 +404,204 @@ def release_name(lines: Iterable[str]) -> str | None:
         if match:
             return match.group(1)
     return None
+
+
+# --- training jobs ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainingJobLaunch:
+    """A training-job job's CreateTrainingJob request with every name resolved, the
+    recipe to upload first, and the run of it already running (then nothing starts)."""
+
+    job: str
+    request: dict[str, Any]
+    recipe: bytes
+    recipe_bucket: str
+    recipe_key: str
+    output: str
+    run: int
+    runs: int
+    notes: list[str]
+    running: tj.Started | None = None
+
+
+def recipe_digest(recipe: bytes) -> str:
+    """The content address of an uploaded recipe: the same bytes, the same key."""
+    return hashlib.sha256(recipe).hexdigest()[:RECIPE_DIGEST_CHARS]
+
+
+def plan_name(config: NovapodConfig, plan: str) -> str:
+    """The name a config's plan has in SageMaker (adopted, or bought under its
+    deterministic name, as the HyperPod stack names a group's plan)."""
+    return render.sagemaker_plan_name(config, plan, config.purchase_names())
+
+
+def usable_plan(sagemaker: Any, config: NovapodConfig, job: Job) -> tuple[str, list[str]]:
+    """The plan's ARN and the zone IDs of its reserved capacity, from DescribeTrainingPlan
+    (ResourceNotFound for a plan never bought), or one sentence naming the fix."""
+    assert job.plan is not None
+    name = plan_name(config, job.plan)
+    try:
+        plan = sagemaker.describe_training_plan(TrainingPlanName=name)
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "ResourceNotFound":
+            raise
+        raise LaunchError(
+            f"training plan {job.plan} ({name}) is not bought yet; approve it "
+            f"(capacity.training_plans purchase.approve: {name}) and deploy "
+            f"{stack_name(config, 'capacity')} before launching {job.name}"
+        ) from None
+    status = str(plan.get("Status", ""))
+    if status not in USABLE_PLAN_STATUSES:
+        raise LaunchError(
+            f"training plan {job.plan} ({name}) is {status}, and a training job runs only on "
+            f"a Scheduled or Active plan; launch {job.name} while the plan is Scheduled or "
+            "Active, or set on_demand: true instead of plan"
+        )
+    zones = [
+        str(summary["AvailabilityZoneId"])
+        for summary in plan.get("ReservedCapacitySummaries", [])
+        if summary.get("AvailabilityZoneId")
+    ]
+    return str(plan["TrainingPlanArn"]), zones
+
+
+def _runs_of(sagemaker: Any, stem: str) -> dict[int, tuple[str, str, str]]:
+    """Run number -> (name, TrainingJobStatus, SecondaryStatus) of the jobs named
+    `<stem>-<run>` (ListTrainingJobs NameContains, every page)."""
+    found: dict[int, tuple[str, str, str]] = {}
+    for page in sagemaker.get_paginator("list_training_jobs").paginate(NameContains=f"{stem}-"):
+        for summary in page.get("TrainingJobSummaries", []):
+            name = str(summary["TrainingJobName"])
+            tail = name[len(stem) + 1 :]
+            if name.startswith(f"{stem}-") and tail.isdigit():
+                found[int(tail)] = (
+                    name,
+                    str(summary.get("TrainingJobStatus", "")),
+                    str(summary.get("SecondaryStatus", "")),
+                )
+    return found
+
+
+def prepare_training_job(
+    config: NovapodConfig,
+    job: Job,
+    *,
+    cfn: Any,
+    s3: Any,
+    sagemaker: Any,
+    force: bool = False,
+) -> TrainingJobLaunch:
+    """The training job's request with every name resolved: the stacks' outputs, the
+    predecessors' checkpoints (a training job's `<name>/output/output.tar.gz` manifest is
+    read like a HyperPod run's), the plan's ARN and the subnets of its zones (all the
+    private subnets on demand), the recipe's content address, and the next run's name."""
+    variant = render.job_variant(config, job)
+    recipe = render.render_recipe(config, job, variant)
+    document = render.training_job_launch(config, job, recipe)
+    template: dict[str, Any] = document["create_training_job"]
+    wanted = ["DataBucket", "ArtifactsBucket", *render.TRAINING_JOB_PLACEHOLDERS]
+    if job.mlflow:
+        wanted.append("MlflowTrackingServerArn")
+    deployed = deployed_names(cfn, config, wanted)
+    values = {"${" + key + "}": value for key, value in deployed.items()}
+    notes = _predecessors(config, job, s3, values, force)
+    try:
+        subnets_by_zone = tj.parse_subnets(deployed["TrainingJobSubnets"])
+        if job.on_demand or job.plan is None:
+            # On demand: every private subnet of the environment (SageMaker places the
+            # instances in one of the VpcConfig's subnets: train-vpc.html).
+            subnets = [s for zone in sorted(subnets_by_zone) for s in subnets_by_zone[zone]]
+            notes.append(f"on demand: no training plan; subnets {', '.join(subnets)}")
+        else:
+            arn, zones = usable_plan(sagemaker, config, job)
+            subnets = list(tj.plan_subnets(zones, subnets_by_zone, job.plan))
+            values[render.plan_placeholder(job.plan)] = arn
+            notes.append(f"training plan {job.plan}: {arn} (zones {', '.join(zones)})")
+    except tj.TrainingJobError as error:
+        raise LaunchError(str(error)) from None
+    # Resolved in the parsed recipe, then written as `novapod recipes` writes it.
+    text = render.recipe_yaml(_substitute_json(recipe, values)).encode("utf-8")
+    digest = recipe_digest(text)
+    values[render.RECIPE_DIGEST] = digest
+    body = _substitute_json({k: v for k, v in template.items() if k != "TrainingJobName"}, values)
+    body["VpcConfig"]["Subnets"] = subnets
+    left = placeholders_in([[json.dumps(body)], [text.decode()]])
+    if left:  # every placeholder render writes is handled above; this guards new ones
+        raise LaunchError(f"job {job.name}: cannot resolve {', '.join(left)}")
+    try:
+        first = tj.named(config.prefix, job.name, 1, body)
+    except tj.TrainingJobError as error:
+        raise LaunchError(str(error)) from None
+    stem = first["TrainingJobName"].removesuffix("-1")
+    runs = _runs_of(sagemaker, stem)
+    running = next(
+        (
+            tj.Started(name, "", started=False, status=status, secondary=secondary)
+            for _, (name, status, secondary) in sorted(runs.items())
+            if status in RUNNING_STATUSES
+        ),
+        None,
+    )
+    run = max(runs, default=0) + 1
+    if running is None and run > job.runs:
+        done = ", ".join(f"{n} ({s})" for _, (n, s, _) in sorted(runs.items()))
+        raise LaunchError(
+            f"job {job.name} has run all its {job.runs} run(s) ({done}); raise its runs in "
+            "the config to run it again"
+        )
+    bucket, _, prefix = document["recipe_upload"].removeprefix("s3://").partition("/")
+    return TrainingJobLaunch(
+        job=job.name,
+        request=tj.named(config.prefix, job.name, run, body),
+        recipe=text,
+        recipe_bucket=substitute(bucket, values),
+        recipe_key=substitute(prefix, values),
+        output=str(body["OutputDataConfig"]["S3OutputPath"]),
+        run=run,
+        runs=job.runs,
+        notes=notes,
+        running=running,
+    )
+
+
+def _predecessors(
+    config: NovapodConfig, job: Job, s3: Any, values: dict[str, str], force: bool
+) -> list[str]:
+    """Check the job's predecessors as `prepare` does, adding their checkpoints to
+    `values`; the notes say what was found."""
+    by_name = {j.name: j for j in config.jobs}
+    notes: list[str] = []
+    for predecessor in job.predecessors:
+        output = substitute(render.output_uri(config, by_name[predecessor]), values)
+        if predecessor == job.source_job:
+            found = latest_checkpoint(s3, predecessor, output)
+            values[render.checkpoint_placeholder(predecessor)] = found.uri
+            notes.append(
+                f"{predecessor}: checkpoint {found.uri} from run {found.run} ({found.manifest})"
+            )
+            continue
+        done = finished_run(s3, by_name[predecessor], output)
+        if done is not None:
+            notes.append(f"{predecessor} finished: run {done.run} ({done.uri})")
+        elif force:
+            notes.append(f"warning: {predecessor} has no finished run under {output}; --force")
+        else:
+            raise LaunchError(
+                f"job {predecessor} has not finished (nothing under {output} says so); launch "
+                f"{predecessor} first or wait for it (--force launches {job.name} anyway)"
+            )
+    return notes
+
+
+def start_training_job(prepared: TrainingJobLaunch, *, s3: Any, sagemaker: Any) -> tj.Started:
+    """Upload the recipe (one PutObject at its content-addressed key: a repeat writes the
+    same bytes again) and start the job once (`training_jobs.start`). No SSE headers: the
+    data bucket encrypts new objects with the storage key by default (its default
+    encryption, aws:kms with the key: novapod/constructs/buckets.py), and its policy
+    requires only TLS ("Amazon S3 automatically encrypts ... with the default encryption
+    configuration of the bucket", docs.aws.amazon.com/AmazonS3/latest/userguide/
+    bucket-encryption.html)."""
+    s3.put_object(Bucket=prepared.recipe_bucket, Key=prepared.recipe_key, Body=prepared.recipe)
+    return tj.start(sagemaker, prepared.request)

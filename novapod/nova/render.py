@@ -30,13 +30,15 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from novapod.config.jobs import dependency_order
-from novapod.nova.catalog import Variant, catalog
+from novapod.nova import training_jobs as tj
+from novapod.nova.catalog import CatalogError, Variant, catalog
 from novapod.nova.upstream import upstream_facts
 
 if TYPE_CHECKING:
@@ -52,6 +54,25 @@ PLACEHOLDERS: tuple[str, ...] = (
     "ClusterName",
     "MlflowTrackingServerArn",
 )
+# A training job's deploy-time names: outputs of the storage and nova-base stacks
+# (launch.STACK_OUTPUTS), which `novapod launch` resolves. Not in PLACEHOLDERS: the
+# NovaStack's bundle keeps them as they are (access.sub_text escapes them).
+STORAGE_KEY_ARN = "${StorageKeyArn}"
+TRAINING_JOB_ROLE = "${TrainingJobRoleArn}"
+TRAINING_JOB_SUBNETS = "${TrainingJobSubnets}"
+TRAINING_JOB_SECURITY_GROUP = "${TrainingJobSecurityGroupId}"
+TRAINING_JOB_PLACEHOLDERS: tuple[str, ...] = (
+    "StorageKeyArn",
+    "TrainingJobRoleArn",
+    "TrainingJobSubnets",
+    "TrainingJobSecurityGroupId",
+)
+# Values a training job's request knows only at launch: its name (from what it asks and
+# the run), the recipe's content-addressed upload prefix, and the plan's ARN
+# (DescribeTrainingPlan of the plan's name).
+TRAINING_JOB_NAME = "{{training-job-name}}"
+RECIPE_DIGEST = "{{recipe-digest}}"
+MLFLOW_KEYS = ("mlflow_tracking_uri", "mlflow_experiment_name", "mlflow_run_name")
 GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
 RECIPE_KEYS = "recipes."
 
@@ -82,9 +103,13 @@ def instance_types(config: NovapodConfig) -> dict[str, str]:
 
 
 def job_variant(config: NovapodConfig, job: Job, instance_type: str | None = None) -> Variant:
-    """The recipe of the job on the instance type of its group (or its plan)."""
+    """The recipe of the job on the instance type of its group (or its plan); a
+    training-job job's is the catalog's training-job variant (its allowed counts are
+    InstanceCount values), not the HyperPod one."""
     if instance_type is None:
         instance_type = instance_types(config).get(job.name)
+    if job.on_training_job:
+        return catalog().training_job_variant(job.model, job.technique, instance_type, job.task)
     return catalog().variant(job.model, job.technique, instance_type)
 
 
@@ -139,7 +164,52 @@ def render_recipe(
         if "reward_lambda_arn" in task.needs:
             recipe["rl_env"] = {"reward_lambda_arn": job.evaluation.reward_lambda_arn}
     recipe.update(body)
+    if job.on_training_job:
+        _training_job_rules(recipe, variant)
     return recipe
+
+
+def _training_job_rules(recipe: dict[str, Any], variant: Variant) -> None:
+    """A training job's recipe, as upstream's training-job (`sm_jobs`) path leaves it.
+
+    - data_s3_path, validation_data_s3_path and output_s3_path empty: the recipes say "Leave
+      empty for Sagemaker Training job" (the evaluation recipes' data_s3_path) and "Output
+      artifact path, Sagemaker Hyperpod job-specific configuration - not compatible with
+      standard Sagemaker Training jobs" (every output_s3_path), and Nova 2 SFT's
+      data_s3_path is "SageMaker Hyperpod (SMHP) only": the data arrive as the request's
+      input channels and the outputs go to OutputDataConfig.S3OutputPath
+      (aws/sagemaker-hyperpod-recipes@263199555b2e, recipes_collection/recipes/...).
+    - no mlflow_* keys: upstream never sets them on training jobs (launcher/nova/
+      launchers.py DONT_OVERRIDE_IN_SMTJ, and nova_recipe_template_processor.py deletes
+      mlflow_* from the sm_jobs override parameters); MLflow goes in CreateTrainingJob's
+      MlflowConfig instead (`training_job_request`).
+    - replicas kept, as upstream keeps it (DONT_OVERRIDE_IN_SMTJ leaves the recipe's value;
+      the template processor deletes replicas and instance_count from the sm_jobs override
+      parameters because the count belongs to ResourceConfig), written equal to the
+      InstanceCount novapod sends: the SDK takes the count from run.replicas when none is
+      given and otherwise ignores it ("Using instance_count argument ... Ignoring run ->
+      replicas in recipe", aws/sagemaker-python-sdk v2.257.6 src/sagemaker/pytorch/
+      estimator.py _setup_for_nova_recipe), so recipe and request never disagree.
+    - distillation's kms_key (required by the template parameters, nova_recipe_template_
+      parameters.json nova_distill: "AWS KMS key to encrypt input/output in S3"): the
+      storage key, which encrypts the data bucket the job reads and writes.
+    """
+    run = recipe["run"]
+    for key in ("data_s3_path", "validation_data_s3_path", "output_s3_path"):
+        if key in run:
+            run[key] = ""
+    for key in MLFLOW_KEYS:
+        run.pop(key, None)
+    if "replicas" in run:
+        run["replicas"] = training_job_count_of(run["replicas"], variant)
+    training = recipe.get("training_config")
+    if isinstance(training, dict) and "kms_key" in training:
+        training["kms_key"] = STORAGE_KEY_ARN
+
+
+def training_job_count_of(replicas: int | None, variant: Variant) -> int:
+    """A training job's InstanceCount: the job's replicas, else the variant's default."""
+    return variant.instance_count(replicas)
 
 
 def _run(config: NovapodConfig, job: Job, variant: Variant, model_type: str) -> dict[str, Any]:
@@ -326,9 +396,153 @@ def recipe_yaml(recipe: Mapping[str, Any]) -> str:
     return yaml.safe_dump(dict(recipe), sort_keys=False, default_flow_style=False, width=100)
 
 
+def plan_placeholder(plan: str) -> str:
+    """A training plan's ARN, known at launch (DescribeTrainingPlan of its name)."""
+    return "{{training-plan:" + plan + "}}"
+
+
+# S3 data types of the training data channel: Converse for SFT and DPO, S3Prefix for RFT,
+# as the SDK sends them (aws/sagemaker-python-sdk sagemaker-train base_trainer.py
+# `use_converse = is_nova and customization_technique not in ("RLVR", "RLAIF")`); AWS's
+# Nova SDK sends evaluation data as S3Prefix on the channel `train`
+# (aws/nova-customization-sdk model/nova_model_customizer.py).
+CONVERSE_TECHNIQUES = frozenset({"sft-lora", "sft-full", "dpo-lora", "dpo-full"})
+# StoppingCondition when the job states no hours: "The default value is 1 day"
+# (botocore's MaxRuntimeInSeconds documentation).
+DEFAULT_RUNTIME_SECONDS = 24 * 3600
+
+
+def recipe_uri() -> str:
+    """The S3 prefix of a rendered recipe once uploaded: content-addressed (the digest
+    of the bytes uploaded, `launch.recipe_digest`) below RECIPE_UPLOAD_PREFIX."""
+    return f"s3://{DATA_BUCKET}/{tj.RECIPE_UPLOAD_PREFIX}{RECIPE_DIGEST}/"
+
+
+def training_job_spec(
+    config: NovapodConfig, job: Job, recipe: Mapping[str, Any]
+) -> tj.TrainingJobSpec:
+    """The CreateTrainingJob of a training-job job, placeholders unresolved (the run is
+    the first; `novapod launch` numbers them)."""
+    instance_type = instance_types(config)[job.name]
+    variant = job_variant(config, job, instance_type)
+    run = recipe["run"]
+    hyperparameters: dict[str, Any] = {"model_type": run["model_type"]}
+    source = run.get("model_name_or_path") or ""
+    if source.startswith(("s3://", "{{checkpoint:")):
+        hyperparameters["base_model_location"] = source
+    elif source:
+        hyperparameters["base_model"] = source
+    training = recipe.get("training_config") or {}
+    if training.get("distillation_data"):
+        hyperparameters["distillation_data"] = training["distillation_data"]
+        hyperparameters["role_arn"] = TRAINING_JOB_ROLE
+        hyperparameters["kms_key"] = training["kms_key"]
+    lambda_arn = (recipe.get("processor") or {}).get("lambda_arn")
+    if recipe.get("evaluation") and lambda_arn:
+        hyperparameters["eval_lambda_arn"] = lambda_arn
+    if run.get("reward_lambda_arn"):
+        hyperparameters["reward_lambda_arn"] = run["reward_lambda_arn"]
+    channels: list[tj.Channel] = []
+    if job.evaluation is not None:
+        if job.evaluation.dataset is not None:
+            channels.append(tj.Channel("train", data_uri(job.evaluation.dataset)))
+    elif job.data is not None:
+        kind = "Converse" if job.technique in CONVERSE_TECHNIQUES else "S3Prefix"
+        channels.append(tj.Channel("train", data_uri(job.data.train), kind))
+        if job.data.validation is not None:
+            channels.append(tj.Channel("validation", data_uri(job.data.validation), kind))
+    hours = job.hours_per_run or variant.hours_per_run
+    mlflow = None
+    if job.mlflow:
+        mlflow = {
+            "MlflowResourceArn": MLFLOW_ARN,
+            "MlflowExperimentName": f"novapod-{config.name}",
+            "MlflowRunName": job.name,
+        }
+    return tj.TrainingJobSpec(
+        prefix=config.prefix,
+        job=job.name,
+        run=1,
+        image=catalog().training_job_image(job.model, job.technique, config.region, job.task),
+        role_arn=TRAINING_JOB_ROLE,
+        instance_type=instance_type,
+        instance_count=training_job_count_of(job.replicas, variant),
+        recipe_uri=recipe_uri(),
+        output_uri=output_uri(config, job),
+        kms_key_arn=STORAGE_KEY_ARN,
+        subnets=(TRAINING_JOB_SUBNETS,),
+        security_groups=(TRAINING_JOB_SECURITY_GROUP,),
+        max_runtime_seconds=math.ceil(hours * 3600) if hours else DEFAULT_RUNTIME_SECONDS,
+        hyperparameters=hyperparameters,
+        channels=tuple(channels),
+        plan_arn=None if job.on_demand or job.plan is None else plan_placeholder(job.plan),
+        volume_kms_key_arn=STORAGE_KEY_ARN if tj.takes_volume_key(instance_type) else None,
+        # Evaluations uncompressed: their results are objects `novapod results` lists
+        # (CompressionType NONE, as the SDK's evaluation pipelines send it).
+        compress_output=job.evaluation is None,
+        tags=config.resource_tags,
+        mlflow=mlflow,
+    )
+
+
+def training_job_launch(
+    config: NovapodConfig, job: Job, recipe: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The launch file of a training-job job: the CreateTrainingJob request with its
+    placeholders, and what `novapod launch` resolves them from."""
+    spec = training_job_spec(config, job, recipe)
+    try:
+        request = {"TrainingJobName": TRAINING_JOB_NAME, **tj.request_body(spec)}
+    except tj.TrainingJobError as error:
+        raise CatalogError(str(error)) from None
+    names = config.purchase_names()
+    plan = None if job.on_demand else job.plan
+    return {
+        "job": job.name,
+        "runs_on": "training-job",
+        "region": config.region,
+        "after": list(job.predecessors),
+        "runs": job.runs,
+        "plan": plan,
+        "training_plan_name": None if plan is None else sagemaker_plan_name(config, plan, names),
+        "on_demand": plan is None,
+        "recipe_upload": f"{recipe_uri()}{tj.RECIPE_FILE}",
+        "name": f"{config.prefix}-{job.name}-<digest>-<run>",
+        "create_training_job": request,
+    }
+
+
+def sagemaker_plan_name(config: NovapodConfig, plan: str, names: Mapping[str, str]) -> str:
+    """The name a plan has in SageMaker: the adopted plan's (from its ARN), or the
+    deterministic name it is bought under."""
+    for spec in config.capacity.training_plans:
+        if spec.name == plan and spec.existing_arn is not None:
+            return spec.existing_arn.rsplit("/", 1)[-1]
+    return names[plan]
+
+
 def locations(config: NovapodConfig, job: Job) -> dict[str, str]:
-    """Where a job's results land (the launcher names each run `<job>-<5 random>`)."""
+    """Where a job's results land (the launcher names each run `<job>-<5 random>`; a
+    training job's run folder is its TrainingJobName)."""
     output = output_uri(config, job)
+    if job.on_training_job:
+        # SageMaker writes <S3OutputPath>/<TrainingJobName>/output/output.tar.gz (the
+        # manifest.json at its root: nova-iterative-training.html); an evaluation with
+        # CompressionType NONE leaves its files loose below <name>/output/output/
+        # (model-customize-evaluation-metrics-formats.html:
+        # s3://<loc>/<training-job-name>/output/output/<evaluation-job-name>/eval_results/).
+        # TensorBoard logs: <name>/output/tensorboard_results/ (AWS's Nova SDK reads them
+        # there: aws/nova-customization-sdk model/result/eval_result.py).
+        places = {"output": output}
+        if job.evaluation is None:
+            places["manifest"] = f"{output}<TrainingJobName>/output/output.tar.gz"
+        places["tensorboard"] = f"{output}<TrainingJobName>/output/tensorboard_results/"
+        if job.evaluation is not None:
+            places["evaluation_results"] = (
+                f"{output}<TrainingJobName>/output/output/<run>/eval_results/"
+                "results_<timestamp>.json"
+            )
+        return places
     places = {
         "output": output,
         "manifest": f"{output}<run>/manifest.json",
@@ -362,7 +576,15 @@ def bundle(config: NovapodConfig) -> dict[str, str]:
             **locations(config, job),
         }
         why_not = catalog().techniques[job.technique].not_launchable
-        if why_not is None:
+        if job.on_training_job:
+            document = training_job_launch(config, job, recipe)
+            files[f"launch/{job.name}.json"] = _json(document)
+            entry["runs_on"] = "training-job"
+            entry["launch"] = f"launch/{job.name}.json"
+            for key in ("plan", "training_plan_name", "on_demand", "name"):
+                entry[key] = document[key]
+            entry["recipe_upload"] = document["recipe_upload"]
+        elif why_not is None:
             spec = launch_spec(config, job, types[job.name])
             files[f"launch/{job.name}.json"] = _json(spec)
             entry["launch"] = f"launch/{job.name}.json"
@@ -378,6 +600,12 @@ def bundle(config: NovapodConfig) -> dict[str, str]:
             "catalog": catalog().source,
             "placeholders": list(PLACEHOLDERS),
             "jobs": index,
+            # Only with training-job jobs, so other configs' index stays as it was.
+            **(
+                {"training_job_placeholders": list(TRAINING_JOB_PLACEHOLDERS)}
+                if any(job.on_training_job for job in config.jobs)
+                else {}
+            ),
         }
     )
     return dict(sorted(files.items()))

@@ -118,6 +118,9 @@ class TrainingJobSpec:
     volume_kms_key_arn: str | None = None
     compress_output: bool = True
     tags: Mapping[str, str] = field(default_factory=dict)
+    # CreateTrainingJob's MlflowConfig (MlflowResourceArn, MlflowExperimentName,
+    # MlflowRunName: botocore's model) when the job logs to MLflow; None: no MLflow.
+    mlflow: Mapping[str, str] | None = None
 
 
 def takes_volume_key(instance_type: str) -> bool:
@@ -201,7 +204,19 @@ def _body(spec: TrainingJobSpec) -> dict[str, Any]:
     }
     if spec.tags:
         body["Tags"] = [{"Key": k, "Value": v} for k, v in sorted(spec.tags.items())]
+    if spec.mlflow is not None:
+        body["MlflowConfig"] = dict(spec.mlflow)
     return body
+
+
+def request_body(spec: TrainingJobSpec) -> dict[str, Any]:
+    """The CreateTrainingJob request of one run without its name (what it asks)."""
+    return _body(spec)
+
+
+def named(prefix: str, job: str, run: int, body: Mapping[str, Any]) -> dict[str, Any]:
+    """A request body with the name `training_job_name` gives it (from its digest)."""
+    return {"TrainingJobName": training_job_name(prefix, job, run, digest(body)), **body}
 
 
 def digest(body: Mapping[str, Any]) -> str:

@@ -5,7 +5,7 @@ request serialization, botocore's retries and timeouts, and error parsing are th
 real ones. It speaks SageMaker's JSON 1.1 protocol (`X-Amz-Target: SageMaker.<Op>`)
 for the training-plan operations, EC2's query protocol (form body, XML answer) for
 DescribeAvailabilityZones and DescribeSubnets, CloudFormation's query protocol for
-DescribeStacks and DescribeStackResource, and S3's REST-XML protocol for GetObject, HeadObject and ListObjectsV2
+DescribeStacks and DescribeStackResource, and S3's REST-XML protocol for PutObject, GetObject, HeadObject and ListObjectsV2
 (path-style addressing: `/bucket/key`). The service is the one the request is signed
 for (`Credential=<key>/<date>/<region>/<service>/aws4_request`).
 SageMaker DescribeCluster and EKS DescribeCluster (REST-JSON) are served by
@@ -56,6 +56,7 @@ import socket
 import struct
 import threading
 import uuid
+import zlib
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -274,6 +275,8 @@ class FakeControlPlane:
             self.stack_resources: dict[str, dict[str, StackResource]] = {}  # by StackId
             self.stack_page_size = 100
             self.buckets: dict[str, dict[str, S3Object]] = {}
+            # Each PutObject worked, its members but the Body (the object is in buckets).
+            self.put_requests: list[dict[str, Any]] = []
             self._scripts: dict[str, deque[tuple[str, str]]] = {}
             self._faults: dict[str, deque[Fault | None]] = defaultdict(deque)
             self.bedrock = bedrock.FakeBedrock(account=self.account, region=REGION)
@@ -1354,6 +1357,42 @@ class FakeControlPlane:
 
     # --- S3 -----------------------------------------------------------------------------
 
+    def _put_object(self, params: dict[str, Any]) -> _Answer:
+        """PutObject: s3:PutObject on the object (list_amazons3.html); the object is
+        stored whole, replacing one of that key (versioning is not modelled), and the
+        answer carries its ETag, as PutObject's output shape (a header) says."""
+        objects = self._s3_bucket("PutObject", params)
+        bucket, key = params["Bucket"], params["Key"]
+        self._s3_authorize("s3:PutObject", f"arn:aws:s3:::{bucket}/{key}")
+        body = params.get("Body", b"")
+        length = params.get("ContentLength")
+        if length is not None and int(length) != len(body):
+            raise _ApiError(
+                "IncompleteBody",
+                "You did not provide the number of bytes specified by the "
+                "Content-Length HTTP header",
+                400,
+            )
+        crc = params.get("ChecksumCRC32")
+        if crc is not None:
+            # S3 checks the checksum it is sent against the bytes ("BadDigest: The CRC32 you
+            # specified did not match the calculated checksum", checking-object-integrity.html).
+            actual = base64.b64encode(zlib.crc32(body).to_bytes(4, "big")).decode()
+            if crc != actual:
+                raise _ApiError(
+                    "BadDigest", "The CRC32 you specified did not match the calculated checksum."
+                )
+        content_type = str(params.get("ContentType") or "binary/octet-stream")
+        stored = S3Object(
+            bytes(body), self.now().astimezone(UTC).replace(microsecond=0), content_type
+        )
+        objects[key] = stored
+        self.put_requests.append({k: v for k, v in params.items() if k != "Body"})
+        payload = {"ETag": stored.etag}
+        self._check_answer("s3", "PutObject", payload)
+        headers = tuple(service_model.header_members("s3", "PutObject", payload))
+        return _Answer(200, "application/xml", b"", headers)
+
     def _get_object(self, params: dict[str, Any]) -> _Answer:
         return self._object_answer("GetObject", params)
 
@@ -1537,6 +1576,7 @@ _CLOUDFORMATION_OPERATIONS = {
     "DescribeStackResource": FakeControlPlane._describe_stack_resource,
 }
 _S3_OPERATIONS = {
+    "PutObject": FakeControlPlane._put_object,
     "GetObject": FakeControlPlane._get_object,
     "HeadObject": FakeControlPlane._head_object,
     "ListObjectsV2": FakeControlPlane._list_objects_v2,
@@ -1544,6 +1584,23 @@ _S3_OPERATIONS = {
 # The request members the fake honours; anything else botocore sends is refused.
 _OBJECT_MEMBERS = {"Bucket", "Key", "ChecksumMode", "ExpectedBucketOwner"}
 _S3_SERVED_MEMBERS = {
+    # PutObject: the object and what botocore adds unasked (its checksum members); SSE,
+    # ACLs, tags, Object Lock and the rest are refused rather than ignored.
+    "PutObject": {
+        "Bucket",
+        "Key",
+        "Body",
+        "ContentLength",
+        "ContentMD5",
+        "ContentType",
+        "ChecksumAlgorithm",
+        "ChecksumCRC32",
+        "ChecksumCRC32C",
+        "ChecksumCRC64NVME",
+        "ChecksumSHA1",
+        "ChecksumSHA256",
+        "ExpectedBucketOwner",
+    },
     "GetObject": _OBJECT_MEMBERS,
     "HeadObject": _OBJECT_MEMBERS,
     "ListObjectsV2": {
@@ -1641,6 +1698,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._serve("DELETE")
 
+    def do_PUT(self) -> None:
+        self._serve("PUT")
+
     def _serve(self, method: str) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         service, operation, params = self._request(method, body)
@@ -1717,10 +1777,31 @@ class _Handler(BaseHTTPRequestHandler):
         rest = service_model.rest_request(service, method, url.path, query, dict(self.headers))
         if rest is None:
             return service, "", {"Method": method, "Path": url.path}
+        if rest.operation == "PutObject":
+            # The Body member is the request's payload (botocore's PutObject: payload Body).
+            return service, rest.operation, {**rest.params, "Body": _decoded_body(self, body)}
         return service, rest.operation, rest.params
 
 
 # --- wire formats -----------------------------------------------------------------------
+
+
+def _decoded_body(handler: BaseHTTPRequestHandler, body: bytes) -> bytes:
+    """A PUT's object bytes. botocore may send them aws-chunked (Content-Encoding
+    aws-chunked, x-amz-decoded-content-length, a trailing checksum): hex size, CRLF,
+    data, CRLF per chunk, a zero-size chunk, then the trailer
+    (docs.aws.amazon.com/AmazonS3/latest/API/sigv4-streaming.html)."""
+    encoding = handler.headers.get("Content-Encoding") or ""
+    if "aws-chunked" not in encoding:
+        return body
+    data, rest = b"", body
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line.split(b";", 1)[0], 16)
+        if size == 0:
+            break
+        data, rest = data + rest[:size], rest[size + 2 :]
+    return data
 
 
 def _jsonable(value: Any) -> Any:

@@ -387,9 +387,18 @@ def rest_request(
         shape = model.operation_model(name).input_shape
         required = [] if shape is None else shape.required_members
         members = {} if shape is None else shape.members
+        lowered = {k.lower() for k in headers}
         if any(
             members[r].serialization.get("location") == "querystring"
             and members[r].serialization.get("name") not in sent
+            for r in required
+        ):
+            continue
+        # Required header members route too: PUT /{Bucket}/{Key+} is CopyObject only with
+        # x-amz-copy-source, else PutObject (both in botocore's S3 model).
+        if any(
+            members[r].serialization.get("location") == "header"
+            and str(members[r].serialization.get("name", r)).lower() not in lowered
             for r in required
         ):
             continue

@@ -362,6 +362,11 @@ def test_launch_policy_statements() -> None:
         "Action": "sagemaker:CreateTrainingJob",
         "Resource": [PLAN, f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:reserved-capacity/*"],
     }
+    # The launcher describes the plan (ARN, status, zones) before it starts a job on it.
+    expected["DescribeOurTrainingPlans"] = {
+        "Action": "sagemaker:DescribeTrainingPlan",
+        "Resource": PLAN,
+    }
     expected["TagTrainingJobsOnCreate"] = {
         "Action": "sagemaker:AddTags",
         "Resource": JOBS,
@@ -369,9 +374,10 @@ def test_launch_policy_statements() -> None:
     }
     statements = _launch_statements()
     assert statements == expected
-    assert list(statements)[:3] == [
+    assert list(statements)[:4] == [
         "CreateTrainingJobsInOurVpc",
         "RunOnOurTrainingPlans",
+        "DescribeOurTrainingPlans",
         "TagTrainingJobsOnCreate",
     ]
 

@@ -93,6 +93,11 @@ LAUNCH = {
         "resources": [f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:reserved-capacity/*", PLAN],
         "condition": None,
     },
+    "DescribeOurTrainingPlans": {
+        "actions": ["sagemaker:DescribeTrainingPlan"],
+        "resources": [PLAN],
+        "condition": None,
+    },
     "TagTrainingJobsOnCreate": {
         "actions": ["sagemaker:AddTags"],
         "resources": [JOBS],
