@@ -10,7 +10,7 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -525,6 +525,69 @@ def test_a_claim_left_by_a_run_that_stopped_is_sent_after_its_lease_only(monitor
     assert monitor.new_alerts(minutes=5) == []
 
 
+def test_a_claim_applied_but_reported_failed_is_settled_as_this_run_s_own(monitor, capsys) -> None:
+    """The second claim landed but every attempt of its PutItem answered 500 (the first
+    applied, its answer lost): the run stops, and its last write, refused on that item,
+    finds its own Writer mark there (the failed condition's Item), writes on it the first
+    alert sent and the second released, and says the item was its own write; no
+    `unrecorded` line names the first (recorded sent). The next run sends the second
+    at once, not after the lease (review 22c, finding 5)."""
+    monitor.run()
+    keys = _fail_nodes(monitor, 2)
+    lost = Fault("lose_response", how="server_error")
+    # The first claim passes (what the run saw is what the item holds: no write).
+    monitor.plane.inject("PutItem", lost, after=1)
+    monitor.plane.inject("PutItem", Fault("server_error", status=500), times=2)
+    capsys.readouterr()
+    with pytest.raises(index.CheckError, match="DynamoDB PutItem of the check's state failed"):
+        monitor.run(minutes=5)
+    (first,) = monitor.world.published()
+    assert keys[0].split("/")[1] in first
+    state = json.loads(monitor.world.state()["State"])
+    assert keys[0] in state["sent"] and keys[1] not in state["sent"]
+    assert state["claimed"] == {}
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    (moved,) = [x for x in lines if x["step"] == "state-moved"]
+    assert (
+        "since this run's last write known to land: it is this run's own write"
+        in (moved["message"])
+    )
+    assert not [x for x in lines if x["step"] == "unrecorded"]
+    (second,) = monitor.new_alerts(minutes=5)  # 5 minutes: within the lease, yet owed
+    assert keys[1].split("/")[1] in second
+    assert monitor.new_alerts(minutes=10) == []
+
+
+def test_an_item_moved_after_a_failed_write_is_not_said_to_be_another_run_s(
+    monitor, capsys, monkeypatch
+) -> None:
+    """The claim's PutItem failed on every attempt, and before the last write the item
+    changed: the run cannot tell whether its own write landed first, so its line says
+    the item changed since its last write known to land, not that another run wrote."""
+    _turn_active(monitor)
+    monitor.plane.inject("PutItem", Fault("server_error", status=500), times=3, after=1)
+    real, calls = index._write_state, []
+
+    def write(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 3:  # the last write: another writer's item came before it
+            rival = {"Environment": "nova-lite", "Sequence": 9, "State": "{}", "UpdatedAt": "x"}
+            monitor.plane.dynamodb.rival_put("PutItem", STATE_TABLE, rival)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(index, "_write_state", write)
+    capsys.readouterr()
+    with pytest.raises(index.CheckError, match="DynamoDB PutItem of the check's state failed"):
+        monitor.run(minutes=5)
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    (moved,) = [x for x in lines if x["step"] == "state-moved"]
+    assert moved["message"].startswith(
+        "the check's state changed since this run's last write known to land (perhaps its "
+        "own write whose answer was lost)"
+    )
+    assert monitor.world.state()["Sequence"] == 9  # the other writer's, untouched
+
+
 class _Turns:
     """Runs two threads' DynamoDB and SNS calls one at a time, in an order it chooses:
     once every thread still running waits at such a call, the next in `prefix` goes
@@ -580,16 +643,19 @@ class _Gated:
         return lambda *a, **k: self.turns.call(who, method, *a, **k)
 
 
-def test_two_runs_in_every_order_of_their_calls_send_the_alert_once(monitor, monkeypatch) -> None:
-    """Two runs that saw the same plan turn Active in the same second, their state's
-    reads and writes and their Publishes in every order they can take (a search over the
-    choices: each schedule once): the alert is sent once in each, nothing fails, the state
-    records it sent, and a later run sends nothing more."""
-    _turn_active(monitor)
+def _every_order(
+    monitor: Monitor,
+    monkeypatch: pytest.MonkeyPatch,
+    runs: dict[str, tuple[decisions.Samples, datetime]],
+    check: Callable[[str], None],
+) -> list[str]:
+    """Runs A and B (each `_alert` with its own samples and time) from the state as it
+    is now, in every order their DynamoDB calls can take: a stateless search over the
+    choices `_Turns` records, each schedule once. Their Publishes are not gated: SNS
+    holds nothing a run reads, so a Publish's place among the other run's calls changes
+    nothing but the order of the messages, and not gating them keeps the search to the
+    orders that can differ. After each schedule, `check(order)`; the orders tried."""
     parsed = decisions.parse_settings(settings(monitor.result))
-    monitor.clock.advance(300)
-    now = monitor.clock.now()
-    samples = index._sample(parsed, index._client("sagemaker"), [])
     before = monitor.world.state()
     assert before is not None
     # Made once: a botocore client takes longer to make than the calls take.
@@ -604,10 +670,12 @@ def test_two_runs_in_every_order_of_their_calls_send_the_alert_once(monitor, mon
         turns = _Turns(prefix)
         monitor.plane.dynamodb.put_raw(STATE_TABLE, before)
         monitor.plane.monitoring.published.clear()
-        monkeypatch.setattr(index, "_client", lambda s, *a, t=turns, **k: _Gated(clients[s], t))
+        gated = {"dynamodb": _Gated(clients["dynamodb"], turns), "sns": clients["sns"]}
+        monkeypatch.setattr(index, "_client", lambda s, *a, g=gated, **k: g[s])
         failures: dict[str, list[str]] = {"A": [], "B": []}
 
         def run(who: str, turns: _Turns = turns, failures: dict[str, list[str]] = failures) -> None:
+            samples, now = runs[who]
             try:
                 index._alert(samples, parsed, now, failures[who], index._Deadline(None))
             finally:
@@ -621,15 +689,62 @@ def test_two_runs_in_every_order_of_their_calls_send_the_alert_once(monitor, mon
         order = "".join(turns.choices)
         tried.append(order)
         assert failures == {"A": [], "B": []}, order
-        published = monitor.world.published()
-        assert len(published) == 1 and "is now Active" in published[0], order
         monkeypatch.setattr(index, "_client", lambda s, *a, **k: clients[s])
-        assert index._alert(samples, parsed, now, [], index._Deadline(None)) == ([], []), order
-        state = json.loads(monitor.world.state()["State"])
-        assert list(state["sent"]) == ["plan/lite-sft/status/Active"], order
-        assert state["claimed"] == {}, order
+        check(order)
         for step in range(len(prefix), len(turns.choices)):
             for other in turns.could[step]:
                 if other != turns.choices[step]:
                     schedules.append([*turns.choices[:step], other])
-    assert len(tried) == len(set(tried)) > 20  # each schedule once, and many of them
+    assert len(tried) == len(set(tried))  # each schedule once
+    return tried
+
+
+def test_two_runs_in_every_order_of_their_calls_send_the_alert_once(monitor, monkeypatch) -> None:
+    """Two runs that saw the same plan turn Active in the same second, their state's
+    reads and writes in every order they can take: the alert is sent once in each,
+    nothing fails, the state records it sent, and a later run sends nothing more."""
+    _turn_active(monitor)
+    parsed = decisions.parse_settings(settings(monitor.result))
+    monitor.clock.advance(300)
+    now = monitor.clock.now()
+    samples = index._sample(parsed, index._client("sagemaker"), [])
+
+    def check(order: str) -> None:
+        published = monitor.world.published()
+        assert len(published) == 1 and "is now Active" in published[0], order
+        assert index._alert(samples, parsed, now, [], index._Deadline(None)) == ([], []), order
+        state = json.loads(monitor.world.state()["State"])
+        assert list(state["sent"]) == ["plan/lite-sft/status/Active"], order
+        assert state["claimed"] == {}, order
+
+    tried = _every_order(monitor, monkeypatch, {"A": (samples, now), "B": (samples, now)}, check)
+    assert len(tried) > 10  # many orders
+
+
+def test_two_runs_seconds_apart_owing_two_alerts_send_each_once_in_every_order(
+    monitor, monkeypatch
+) -> None:
+    """Two runs 20 s apart that both owe two alerts (two nodes failing), in every order of
+    their state's reads and writes: a run whose write finds the item moved records on it
+    the alerts it claimed and sent (review 22c, finding 3: left claimed by the other
+    run's item, they were sent again after the lease). Then a run after the lease: each
+    alert arrived once, the state records both sent and nothing claimed."""
+    monitor.run()
+    keys = _fail_nodes(monitor, 2)
+    parsed = decisions.parse_settings(settings(monitor.result))
+    monitor.clock.advance(300)
+    now = monitor.clock.now()
+    samples = index._sample(parsed, index._client("sagemaker"), [])
+    later = now + timedelta(seconds=20)
+    after_lease = later + timedelta(seconds=parsed.claim_lease_seconds + 60)
+
+    def check(order: str) -> None:
+        index._alert(samples, parsed, after_lease, [], index._Deadline(None))
+        counts = Counter(m.message for m in monitor.plane.monitoring.published)
+        assert sorted(counts.values()) == [1, 1], (order, counts)
+        assert all(any(k.split("/")[1] in m for m in counts) for k in keys), order
+        state = json.loads(monitor.world.state()["State"])
+        assert set(keys) <= set(state["sent"]) and state["claimed"] == {}, order
+
+    tried = _every_order(monitor, monkeypatch, {"A": (samples, now), "B": (samples, later)}, check)
+    assert len(tried) > 20  # 26 orders, about 2 s

@@ -328,6 +328,26 @@ def test_each_run_seen_to_change_is_one_json_line(jobs, capsys) -> None:
     assert jobs.world.published() == []
 
 
+def test_job_events_are_logged_when_the_last_write_records_the_runs(jobs, capsys) -> None:
+    """The run's first write (what it saw) failed on every attempt; its last write records
+    the runs, so it logs their events then: no later run sees them change, and a line
+    left out would be missing from the dashboard for good (review 22c, finding 4)."""
+    jobs.run()
+    jobs.put(pytorchjob(RUN, "Running", start=STARTED))
+    jobs.plane.server_error("PutItem", times=3)  # botocore's three attempts
+    capsys.readouterr()
+    with pytest.raises(index.CheckError, match="DynamoDB PutItem of the check's state failed"):
+        jobs.run()
+    assert jobs.state()["runs"] == {f"sft-lora/{RUN}": "running"}
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    events = [(x["event"], x["run"]) for x in lines if x["step"] == "job-event"]
+    assert events == [("started", RUN)]
+    jobs.run()
+    assert not [
+        x for x in map(json.loads, capsys.readouterr().out.splitlines()) if x["step"] == "job-event"
+    ]
+
+
 def test_the_logs_command_names_the_jobs_log_group() -> None:
     assert decisions.HYPERPOD_LOG_GROUPS == HYPERPOD_LOG_GROUP_PREFIX
     unknown = decisions.ClusterSample(CLUSTER, error="x")

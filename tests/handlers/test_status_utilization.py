@@ -154,10 +154,10 @@ def test_samples_taken_at_two_intervals_count_each_for_its_own(status_world) -> 
     assert use_rows(out)[1] == "  main   96 inst-h        24 of 24 h  72 inst-h  75%    ok"
 
 
-def test_a_gap_shorter_than_two_of_the_longest_intervals_is_no_gap(status_world) -> None:
-    """Sampled every 60 minutes from 1 h 30 min after the start: 22.5 of 24 h, short by
-    less than two of its intervals, so no note; every 5 minutes from the same time, the
-    same gap is 18 intervals: noted."""
+def test_a_gap_shorter_than_an_interval_at_each_end_is_no_gap(status_world) -> None:
+    """Sampled every 60 minutes from 1 h 30 min after the start: 23 of 24 h, short by
+    less than an interval at each end, so no note; every 5 minutes from the same time,
+    the same gap is 18 intervals: noted."""
     world = status_world.healthy()
     world.plane.monitoring.metrics.clear()
     late = PLAN_START + timedelta(minutes=90)
@@ -169,6 +169,49 @@ def test_a_gap_shorter_than_two_of_the_longest_intervals_is_no_gap(status_world)
     assert (spare["sampled_hours"], spare["coverage"]) == (22.5, 0.9375)
     assert spare["note"] is not None and spare["note"].startswith(
         "the check's samples cover 22.5 of the 24 hours"
+    )
+
+
+def test_samples_put_twice_leave_the_share_as_it_is(status_world) -> None:
+    """Every run's datums put twice (Scheduler invoked the check twice, or botocore
+    retried a PutMetricData whose answer was lost): both sums double, so the share is
+    the same 75 %, and the hours are capped at the window (review 22c, finding 9: the
+    share of the doubled in-use sum over the capped hours was 100 %)."""
+    world = status_world.healthy()
+    world.plane.monitoring.metrics.clear()
+    half = PLAN_START + timedelta(hours=12)
+    datums = [
+        *check_datums("main", 4, 2, every_minutes=5, since=PLAN_START, until=half),
+        *check_datums("main", 4, 4, every_minutes=5, since=half, until=NOW),
+    ]
+    cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+    for _ in range(2):
+        for batch in decisions.batches(datums):
+            cloudwatch.put_metric_data(Namespace="novapod", MetricData=batch)
+    _, document = world.json()
+    main = document["plans"][0]["utilization"]
+    assert (main["sampled_hours"], main["coverage"]) == (24.0, 1.0)
+    assert (main["in_use_share"], main["in_use_instance_hours"]) == (0.75, 72.0)
+    assert main["note"] is None
+
+
+def test_a_gap_after_a_day_sampled_hourly_is_seen_at_the_5_minute_interval(
+    status_world,
+) -> None:
+    """main: every 60 minutes for the first 12 h, nothing for the next 1 h 55 min, then
+    every 5 minutes: short by 1 h 55 min, more than an interval at each end (60 + 5 min),
+    so noted. Two of the longest interval ever sampled (2 h) hid it (review 22c,
+    finding 9)."""
+    world = status_world.healthy()
+    world.plane.monitoring.metrics.clear()
+    half = PLAN_START + timedelta(hours=12)
+    world.sampled("main", 4, until=half, every_minutes=60)
+    world.sampled("main", 4, since=half + timedelta(minutes=115))
+    _, document = world.json()
+    main = document["plans"][0]["utilization"]
+    assert (main["sampled_hours"], main["in_use_share"]) == (22.1, 1.0)
+    assert main["note"] is not None and main["note"].startswith(
+        "the check's samples cover 22.1 of the 24 hours"
     )
 
 

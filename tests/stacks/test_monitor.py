@@ -661,13 +661,19 @@ def test_each_rule_s_failed_deliveries_alarm_and_reach_the_topic_through_a_rule(
         "detail-type": ["CloudWatch Alarm State Change"],
         "account": [config.account],
         "resources": [
-            {"Fn::GetAtt": [alarms[f"{config.prefix}-{s}-undelivered"][0], "Arn"]} for s in suffixes
+            *(
+                {"Fn::GetAtt": [alarms[f"{config.prefix}-{s}-undelivered"][0], "Arn"]}
+                for s in suffixes
+            ),
+            {"Fn::GetAtt": [queued_alarm(template)[0], "Arn"]},
         ],
         "detail": {"state": {"value": ["ALARM"]}},
     }
     (target,) = rule["Properties"]["Targets"]
     assert target["Arn"] == {"Ref": topic_id} and "RoleArn" not in target
-    assert rule["DependsOn"] == [only(template, "AWS::SNS::TopicPolicy")[0]]
+    assert sorted(rule["DependsOn"]) == sorted(
+        [only(template, "AWS::SNS::TopicPolicy")[0], only(template, "AWS::SQS::QueuePolicy")[0]]
+    )
     transformer = target["InputTransformer"]
     assert transformer["InputPathsMap"] == {
         "alarm": "$.detail.alarmName",
@@ -676,6 +682,8 @@ def test_each_rule_s_failed_deliveries_alarm_and_reach_the_topic_through_a_rule(
     assert joined(transformer["InputTemplate"]) == (
         f"novapod {config.name}: an EventBridge rule could not deliver an alert to the topic "
         "(<alarm>: <reason>), so HyperPod's events and the check's alarm may not reach you; "
+        f"what was not delivered waits in the queue {config.prefix}-undelivered-alerts "
+        "(docs/operations.md, Alerts, reads and sends it again); "
         f"next: compare the topic's policy (aws sns get-topic-attributes --topic-arn "
         f"${{{topic_id}}} --query Attributes.Policy --region ${{AWS::Region}}) and the "
         "storage key's AlertPublishersThroughSns statement with the stacks, then deploy them "
@@ -690,6 +698,87 @@ def test_each_rule_s_failed_deliveries_alarm_and_reach_the_topic_through_a_rule(
         f"arn:aws:events:{config.region}:{config.account}:rule/{config.prefix}-delivery-failing"
         in allow["Condition"]["ArnEquals"]["aws:SourceArn"]
     )
+
+
+def queued_alarm(template: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    (found,) = [
+        (i, a)
+        for i, a in resources(template, "AWS::CloudWatch::Alarm").items()
+        if a["Properties"]["AlarmName"].endswith("-alerts-undelivered-queued")
+    ]
+    return found
+
+
+@pytest.mark.parametrize("path", MONITORED, ids=lambda p: Path(p).stem)
+def test_every_rule_retries_for_an_hour_then_keeps_the_event_in_a_dead_letter_queue(
+    synth, path
+) -> None:
+    """Each rule's target: RetryPolicy MaximumEventAgeInSeconds 3600 (the default is 24 h,
+    eb-rule-dlq.html) and a DeadLetterConfig to one SQS queue, encrypted with the storage
+    key, TLS only, that only these rules may SendMessage to (ArnEquals aws:SourceArn),
+    kept 14 days and removed with the stack; an alarm is in ALARM while it holds an
+    event, and reaches the topic as the delivery alarms do."""
+    result = synth(path)
+    config = load_config(path)
+    template = result.templates["monitor"]
+    queue_id, queue = only(template, "AWS::SQS::Queue")
+    assert queue["DeletionPolicy"] == "Delete"
+    props = queue["Properties"]
+    assert props["QueueName"] == f"{config.prefix}-undelivered-alerts"
+    assert props["MessageRetentionPeriod"] == 14 * 24 * 3600
+    # The storage key, as the topic's.
+    assert (
+        props["KmsMasterKeyId"]
+        == only(template, "AWS::SNS::Topic")[1]["Properties"]["KmsMasterKeyId"]
+    )
+    assert "KeyArn" in json.dumps(props["KmsMasterKeyId"])
+    assert "FifoQueue" not in props  # a DLQ of EventBridge is a standard queue
+    rules = resources(template, "AWS::Events::Rule")
+    assert rules
+    for rule in rules.values():
+        (target,) = rule["Properties"]["Targets"]
+        assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 3600}
+        assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [queue_id, "Arn"]}}
+    policy_id, policy = only(template, "AWS::SQS::QueuePolicy")
+    assert policy["Properties"]["Queues"] == [{"Ref": queue_id}]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    deny, allow = (
+        [s for s in statements if s["Effect"] == "Deny"],
+        [s for s in statements if s["Effect"] == "Allow"],
+    )
+    assert [d["Condition"] for d in deny] == [{"Bool": {"aws:SecureTransport": "false"}}]
+    (allow,) = allow
+    rule_arns = sorted(
+        f"arn:aws:events:{config.region}:{config.account}:rule/{r['Properties']['Name']}"
+        for r in rules.values()
+    )
+    assert rendered(allow, result) | {"Condition": None} == {
+        "Sid": "EventBridgeRulesDeadLetters",
+        "Effect": "Allow",
+        "Principal": {"Service": "events.amazonaws.com"},
+        "Action": "sqs:SendMessage",
+        "Resource": rendered({"Fn::GetAtt": [queue_id, "Arn"]}, result),
+        "Condition": None,
+    }
+    assert sorted(rendered(allow["Condition"], result)["ArnEquals"]["aws:SourceArn"]) == rule_arns
+    for rule in rules.values():
+        assert policy_id in rule["DependsOn"]
+    _, alarm = queued_alarm(template)
+    assert {
+        k: v for k, v in alarm["Properties"].items() if k not in ("AlarmDescription", "Tags")
+    } == {
+        "AlarmName": f"{config.prefix}-alerts-undelivered-queued",
+        "Namespace": "AWS/SQS",
+        "MetricName": "ApproximateNumberOfMessagesVisible",
+        "Dimensions": [{"Name": "QueueName", "Value": {"Fn::GetAtt": [queue_id, "QueueName"]}}],
+        "Statistic": "Maximum",
+        "Period": 300,
+        "Threshold": 0,
+        "ComparisonOperator": "GreaterThanThreshold",
+        "EvaluationPeriods": 1,
+        "DatapointsToAlarm": 1,
+        "TreatMissingData": "notBreaching",
+    }  # no AlarmActions: the delivery-failing rule sends the state change
 
 
 def test_the_delivery_alarm_sentence_from_aws_s_sample_alarm_event(synth) -> None:
@@ -746,11 +835,19 @@ def test_the_delivery_alarm_sentence_from_aws_s_sample_alarm_event(synth) -> Non
         ],
     }
     assert matches(pattern, event)
-    ok = {
-        **event,
-        "detail": {**event["detail"], "state": {**event["detail"]["state"], "value": "OK"}},
-    }
-    assert not matches(pattern, ok)
+    for value in ("OK", "INSUFFICIENT_DATA"):  # the states an alarm can leave ALARM for
+        other = {
+            **event,
+            "detail": {**event["detail"], "state": {**event["detail"]["state"], "value": value}},
+        }
+        assert not matches(pattern, other), value
+    # Another alarm of the account in ALARM (the check's own has a rule of its own).
+    check_arn = "arn:aws:cloudwatch:us-east-1:111122223333:alarm:novapod-nova-lite-check-failing"
+    assert check_arn not in pattern["resources"]
+    other_alarm = {**event, "resources": [check_arn]}
+    assert not matches(pattern, other_alarm)
+    queued_arn = "arn:aws:cloudwatch:us-east-1:111122223333:alarm:novapod-nova-lite-alerts-undelivered-queued"
+    assert matches(pattern, {**event, "resources": [queued_arn]})  # the dead letters' alarm
     (target,) = rule["Properties"]["Targets"]
     transformer = dict(target["InputTransformer"])
     transformer["InputTemplate"] = joined(transformer["InputTemplate"])
@@ -803,6 +900,7 @@ def test_the_dashboard_shows_each_plan_and_group_and_the_check(synth, path) -> N
     assert alarm_status["properties"]["alarms"] == [
         f"${{{alarm_ids[f'{config.prefix}-check-failing']}.Arn}}",
         *(f"${{{alarm_ids[f'{name}-undelivered']}.Arn}}" for name in rule_names),
+        f"${{{alarm_ids[f'{config.prefix}-alerts-undelivered-queued']}.Arn}}",
     ]
     assert [m[:4] for m in undelivered["properties"]["metrics"]] == [
         ["AWS/Events", "FailedInvocations", "RuleName", name] for name in rule_names
@@ -930,6 +1028,18 @@ def test_the_storage_key_lets_the_alert_publishers_use_it_through_sns(synth, pat
     assert rendered(found["Condition"], result) == {
         "StringEquals": {
             "kms:ViaService": f"sns.{config.region}.amazonaws.com",
+            "aws:SourceAccount": config.account,
+        }
+    }
+    # The same, through SQS, for the dead-letter queue of the rules (encrypted with it).
+    queue = statements.get("AlertDeadLettersThroughSqs")
+    assert queue is not None
+    assert {k: v for k, v in queue.items() if k not in ("Sid", "Condition")} == {
+        k: v for k, v in found.items() if k not in ("Sid", "Condition")
+    }
+    assert rendered(queue["Condition"], result) == {
+        "StringEquals": {
+            "kms:ViaService": f"sqs.{config.region}.amazonaws.com",
             "aws:SourceAccount": config.account,
         }
     }

@@ -80,14 +80,39 @@ Its rule publishes as EventBridge, as HyperPod's rules do: the topic's policy al
 these rules, and the storage key's policy allows EventBridge through SNS
 (`service_publishers`).
 
-A delivery that fails (the topic's or the key's policy refusing EventBridge, the topic
-gone) is dropped without a retry and counted in the rule's AWS/Events FailedInvocations
-(eb-monitoring.html, eb-rule-event-delivery.html). Each rule has an alarm on it
+A delivery that fails is retried when the error is retriable (the topic unavailable,
+throttling), by default for 24 hours and up to 185 times; one that cannot succeed (the
+topic's or the key's policy refusing EventBridge, the topic gone) is not retried
+("Event retry policy and using dead-letter queues", docs.aws.amazon.com/eventbridge/
+latest/userguide/eb-rule-dlq.html; eb-rule-retry-policy.html). Each rule's target has
+a RetryPolicy of `MAX_EVENT_AGE_SECONDS` (an hour: an alert a day late is no alert, and
+an SNS outage or throttling longer than an hour is better seen as a failed delivery, so
+the alarm below comes within the hour rather than the next day) and a DeadLetterConfig:
+an event that could not be delivered, after its retries or at once, goes to one SQS queue
+of the monitor stack (`dead_letters`, a standard queue as the DLQ must be), so its
+content is kept for 14 days (SQS's longest retention) to be read and sent again
+(docs/operations.md says how). The queue is encrypted with the storage key, as the topic
+is (the key's policy lets EventBridge use it through SQS for this account: SQS's
+"Configure KMS permissions for AWS services", sqs-key-management.html; the storage
+stack's `AlertDeadLettersThroughSqs` statement), refuses requests without TLS
+(aws:SecureTransport), and lets events.amazonaws.com SendMessage to it only from these
+rules (ArnEquals aws:SourceArn, the rule ARNs: eb-rule-dlq.html, "Granting permissions to
+the dead-letter queue", and CDK's own events target, which writes that statement). It is
+removed with the stack: it holds copies of alerts that were not delivered, not state
+anything reads, and a deleted environment's alerts are moot.
+
+A delivery that failed for good is counted in the rule's AWS/Events FailedInvocations
+(eb-monitoring.html), sent to the queue or not. Each rule has an alarm on it
 (`<rule name>-undelivered`, `add_delivery_alarms`: any failed delivery in five minutes),
-and a last rule (`delivery-failing`) sends their state changes to the topic, as the
-check's alarm's is sent, naming the alarm and so the rule. It takes the same path: a
-failure of every delivery to the topic stops its notice too, so the alarms are also on
-the dashboard, where someone looking sees them in ALARM.
+which says which rule failed and also fires when the queue itself refused the event
+(the dead-letter path broken too); one more alarm, `<prefix>-alerts-undelivered-queued`,
+is in ALARM while the queue holds an event (AWS/SQS ApproximateNumberOfMessagesVisible,
+Maximum over five minutes, above 0), so it stays in ALARM until someone reads the queue,
+where the FailedInvocations alarm returns to OK five minutes after. A last rule
+(`delivery-failing`) sends their state changes to the topic, as the check's alarm's is
+sent, naming the alarm and so the rule. It takes the same path: a failure of every
+delivery to the topic stops its notice too (the notice itself then waits in the queue),
+so the alarms are also on the dashboard, where someone looking sees them in ALARM.
 """
 
 from __future__ import annotations
@@ -95,13 +120,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from aws_cdk import Aws, Duration, Stack
+from aws_cdk import Aws, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from novapod.constructs.acknowledge import acknowledge
@@ -129,6 +155,15 @@ UNDELIVERED = "undelivered"
 EVENTS_NAMESPACE = "AWS/Events"
 FAILED_INVOCATIONS = "FailedInvocations"
 DELIVERY_PERIOD_MINUTES = 5
+# How long EventBridge retries a delivery that failed with a retriable error before it
+# sends the event to the dead-letter queue (RetryPolicy.MaximumEventAgeInSeconds, 60 to
+# 86400; the default is 24 hours: eb-rule-dlq.html): an hour, so an SNS outage or
+# throttling alarms within the hour, not a day late.
+MAX_EVENT_AGE_SECONDS = 3600
+# The dead-letter queue's retention: SQS's longest (MessageRetentionPeriod, 14 days).
+DEAD_LETTER_RETENTION_DAYS = 14
+# The alarm on the queue's waiting events (AWS/SQS, by QueueName).
+QUEUED = "alerts-undelivered-queued"
 # Why the alarms have no alarm action (cdk-nag's CloudWatchAlarmAction).
 ALARM_ACTION_REASON = (
     "The alarm's state change reaches the alert topic through an EventBridge rule "
@@ -196,7 +231,9 @@ def delivery_alarm_alert(
         {"alarm": "$.detail.alarmName", "reason": "$.detail.state.reason"},
         f"novapod {environment}: an EventBridge rule could not deliver an alert to the "
         "topic (<alarm>: <reason>), so HyperPod's events and the check's alarm may not "
-        "reach you; next: compare the topic's policy (aws sns get-topic-attributes "
+        "reach you; what was not delivered waits in the queue "
+        f"{prefix}-undelivered-alerts (docs/operations.md, Alerts, reads and sends it "
+        "again); next: compare the topic's policy (aws sns get-topic-attributes "
         f"--topic-arn {topic_arn} --query Attributes.Policy --region {Aws.REGION}) and the "
         "storage key's AlertPublishersThroughSns statement with the stacks, then deploy "
         f"them again (npx cdk deploy -c config=CONFIG {prefix}-storage {prefix}-monitor)",
@@ -314,6 +351,37 @@ class Alerts(Construct):
             stack.format_arn(service="events", resource="rule", resource_name=name)
             for name in self.names.values()
         ]
+        # What the rules could not deliver (the module docstring says why it is kept, how
+        # long, and why it goes with the stack).
+        self.dead_letters = sqs.Queue(
+            self,
+            "DeadLetters",
+            queue_name=f"{prefix}-undelivered-alerts",
+            encryption=sqs.QueueEncryption.KMS,
+            encryption_master_key=key,
+            enforce_ssl=True,
+            retention_period=Duration.days(DEAD_LETTER_RETENTION_DAYS),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        acknowledge(
+            self.dead_letters,
+            "AwsSolutions-SQS3",
+            "This queue is the dead-letter queue of the alert rules' targets "
+            "(DeadLetterConfig, eb-rule-dlq.html); a DLQ of its own would have no reader, "
+            "and its waiting events alarm (alerts-undelivered-queued).",
+        )
+        self.dead_letters.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="EventBridgeRulesDeadLetters",
+                principals=[iam.ServicePrincipal(EVENTS_PRINCIPAL)],
+                actions=["sqs:SendMessage"],
+                resources=[self.dead_letters.queue_arn],
+                conditions={"ArnEquals": {"aws:SourceArn": rule_arns}},
+            )
+        )
+        queue_policy = self.dead_letters.node.try_find_child("Policy")
+        assert queue_policy is not None  # add_to_resource_policy made it
+        self.queue_policy = queue_policy
         # The rules publish as EventBridge itself: the topic's policy allows
         # events.amazonaws.com, for these rules only ("Amazon SNS permissions" in the
         # EventBridge user guide, eb-use-resource-based.html), beside the key-policy
@@ -369,6 +437,26 @@ class Alerts(Construct):
             acknowledge(alarm, "CloudWatchAlarmAction", ALARM_ACTION_REASON)
             self.delivery_alarms[suffix] = alarm
             arns.append(alarm.alarm_arn)
+        # The events waiting in the dead-letter queue: in ALARM until someone reads it.
+        queued = cloudwatch.Alarm(
+            self,
+            "DeadLettersQueued",
+            alarm_name=f"{self.prefix}-{QUEUED}",
+            alarm_description=f"novapod {self.environment}: alerts an EventBridge rule could "
+            f"not deliver to the alert topic wait in the queue {self.prefix}-undelivered-"
+            "alerts; the delivery-failing rule sends this state change to the topic",
+            metric=self.dead_letters.metric_approximate_number_of_messages_visible(
+                statistic="Maximum", period=Duration.minutes(DELIVERY_PERIOD_MINUTES)
+            ),
+            threshold=0,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            datapoints_to_alarm=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        acknowledge(queued, "CloudWatchAlarmAction", ALARM_ACTION_REASON)
+        self.delivery_alarms[QUEUED] = queued
+        arns.append(queued.alarm_arn)
         alert = delivery_alarm_alert(self.environment, self.prefix, arns, self.topic.topic_arn)
         return self._rule(alert, "the rules' delivery alarms")
 
@@ -388,10 +476,17 @@ class Alerts(Construct):
                     input_transformer=events.CfnRule.InputTransformerProperty(
                         input_paths_map=dict(alert.paths), input_template=alert.sentence
                     ),
+                    retry_policy=events.CfnRule.RetryPolicyProperty(
+                        maximum_event_age_in_seconds=MAX_EVENT_AGE_SECONDS
+                    ),
+                    dead_letter_config=events.CfnRule.DeadLetterConfigProperty(
+                        arn=self.dead_letters.queue_arn
+                    ),
                 )
             ],
         )
-        # Its first event finds the topic's policy allowing it.
+        # Its first event finds the topic's and the queue's policies allowing it.
         rule.node.add_dependency(self.topic_policy)
+        rule.node.add_dependency(self.queue_policy)
         self.rules[alert.suffix] = rule
         return rule

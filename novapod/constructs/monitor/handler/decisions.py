@@ -1101,3 +1101,24 @@ def publishing(
         sent={k: v for k, v in state.sent.items() if k not in pending},
         claimed=claims,
     )
+
+
+def settled(
+    found: State,
+    mine: Collection[str],
+    stamp: str,
+    sent: Collection[str],
+    at: datetime,
+) -> State:
+    """`found` (the item another run wrote after this run's last write) with this run's
+    claims still in it settled: an alert of `mine` claimed there at `stamp` (this run's)
+    recorded sent at `at` when it is in `sent`, released otherwise (its Publish failed or
+    was never made: owed to the next run). Another run's claims, the alerts it recorded
+    and what it saw stay as they are; a claim of this run's that it dropped (its alert's
+    condition over) is not brought back."""
+    ours = {k for k in mine if found.claimed.get(k) == stamp}
+    return replace(
+        found,
+        sent={**found.sent, **{k: values.iso(at) for k in sorted(ours) if k in sent}},
+        claimed={k: v for k, v in found.claimed.items() if k not in ours},
+    )

@@ -16,17 +16,28 @@ One run:
 4. reads the state the last run left (DynamoDB GetItem, strongly consistent: the item
    of this environment in the monitor stack's table), decides the alerts it owes and
    the job events it saw (`decisions.decide`), records what it saw with a conditional
-   PutItem on the item's `Sequence` (a run that finds the item moved by another sends
-   nothing and leaves it be: the other run owns what both saw), logs each job event (one
-   JSON line, step "job-event"), then for each alert claims it (the state with that
-   alert claimed, the same conditional write) and only then publishes it (SNS Publish,
-   one sentence), and last records the outcome.
+   PutItem on the item's `Sequence`, logs each job event once a write records the runs
+   they come from (one JSON line, step "job-event": after this write, or after the last
+   one when this one failed), then for each alert claims it (the state with that alert
+   claimed, the same conditional write) and only then publishes it (SNS Publish, one
+   sentence), and last records the outcome.
 
-An alert is claimed before it is published, by DynamoDB's conditional write (never a
-read), so two runs, one after another or at the same time, never both send it (tested in
-every order of two runs' calls). A claim records the alert claimed, not sent: the next
-write records it sent (or released, when its Publish failed). What may still send one
-twice (none is lost to a write that fails):
+Runs do not overlap in a deployment: the function's reserved concurrency is 1, and Lambda
+throttles an invocation beyond it (a synchronous one fails, an asynchronous one waits in
+Lambda's queue; docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html).
+The conditional writes still keep two runs that did overlap (the handler run outside
+Lambda, or the concurrency changed by hand) from both sending an alert: a claim is
+written only on the item its run last read or wrote, so one run claims an alert, and a
+run whose write finds the item moved (another run wrote it) claims nothing more and
+settles its own claims on the item the failed condition returned (ALL_OLD): those it
+published recorded sent, the others released, another run's claims and the rest of the
+item left as they are (`_Recorder.finish`, `decisions.settled`). Tested in every order of
+two runs' DynamoDB calls, for two runs in the same second owing one alert and for two
+runs 20 s apart owing two, each followed by a run after the lease (each alert once).
+
+A claim records the alert claimed, not sent: the next write records it sent (or released,
+when its Publish failed). What may still send one twice (none is lost to a write that
+fails):
 
 - SNS Publish is sent once, never retried by botocore (`PUBLISH_ATTEMPTS`): its
   standard retry mode retries a read timeout or a dropped connection
@@ -39,8 +50,14 @@ twice (none is lost to a write that fails):
   stopped between them) stays in the item; no run sends it while it is younger than
   `Settings.claim_lease_seconds` (longer than the function's timeout, so its run is over
   by then), and the first run after sends it, published before or not: one more copy at
-  most, one JSON line `unrecorded` names it. A write that failed stops the run's claims,
-  and its last write (the outcome) is still tried;
+  most, one JSON line `unrecorded` names it (this run's claims the item holds as last
+  written or found). A write that failed stops the run's claims, and its last write (the
+  outcome) is still tried, even when it holds what the item held: the failed write may
+  have landed, and the item its condition then finds with the run's own `Writer` mark
+  is written on (the line `state-moved` says so);
+- with two runs overlapping, a run's settling that cannot be written (it failed, or was
+  refused `SETTLE_WRITES` times, or too little time was left) leaves its claims as an
+  unrecorded outcome does (above);
 - a run stops claiming when the Lambda context's remaining time
   (`context.get_remaining_time_in_millis()`, docs.aws.amazon.com/lambda/latest/dg/
   python-context.html) is under `stop_margin_seconds()`, the longest a Publish and two
@@ -66,7 +83,7 @@ margin, tested).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -88,6 +105,9 @@ CONDITION_FAILED = "ConditionalCheckFailedException"
 EKS_NOT_FOUND = "ResourceNotFoundException"
 # What a conditional write of the state came to.
 WRITTEN, MOVED, FAILED = "written", "moved", "failed"
+# The writes a run whose item moved makes at most to settle its claims on it: each one
+# refused means another run wrote in between, and the settling is made on what it wrote.
+SETTLE_WRITES = 3
 # Each GET of the Kubernetes API, no retry (the next run reads again).
 KUBERNETES_TIMEOUT_SECONDS: float = 5
 
@@ -126,10 +146,13 @@ class _Deadline:
     def __init__(self, context: Any) -> None:
         self._remaining = getattr(context, "get_remaining_time_in_millis", None)
 
-    def near(self) -> bool:
+    def short_of(self, seconds: float) -> bool:
         if self._remaining is None:
             return False
-        return float(self._remaining()) / 1000 < stop_margin_seconds()
+        return float(self._remaining()) / 1000 < seconds
+
+    def near(self) -> bool:
+        return self.short_of(stop_margin_seconds())
 
 
 def check(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
@@ -175,50 +198,151 @@ def check(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
 class _Recorder:
     """Writes the state as the run goes: first what the run saw (no alert sent yet), then
     each alert it claims before publishing it (the one before recorded sent), and once at
-    the end (the last one sent, those whose Publish failed or that were not claimed
-    released). Each write is conditional on the Sequence of the item the run read, then of
-    its own last write. After a write that failed the run claims nothing more but still
-    makes the last write (what it published is then recorded once, and no second copy
-    comes after the lease); after one that found the item moved it writes nothing more."""
+    the end (`finish`: the last one sent, those whose Publish failed or that were not
+    claimed released). Each write is conditional on the Sequence of the item the run read,
+    then of its own last write. After a write that failed the run claims nothing more but
+    still makes the last write (what it published is then recorded once, and no second
+    copy comes after the lease). After one that found the item moved (the item the failed
+    condition returned, `found`), it claims nothing more either, and its last write settles
+    its own claims on that item (`decisions.settled`): published ones recorded sent, the
+    others released; another run's claims and the rest of the item stay as they are."""
 
-    def __init__(self, dynamodb: Any, settings: Settings, previous: State, now: datetime) -> None:
+    def __init__(
+        self,
+        dynamodb: Any,
+        settings: Settings,
+        previous: State,
+        now: datetime,
+        deadline: _Deadline,
+    ) -> None:
         self.dynamodb = dynamodb
         self.settings = settings
         self.now = now
+        self.deadline = deadline
         self.sequence = previous.sequence
         self.written = previous.text() if previous.sequence else None
-        self.claimed = set(previous.claimed)  # the claims of the item as last written
+        # The claims of the item as last known (written by this run, or found).
+        self.claims: dict[str, str] = dict(previous.claimed)
+        # The alerts this run claimed, each by a write known to land, stamped with the
+        # run's `now`. No two runs hold a claim of the same alert at once (a claim is a
+        # conditional write on a state in which the alert is neither sent nor claimed,
+        # and a run carries the claims it read), so one of these keys found with this
+        # stamp in another run's item is this run's claim. A claim whose write was
+        # refused or failed is not counted: another run's claim of the same alert in the
+        # same second would look the same, and released by this run it would be sent
+        # twice. Never published (the run claims nothing after it), such a claim, if it
+        # landed after all, is sent once after its lease.
+        self.mine: set[str] = set()
+        self.stamp = values.iso(now)
         # This run's mark on each item it writes: two runs that saw the same thing in the
         # same second write the same State, and only the mark tells whose an item is.
         self.writer = uuid.uuid4().hex
-        self.moved = False  # another run wrote the item: record nothing more
+        self.moved = False  # another run wrote the item: claim nothing more
         self.failed = False  # a write failed: claim nothing more
+        self.found: State | None = None  # the item the refused write found (moved)
 
     @property
     def stopped(self) -> bool:
         return self.moved or self.failed
 
+    def left(self) -> list[str]:
+        """This run's claims the item still holds as last known: without an outcome."""
+        return sorted(k for k in self.mine if self.claims.get(k) == self.stamp)
+
     def record(self, state: State, failures: list[str], *, last: bool = False) -> bool:
         """Write `state` unless it is what the item holds; False when it was not written.
-        After a failed write only the `last` one is still made."""
+        After a failed write only the `last` one is still made; after a moved one none
+        (`finish` settles this run's claims instead)."""
         if self.moved or (self.failed and not last):
             return False
-        if state.text() == self.written:
+        # After a failed write the last one is made even when it holds what the item held
+        # before: the failed one may have landed (a claim left without its outcome).
+        if state.text() == self.written and not self.failed:
             return True
-        state = replace(state, sequence=self.sequence)
-        outcome = _write_state(
-            self.dynamodb, self.settings, state, self.now, failures, writer=self.writer
-        )
+        outcome, found = self._put(state, failures)
+        if outcome == MOVED and found is not None and found[1] == self.writer:
+            # This run's own write, reported failed, had landed (its answer lost on every
+            # attempt): no run wrote since, so this one writes on it.
+            _log(
+                "state-moved",
+                "the check's state changed since this run's last write known to land: it "
+                "is this run's own write, whose answer was lost; the run writes on it",
+                environment=self.settings.environment,
+            )
+            self._landed(found[0])
+            if state.text() == self.written:
+                return True
+            outcome, found = self._put(state, failures)
         if outcome == WRITTEN:
-            self.sequence += 1
-            self.written = state.text()
-            self.claimed = set(state.claimed)
+            self._landed(replace(state, sequence=self.sequence + 1))
             return True
         if outcome == MOVED:
             self.moved = True
+            self.found = found[0] if found is not None else None
+            if found is not None:
+                self.claims = dict(found[0].claimed)
+            _log(
+                "state-moved",
+                (
+                    # A write reported failed may have landed, and another run may have
+                    # written after it: the item cannot tell which.
+                    "the check's state changed since this run's last write known to land "
+                    "(perhaps its own write whose answer was lost)"
+                    if self.failed
+                    else "another run wrote the check's state first"
+                )
+                + "; this run claims nothing more and records on the item it found the "
+                "alerts it claimed (sent, or released), and the other run or the next one "
+                "takes the rest from there",
+                environment=self.settings.environment,
+            )
         else:
             self.failed = True
         return False
+
+    def finish(self, state: State, sent: Sequence[str], failures: list[str]) -> bool:
+        """The last write: `state` (this run's outcome), or after the item moved, this
+        run's claims still in the item found settled on it (each refusal: another run
+        wrote, and the settling is made again on what it wrote, `SETTLE_WRITES` times at
+        most, while the time for a write is left). True when `state` was written."""
+        if self.record(state, failures, last=True):
+            return True
+        for _ in range(SETTLE_WRITES):
+            if not self.moved or self.found is None:
+                break
+            found = self.found
+            settled = decisions.settled(found, self.mine, self.stamp, sent, self.now)
+            if settled.text() == found.text():  # none of this run's claims in it
+                break
+            if self.deadline.short_of(worst_case_seconds(1) + 5):
+                break
+            outcome, moved = _write_state(
+                self.dynamodb, self.settings, settled, self.now, failures, writer=self.writer
+            )
+            if outcome == WRITTEN:
+                self.found = None
+                self.claims = dict(settled.claimed)
+                break
+            self.found = moved[0] if moved is not None else None
+            if moved is not None:
+                self.claims = dict(moved[0].claimed)
+        return False
+
+    def _put(self, state: State, failures: list[str]) -> tuple[str, tuple[State, str] | None]:
+        return _write_state(
+            self.dynamodb,
+            self.settings,
+            replace(state, sequence=self.sequence),
+            self.now,
+            failures,
+            writer=self.writer,
+        )
+
+    def _landed(self, state: State) -> None:
+        """`state` is the item, written by this run (its `sequence` the item's)."""
+        self.sequence = state.sequence
+        self.written = state.text()
+        self.claims = dict(state.claimed)
 
 
 def _alert(
@@ -238,12 +362,9 @@ def _alert(
     except aws.ERRORS as exc:
         failures.append(errors.failed("DynamoDB GetItem of the check's state", exc))
         return [], []
-    found = item.get("Item") or {}
-    previous = decisions.read_state(
-        (found.get("State") or {}).get("S"), int((found.get("Sequence") or {}).get("N") or 0)
-    )
+    previous = _state_of(item.get("Item") or {})
     decision = decisions.decide(samples, previous, now, settings)
-    recorder = _Recorder(dynamodb, settings, previous, now)
+    recorder = _Recorder(dynamodb, settings, previous, now, deadline)
     owed = [alert.key for alert in decision.alerts]
     sent: list[str] = []
     unsent: list[str] = []
@@ -251,10 +372,17 @@ def _alert(
     def stage(claim: str | None = None) -> decisions.State:
         return decisions.publishing(decision.state, owed, sent, claim, now)
 
-    # What the run saw, no alert sent yet: a run that finds the item moved sends nothing.
-    if recorder.record(stage(), failures):
+    def log_events() -> None:
         for event in decision.events:
             _log("job-event", event.message, environment=settings.environment, **event.fields())
+
+    # What the run saw, no alert sent yet: a run that finds the item moved sends nothing.
+    # The job events are logged once a write records the runs they come from: this one,
+    # or the last one when this one failed (the runs are then recorded there, and no
+    # later run sees them change).
+    events_logged = recorder.record(stage(), failures)
+    if events_logged:
+        log_events()
     sns = _client("sns", PUBLISH_ATTEMPTS)
     for alert in decision.alerts:
         if recorder.stopped or deadline.near():
@@ -263,6 +391,7 @@ def _alert(
         # not recorded afterwards as sent or released is owed again once its lease is out.
         if not recorder.record(stage(alert.key), failures):
             break
+        recorder.mine.add(alert.key)
         try:
             sns.publish(TopicArn=settings.topic_arn, Subject=alert.subject, Message=alert.message)
         except aws.ERRORS as exc:
@@ -276,13 +405,20 @@ def _alert(
         _log(
             "deferred",
             f"{len(deferred)} alerts left to the next run: "
-            + ("the state could not be recorded" if recorder.stopped else "time ran short"),
+            + (
+                "another run wrote the state first"
+                if recorder.moved
+                else "the state could not be recorded"
+                if recorder.failed
+                else "time ran short"
+            ),
             keys=deferred,
             environment=settings.environment,
         )
     # Records the last Publish sent and releases those that failed: the next run owes them.
-    recorder.record(stage(), failures, last=True)
-    left = [k for k in owed if k in recorder.claimed]
+    if recorder.finish(stage(), sent, failures) and not events_logged:
+        log_events()
+    left = recorder.left()
     if left:
         _log(
             "unrecorded",
@@ -294,14 +430,20 @@ def _alert(
     return sent, deferred
 
 
-def _is_ours(exc: Exception, item: Mapping[str, Any]) -> bool:
+def _state_of(item: Mapping[str, Any]) -> State:
+    """The state an item holds (none: a first run)."""
+    return decisions.read_state(
+        (item.get("State") or {}).get("S"), int((item.get("Sequence") or {}).get("N") or 0)
+    )
+
+
+def _is_ours(found: Mapping[str, Any], item: Mapping[str, Any]) -> bool:
     """Whether the item a failed condition found is the one this write puts: botocore
     retried a PutItem whose first attempt DynamoDB applied but whose answer was lost
     (the error's Item member: ReturnValuesOnConditionCheckFailure ALL_OLD,
     docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_PutItem.html): the same
     Sequence, State and the run's own Writer mark (another run's item may hold the same
     State: the same things seen in the same second)."""
-    found = getattr(exc, "response", {}).get("Item") or {}
     return all(found.get(k) == item[k] for k in ("Sequence", "State", "Writer"))
 
 
@@ -313,9 +455,10 @@ def _write_state(
     failures: list[str],
     *,
     writer: str,
-) -> str:
+) -> tuple[str, tuple[State, str] | None]:
     """The new state, if the item is still the one this run read (its Sequence): WRITTEN,
-    MOVED (another run wrote it first) or FAILED."""
+    MOVED (the item changed: with the state and the Writer mark of the item the failed
+    condition returned, when it returned one) or FAILED."""
     if state.sequence:
         condition: dict[str, Any] = {
             "ConditionExpression": "#sequence = :sequence",
@@ -336,24 +479,24 @@ def _write_state(
             TableName=settings.state_table,
             Item=item,
             # The item as it is when the condition fails: a retried write whose first
-            # attempt landed (its answer lost) finds its own item, not another run's.
+            # attempt landed (its answer lost) finds its own item, not another run's; a
+            # write another run's came before finds that run's item to settle on.
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
             **condition,
         )
     except aws.ERRORS as exc:
-        if errors.error_code(exc) == CONDITION_FAILED and _is_ours(exc, item):
-            return WRITTEN
         if errors.error_code(exc) == CONDITION_FAILED:
-            _log(
-                "state-moved",
-                "another run wrote the check's state first; it sends what both saw, and "
-                "the next run takes it from there",
-                environment=settings.environment,
-            )
-            return MOVED
+            # botocore's JSON parser merges the error's modelled members (Item) into
+            # exc.response.
+            found = getattr(exc, "response", {}).get("Item") or {}
+            if _is_ours(found, item):
+                return WRITTEN, None
+            if not found:  # no item: nothing to settle on
+                return MOVED, None
+            return MOVED, (_state_of(found), (found.get("Writer") or {}).get("S", ""))
         failures.append(errors.failed("DynamoDB PutItem of the check's state", exc))
-        return FAILED
-    return WRITTEN
+        return FAILED, None
+    return WRITTEN, None
 
 
 def _sample(settings: Settings, sagemaker: Any, failures: list[str]) -> Samples:
