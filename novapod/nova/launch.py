@@ -287,30 +287,8 @@ def prepare(config: NovapodConfig, name: str, *, cfn: Any, s3: Any, force: bool 
     wanted = [text[2:-1] for text in placeholders_in(commands) if text.startswith("${")]
     deployed = deployed_names(cfn, config, wanted)
     values = {"${" + key + "}": value for key, value in deployed.items()}
-    by_name = {j.name: j for j in config.jobs}
     checkpoints: list[Checkpoint] = []
-    notes: list[str] = []
-    for predecessor in job.predecessors:
-        output = substitute(render.output_uri(config, by_name[predecessor]), values)
-        if predecessor == job.source_job:
-            found = latest_checkpoint(s3, predecessor, output)
-            checkpoints.append(found)
-            values[render.checkpoint_placeholder(predecessor)] = found.uri
-            notes.append(
-                f"{predecessor}: checkpoint {found.uri} from run {found.run} ({found.manifest})"
-            )
-            continue
-        done = finished_run(s3, by_name[predecessor], output)
-        if done is not None:
-            notes.append(f"{predecessor} finished: run {done.run} ({done.uri})")
-        elif force:
-            notes.append(f"warning: {predecessor} has no finished run under {output}; --force")
-        else:
-            sign = "results" if by_name[predecessor].technique == "evaluation" else "manifest.json"
-            raise LaunchError(
-                f"job {predecessor} has not finished (no {sign} under {output}); launch "
-                f"{predecessor} first or wait for it (--force launches {name} anyway)"
-            )
+    notes = _predecessors(config, job, s3, values, force=force, checkpoints=checkpoints)
     resolved = resolve_commands(commands, values)
     left = placeholders_in(resolved)
     if left:  # every placeholder render writes is handled above; this guards new ones
@@ -506,7 +484,7 @@ def prepare_training_job(
         wanted.append("MlflowTrackingServerArn")
     deployed = deployed_names(cfn, config, wanted)
     values = {"${" + key + "}": value for key, value in deployed.items()}
-    notes = _predecessors(config, job, s3, values, force)
+    notes = _predecessors(config, job, s3, values, force=force)
     try:
         subnets_by_zone = tj.parse_subnets(deployed["TrainingJobSubnets"])
         if job.on_demand or job.plan is None:
@@ -566,17 +544,33 @@ def prepare_training_job(
     )
 
 
+def _finished_sign(job: Job) -> str:
+    """What `finished_run` looks for below a run of `job`, as the refusal names it."""
+    if job.technique == "evaluation":
+        return "evaluation results" if job.on_training_job else "results"
+    return "manifest.json or output/output.tar.gz" if job.on_training_job else "manifest.json"
+
+
 def _predecessors(
-    config: NovapodConfig, job: Job, s3: Any, values: dict[str, str], force: bool
+    config: NovapodConfig,
+    job: Job,
+    s3: Any,
+    values: dict[str, str],
+    *,
+    force: bool,
+    checkpoints: list[Checkpoint] | None = None,
 ) -> list[str]:
-    """Check the job's predecessors as `prepare` does, adding their checkpoints to
-    `values`; the notes say what was found."""
+    """Check the job's predecessors, on either platform: a `from: job:` one must have a
+    checkpoint (added to `values`, and to `checkpoints` when given); an `after` one a
+    finished run, unless `force`. The notes say what was found."""
     by_name = {j.name: j for j in config.jobs}
     notes: list[str] = []
     for predecessor in job.predecessors:
         output = substitute(render.output_uri(config, by_name[predecessor]), values)
         if predecessor == job.source_job:
             found = latest_checkpoint(s3, predecessor, output)
+            if checkpoints is not None:
+                checkpoints.append(found)
             values[render.checkpoint_placeholder(predecessor)] = found.uri
             notes.append(
                 f"{predecessor}: checkpoint {found.uri} from run {found.run} ({found.manifest})"
@@ -588,8 +582,9 @@ def _predecessors(
         elif force:
             notes.append(f"warning: {predecessor} has no finished run under {output}; --force")
         else:
+            sign = _finished_sign(by_name[predecessor])
             raise LaunchError(
-                f"job {predecessor} has not finished (nothing under {output} says so); launch "
+                f"job {predecessor} has not finished (no {sign} under {output}); launch "
                 f"{predecessor} first or wait for it (--force launches {job.name} anyway)"
             )
     return notes

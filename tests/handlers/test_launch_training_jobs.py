@@ -419,3 +419,23 @@ def test_put_object_is_served_as_the_s3_model_says(plane) -> None:
     with pytest.raises(ClientError) as missing:
         s3.put_object(Bucket="no-such-bucket", Key="k", Body=b"x")
     assert missing.value.response["Error"]["Code"] == "NoSuchBucket"
+
+
+def test_a_predecessor_training_job_that_has_not_finished_is_named(plane, capsys, tmp_path) -> None:
+    """distill after micro-eval (a training-job evaluation): with no evaluation results
+    under micro-eval's outputs, the launch refuses, naming what it looked for. Fails if
+    the training-job path lost the predecessor check or named HyperPod's sign."""
+    text = EXAMPLE.read_text().replace(
+        "    instance_type: ml.r5.24xlarge\n",
+        "    instance_type: ml.r5.24xlarge\n    after: [micro-eval]\n",
+        1,
+    )
+    config = tmp_path / "training-jobs.yaml"
+    config.write_text(text)
+    assert main(["launch", str(config), "distill", "--run"]) == 2
+    assert capsys.readouterr().err == (
+        "novapod launch: job micro-eval has not finished (no evaluation results under "
+        f"s3://{ARTIFACTS}/nova/mixed-tj/micro-eval/); launch micro-eval first or wait for "
+        "it (--force launches distill anyway)\n"
+    )
+    assert plane.calls_to("CreateTrainingJob") == [] and plane.put_requests == []
