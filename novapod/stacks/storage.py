@@ -199,39 +199,29 @@ class StorageStack(Stack):
         the two calls its cost formula counts), only through SNS in this Region
         (kms:ViaService) and for this account (aws:SourceAccount, the condition the
         guide gives; aws:SourceArn is not supported there)."""
-        self.key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AlertPublishersThroughSns",
-                principals=[iam.ServicePrincipal(s) for s in services],
-                actions=["kms:Decrypt", "kms:GenerateDataKey"],
-                resources=["*"],  # in a key policy, "*" means this key
-                conditions={
-                    "StringEquals": {
-                        "kms:ViaService": f"sns.{self.region}.amazonaws.com",
-                        "aws:SourceAccount": self.account,
-                    }
-                },
-            )
-        )
-        # The same services keep what they could not deliver in the monitor's dead-letter
+        # The second: the same services keep what they could not deliver in the dead-letter
         # queue, encrypted with this key: SQS's "Configure KMS permissions for AWS
         # services" (docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/
         # sqs-key-management.html) asks the same two actions of an event source sending
         # to a queue under a customer managed key; through SQS in this Region only.
-        self.key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AlertDeadLettersThroughSqs",
-                principals=[iam.ServicePrincipal(s) for s in services],
-                actions=["kms:Decrypt", "kms:GenerateDataKey"],
-                resources=["*"],  # in a key policy, "*" means this key
-                conditions={
-                    "StringEquals": {
-                        "kms:ViaService": f"sqs.{self.region}.amazonaws.com",
-                        "aws:SourceAccount": self.account,
-                    }
-                },
+        for sid, service in (
+            ("AlertPublishersThroughSns", "sns"),
+            ("AlertDeadLettersThroughSqs", "sqs"),
+        ):
+            self.key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid=sid,
+                    principals=[iam.ServicePrincipal(s) for s in services],
+                    actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                    resources=["*"],  # in a key policy, "*" means this key
+                    conditions={
+                        "StringEquals": {
+                            "kms:ViaService": f"{service}.{self.region}.amazonaws.com",
+                            "aws:SourceAccount": self.account,
+                        }
+                    },
+                )
             )
-        )
 
     def _node_policies(self) -> list[iam.ManagedPolicy]:
         """What HyperPod nodes may do with the buckets and key: read inputs, write outputs.
