@@ -463,9 +463,12 @@ def _launch_training_job(args: argparse.Namespace, config: NovapodConfig) -> int
     except (BotoCoreError, ClientError) as error:
         raise _aws_failed("launch", error) from None
     if not started.started:
+        # SageMaker refused the name: our own first attempt (its answer lost) or another
+        # launch of this run made it; which cannot be told, and either way one job runs.
         print(
-            f"job {job.name} was already started as training job {started.name} "
-            f"({_job_status(started)}); nothing started"
+            f"job {job.name} runs as training job {started.name} ({_job_status(started)}), "
+            "started by this launch (an answer lost, the retry refused by its name) or by "
+            "another at the same time; no second job started"
         )
         return EXIT_OK
     print(

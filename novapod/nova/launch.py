@@ -446,15 +446,16 @@ def usable_plan(sagemaker: Any, config: NovapodConfig, job: Job) -> tuple[str, l
 
 
 def _runs_of(sagemaker: Any, stem: str) -> dict[int, tuple[str, str, str]]:
-    """Run number -> (name, TrainingJobStatus, SecondaryStatus) of the jobs named
-    `<stem>-<run>` (ListTrainingJobs NameContains, every page)."""
+    """Run number -> (name, TrainingJobStatus, SecondaryStatus) of the job's runs, the
+    training jobs named `<stem>-<run>` (ListTrainingJobs NameContains, every page),
+    whatever each asked: a run started before the config changed is still a run."""
     found: dict[int, tuple[str, str, str]] = {}
     for page in sagemaker.get_paginator("list_training_jobs").paginate(NameContains=f"{stem}-"):
         for summary in page.get("TrainingJobSummaries", []):
             name = str(summary["TrainingJobName"])
-            tail = name[len(stem) + 1 :]
-            if name.startswith(f"{stem}-") and tail.isdigit():
-                found[int(tail)] = (
+            run = tj.run_of(stem, name)
+            if run is not None:
+                found[run] = (
                     name,
                     str(summary.get("TrainingJobStatus", "")),
                     str(summary.get("SecondaryStatus", "")),
@@ -509,10 +510,9 @@ def prepare_training_job(
     if left:  # every placeholder render writes is handled above; this guards new ones
         raise LaunchError(f"job {job.name}: cannot resolve {', '.join(left)}")
     try:
-        first = tj.named(config.prefix, job.name, 1, body)
+        stem = tj.job_stem(config.prefix, job.name)
     except tj.TrainingJobError as error:
         raise LaunchError(str(error)) from None
-    stem = first["TrainingJobName"].removesuffix("-1")
     runs = _runs_of(sagemaker, stem)
     running = next(
         (

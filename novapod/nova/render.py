@@ -507,7 +507,7 @@ def training_job_launch(
         "training_plan_name": None if plan is None else sagemaker_plan_name(config, plan, names),
         "on_demand": plan is None,
         "recipe_upload": f"{recipe_uri()}{tj.RECIPE_FILE}",
-        "name": f"{config.prefix}-{job.name}-<digest>-<run>",
+        "name": f"{tj.job_stem(config.prefix, job.name)}-<run>",
         "create_training_job": request,
     }
 

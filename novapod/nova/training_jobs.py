@@ -38,14 +38,19 @@ src/sagemaker/estimator.py `_nova_encode_hyperparameters`):
 - VpcConfig, OutputDataConfig (the outputs prefix and the storage key; evaluations
   uncompressed, so their results are objects `novapod results` lists), StoppingCondition.
 
-The name: `<prefix>-<job>-<digest>-<run>`, at most 63 characters of
-`[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}` (botocore's TrainingJobName), the digest a hash of the
-request without its name (what is trained, from what, where), `run` the run's number
-(1 to the job's `runs`). The same launch gives the same name, and SageMaker refuses a
-second job of a name with ResourceInUse ("Training job names must be unique within an
-AWS account and region, and a training job with this name already exists"): `start`
-then reports the job that runs. A retried CreateTrainingJob whose first attempt started
-the job (its answer lost) lands there too, so nothing starts twice.
+The name: `<prefix>-<job>-<run>`, at most 63 characters of
+`[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}` (botocore's TrainingJobName), `run` the run's number
+(1 to the job's `runs`); a job name too long to fit is cut and followed by a hash of the
+whole name (`job_stem`), so two jobs never share a stem. The name depends on the job and
+the run only, never on what the request asks: SageMaker refuses a second job of a name
+with ResourceInUse ("Training job names must be unique within an AWS account and
+region, and a training job with this name already exists"), which is the strongly
+consistent claim on a run. Two launches of run N, however their requests differ (an
+edited config, a redeployed output, a newer checkpoint), start one job; a retried
+CreateTrainingJob whose first attempt started the job (its answer lost) lands there too.
+`start` then reports the job that runs. Which run comes next is read from
+ListTrainingJobs, which may lag a create: a lagging list can only pick a run that
+exists, which SageMaker refuses, never start a second job.
 """
 
 from __future__ import annotations
@@ -62,7 +67,6 @@ from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 # botocore's TrainingJobName: min 1, max 63.
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 MAX_NAME = 63
-DIGEST_CHARS = 8
 RECIPE_CHANNEL = "recipe"
 RECIPE_FILE = "recipe.yaml"
 RECIPE_LOCAL_PATH = f"/opt/ml/input/data/{RECIPE_CHANNEL}/{RECIPE_FILE}"
@@ -215,39 +219,50 @@ def request_body(spec: TrainingJobSpec) -> dict[str, Any]:
 
 
 def named(prefix: str, job: str, run: int, body: Mapping[str, Any]) -> dict[str, Any]:
-    """A request body with the name `training_job_name` gives it (from its digest)."""
-    return {"TrainingJobName": training_job_name(prefix, job, run, digest(body)), **body}
+    """A request body with the name of the job's run `run`."""
+    return {"TrainingJobName": training_job_name(prefix, job, run), **body}
 
 
-def digest(body: Mapping[str, Any]) -> str:
-    """A short hash of what a request asks (its canonical JSON)."""
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_CHARS]
+# Room kept for the run's number in every name of a job, so its stem does not depend on
+# the run: `-1000`, the most runs a job may have (config/jobs.py).
+_RUN_ROOM = len("-1000")
+_JOB_HASH_CHARS = 8
 
 
-def training_job_name(prefix: str, job: str, run: int, body_digest: str) -> str:
-    """`<prefix>-<job>-<digest>-<run>`, the job's name cut to fit 63 characters (the
-    prefix, which the launch policy's ARN pattern names, and the digest, which tells
-    two cut names apart, are never cut)."""
-    tail = f"-{body_digest}-{run}"
-    room = MAX_NAME - len(prefix) - 1 - len(tail)
+def job_stem(prefix: str, job: str) -> str:
+    """`<prefix>-<job>`, what every run's name of the job starts with: the job's name
+    cut and followed by `-<8 hex of its sha256>` when it does not fit (the prefix, which
+    the launch policy's ARN pattern names, is never cut)."""
+    whole = f"{prefix}-{job}"
+    if len(whole) + _RUN_ROOM <= MAX_NAME:
+        return whole
+    tag = hashlib.sha256(job.encode()).hexdigest()[:_JOB_HASH_CHARS]
+    room = MAX_NAME - _RUN_ROOM - len(prefix) - 2 - _JOB_HASH_CHARS
     if room < 1:
         raise TrainingJobError(
             f"the environment prefix {prefix} leaves no room for a training job's name "
             f"(at most {MAX_NAME} characters); shorten the config's name"
         )
-    name = f"{prefix}-{job[:room].rstrip('-')}{tail}"
-    assert NAME_PATTERN.match(name), name
+    return f"{prefix}-{job[:room].rstrip('-')}-{tag}"
+
+
+def training_job_name(prefix: str, job: str, run: int) -> str:
+    """`<stem>-<run>` (job_stem), at most 63 characters."""
+    name = f"{job_stem(prefix, job)}-{run}"
+    assert NAME_PATTERN.match(name) and len(name) <= MAX_NAME, name
     return name
+
+
+def run_of(stem: str, name: str) -> int | None:
+    """The run number of a training job named `<stem>-<run>`, or None for any other
+    name (another job's, whose stem merely starts the same)."""
+    tail = name[len(stem) + 1 :] if name.startswith(f"{stem}-") else ""
+    return int(tail) if tail.isdigit() and not tail.startswith("0") else None
 
 
 def create_request(spec: TrainingJobSpec) -> dict[str, Any]:
     """The CreateTrainingJob request of one run (its name from what it asks)."""
-    body = _body(spec)
-    return {
-        "TrainingJobName": training_job_name(spec.prefix, spec.job, spec.run, digest(body)),
-        **body,
-    }
+    return {"TrainingJobName": training_job_name(spec.prefix, spec.job, spec.run), **_body(spec)}
 
 
 @dataclass(frozen=True)

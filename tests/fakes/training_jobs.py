@@ -187,6 +187,10 @@ class TrainingJobsFake:
         self.default_statuses: tuple[Status, ...] = (("InProgress", "Starting", ""),)
         self.stopping_polls = 1  # describes a stopped job shows Stopping
         self.page_size = 100  # ListTrainingJobs' MaxResults is at most 100
+        # Jobs created but not listed yet: a List call may lag a create (AWS APIs are
+        # eventually consistent: docs.aws.amazon.com/ec2/latest/devguide/
+        # eventual-consistency.html describes the model; SageMaker gives no bound).
+        self.lagging: set[str] = set()  # lower-case names
         self._scripts: dict[str, deque[Status]] = {}
 
     # --- scripting ----------------------------------------------------------------------
@@ -419,7 +423,7 @@ class TrainingJobsFake:
             job["ended"] = now
 
     def list_training_jobs(self, params: dict[str, Any]) -> dict[str, Any]:
-        jobs = list(self.jobs.values())
+        jobs = [j for j in self.jobs.values() if j["key"] not in self.lagging]
         contains = params.get("NameContains")
         if contains:
             jobs = [j for j in jobs if str(contains).lower() in j["key"]]

@@ -121,7 +121,7 @@ def launch(*args: str) -> int:
     return main(["launch", str(EXAMPLE), *args])
 
 
-SFT_NAME = "novapod-mixed-tj-micro-sft-d8974d56-1"
+SFT_NAME = "novapod-mixed-tj-micro-sft-1"
 EVAL_RECIPE = b"""\
 run:
   name: micro-eval
@@ -294,10 +294,62 @@ def test_a_lost_create_answer_is_retried_and_reports_the_job_it_started(plane, c
     plane.inject("CreateTrainingJob", Fault("lose_response", how="server_error"))
     assert launch("micro-sft", "--run") == 0
     assert capsys.readouterr().out == (
-        f"job micro-sft was already started as training job {SFT_NAME} (InProgress "
-        "(Starting)); nothing started\n"
+        f"job micro-sft runs as training job {SFT_NAME} (InProgress (Starting)), started "
+        "by this launch (an answer lost, the retry refused by its name) or by another at "
+        "the same time; no second job started\n"
     )
     assert plane.calls_to("CreateTrainingJob") == [SFT_REQUEST, SFT_REQUEST]
+    assert len(plane.training_jobs.jobs) == 1
+
+
+def _edited(tmp_path: Path) -> Path:
+    """The example with micro-sft asking for another hour per run: another request."""
+    text = EXAMPLE.read_text()
+    marker = "  - name: micro-sft\n"
+    head, tail = text.split(marker, 1)
+    edited = tail.replace("    hours_per_run: 10\n", "    hours_per_run: 11\n", 1)
+    assert edited != tail
+    config = tmp_path / "training-jobs.yaml"
+    config.write_text(head + marker + edited)
+    return config
+
+
+def test_an_edited_config_starts_nothing_while_a_run_of_the_job_runs(
+    plane, capsys, tmp_path
+) -> None:
+    """Review 23a, finding 1: run 1 InProgress, the config edited (another request), a
+    launch starts nothing. Fails if runs were told apart by what they ask."""
+    assert launch("micro-sft", "--run") == 0
+    plane.training_jobs.script_statuses(SFT_NAME, [("InProgress", "Training")])
+    capsys.readouterr()
+    assert main(["launch", str(_edited(tmp_path)), "micro-sft", "--run"]) == 0
+    assert capsys.readouterr().out == (
+        f"job micro-sft is already running as training job {SFT_NAME} (InProgress "
+        "(Training)); nothing started\n"
+    )
+    assert len(plane.calls_to("CreateTrainingJob")) == 1
+
+
+def test_an_edited_config_does_not_run_a_job_past_its_runs(plane, capsys, tmp_path) -> None:
+    assert launch("micro-sft", "--run") == 0
+    plane.training_jobs.complete(SFT_NAME)
+    capsys.readouterr()
+    assert main(["launch", str(_edited(tmp_path)), "micro-sft", "--run"]) == 2
+    assert "has run all its 1 run(s)" in capsys.readouterr().err
+    assert len(plane.calls_to("CreateTrainingJob")) == 1
+
+
+def test_a_list_that_lags_the_create_still_starts_one_job(plane, capsys, tmp_path) -> None:
+    """Run 1 started but not listed yet, and the config edited: the second launch picks
+    run 1 again, and SageMaker refuses the name; one job. Fails if the name carried what
+    the request asks (the edit would start a second job)."""
+    assert launch("micro-sft", "--run") == 0
+    plane.training_jobs.lagging.add(SFT_NAME.lower())
+    capsys.readouterr()
+    assert main(["launch", str(_edited(tmp_path)), "micro-sft", "--run"]) == 0
+    assert "no second job started" in capsys.readouterr().out
+    names = [c["TrainingJobName"] for c in plane.calls_to("CreateTrainingJob")]
+    assert names == [SFT_NAME, SFT_NAME]
     assert len(plane.training_jobs.jobs) == 1
 
 
