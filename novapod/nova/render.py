@@ -477,6 +477,7 @@ def training_job_spec(
         channels=tuple(channels),
         plan_arn=None if job.on_demand or job.plan is None else plan_placeholder(job.plan),
         volume_kms_key_arn=STORAGE_KEY_ARN if tj.takes_volume_key(instance_type) else None,
+        volume_gb=tj.DEFAULT_VOLUME_GB if tj.takes_volume_key(instance_type) else None,
         # Evaluations uncompressed: their results are objects `novapod results` lists
         # (CompressionType NONE, as the SDK's evaluation pipelines send it).
         compress_output=job.evaluation is None,

@@ -83,6 +83,11 @@ RECIPE_UPLOAD_PREFIX = "training-jobs/recipes/"
 # VolumeSizeInGB docs); ml.p5, ml.p5en and ml.g6 carry NVMe instance store too (EC2 User
 # Guide, instance store volumes). ml.r5 is EBS only (r5d is its NVMe variant).
 EBS_ONLY_FAMILIES = frozenset({"r5"})
+# The EBS volume of an EBS-only instance (botocore's VolumeSizeInGB: "you must define the
+# size of EBS volume" for those): 30 GB, what the SageMaker SDK sends by default
+# (aws/sagemaker-python-sdk v2.257.6 src/sagemaker/estimator.py, volume_size = 30), and
+# so what AWS's Nova distillation sample, an SDK estimator, runs with.
+DEFAULT_VOLUME_GB = 30
 
 
 class TrainingJobError(Exception):

@@ -161,6 +161,11 @@ _UNMODELLED_KEYS = (
 NOT_FOUND = "Requested resource not found."
 
 
+# Instance types without instance storage (EBS only) that novapod runs: ml.r5 (EC2 User
+# Guide, instance store volumes: r5 has none, r5d is its NVMe variant).
+EBS_ONLY = ("ml.r5.",)
+
+
 class TrainingJobsFake:
     """Training jobs of one account and Region; `error(code, message, status)` makes the
     plane's API error. `plan(arn)` is the plane's training plan of that ARN (or None),
@@ -303,6 +308,15 @@ class TrainingJobsFake:
                 "ValidationException",
                 "ResourceConfig.InstanceType and ResourceConfig.InstanceCount are required "
                 "without InstanceGroups.",
+            )
+        if "VolumeSizeInGB" not in resources and str(instance_type).startswith(EBS_ONLY):
+            # botocore's ResourceConfig.VolumeSizeInGB: "When using an ML instance with
+            # the EBS-only storage option and without instance storage, you must define
+            # the size of EBS volume through VolumeSizeInGB."
+            raise self._error(
+                "ValidationException",
+                f"{instance_type} has no instance storage: ResourceConfig.VolumeSizeInGB "
+                "is required.",
             )
         role = str(params["RoleArn"])
         if role not in self.trusted_roles:

@@ -257,6 +257,17 @@ def test_on_demand_jobs_need_no_plan(world: World, sagemaker: Any) -> None:
     assert "TrainingPlanArn" not in described["ResourceConfig"]
 
 
+def test_an_ebs_only_instance_needs_a_volume_size(world: World, sagemaker: Any) -> None:
+    """As botocore's VolumeSizeInGB says for an instance without instance storage."""
+    config = resources(InstanceType="ml.r5.24xlarge", InstanceCount=1, TrainingPlanArn=None)
+    del config["VolumeSizeInGB"]
+    assert refusal(sagemaker.create_training_job, **request(ResourceConfig=config)) == (
+        "ValidationException: ml.r5.24xlarge has no instance storage: "
+        "ResourceConfig.VolumeSizeInGB is required."
+    )
+    assert world.plane.training_jobs.jobs == {}
+
+
 def test_what_the_fake_does_not_model_is_not_answered_as_if_unsent(
     world: World, sagemaker: Any
 ) -> None:

@@ -403,7 +403,9 @@ def test_distillation_runs_on_demand_in_every_private_subnet(plane, capsys) -> N
     assert create["ResourceConfig"] == {
         "InstanceCount": 1,
         "InstanceType": "ml.r5.24xlarge",
-        "VolumeKmsKeyId": KEY,  # r5 is EBS-only: its volume takes the key
+        # r5 is EBS-only: its volume takes the key and needs a size (30 GB, the SDK's).
+        "VolumeKmsKeyId": KEY,
+        "VolumeSizeInGB": 30,
     }
     assert create["VpcConfig"] == {
         "SecurityGroupIds": [SG],
