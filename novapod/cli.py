@@ -438,10 +438,12 @@ def _launch_training_job(args: argparse.Namespace, config: NovapodConfig) -> int
             "the nova-base stack creates, which needs a hyperpod section; add "
             "hyperpod.restricted_instance_groups, or run the job elsewhere"
         )
-    cfn, s3, sagemaker = _aws_clients(config, "launch", "cloudformation", "s3", "sagemaker")
+    cfn, s3, sagemaker, ec2 = _aws_clients(
+        config, "launch", "cloudformation", "s3", "sagemaker", "ec2"
+    )
     try:
         prepared = launch.prepare_training_job(
-            config, job, cfn=cfn, s3=s3, sagemaker=sagemaker, force=args.force
+            config, job, cfn=cfn, s3=s3, sagemaker=sagemaker, ec2=ec2, force=args.force
         )
         for note in prepared.notes:
             print(f"# {note}", file=sys.stderr)

@@ -451,6 +451,11 @@ class TrainingJobPermissions(Construct):
             iam.PolicyStatement(
                 sid="ListTrainingJobs", actions=["sagemaker:ListTrainingJobs"], resources=["*"]
             ),
+            # A plan's zone ID from its zone name, when DescribeTrainingPlan gives only the
+            # name (novapod/nova/launch.py, _plan_zone_ids).
+            iam.PolicyStatement(
+                sid="MapPlanZones", actions=["ec2:DescribeAvailabilityZones"], resources=["*"]
+            ),
             iam.PolicyStatement(
                 sid="UploadRecipes", actions=["s3:PutObject"], resources=[self._recipe_objects]
             ),
@@ -536,8 +541,9 @@ class TrainingJobPermissions(Construct):
             self._jobs: "Training job names are chosen per run below the environment's "
             f"prefix {self._job_prefix}; creation is also limited to our subnets, security "
             "group and key.",
-            "*": "sagemaker:ListTrainingJobs has no resource-level permissions (the Service "
-            "Authorization Reference lists no resource type for it).",
+            "*": "sagemaker:ListTrainingJobs and ec2:DescribeAvailabilityZones have no "
+            "resource-level permissions (the Service Authorization Reference lists no "
+            "resource type for them).",
             self._recipe_objects: "The launcher uploads each rendered recipe under a "
             "content-addressed key below the recipe prefix.",
             self._streams: "SageMaker names one log stream per instance, <job name>/algo-<n>-"

@@ -415,9 +415,21 @@ def plan_name(config: NovapodConfig, plan: str) -> str:
     return render.sagemaker_plan_name(config, plan, config.purchase_names())
 
 
-def usable_plan(sagemaker: Any, config: NovapodConfig, job: Job) -> tuple[str, list[str]]:
+def usable_plan(
+    sagemaker: Any,
+    ec2: Any,
+    config: NovapodConfig,
+    job: Job,
+    *,
+    instance_type: str,
+    instance_count: int,
+) -> tuple[str, list[str]]:
     """The plan's ARN and the zone IDs of its reserved capacity, from DescribeTrainingPlan
-    (ResourceNotFound for a plan never bought), or one sentence naming the fix."""
+    (ResourceNotFound for a plan never bought), or one sentence naming the fix: a plan
+    not Scheduled or Active, or one that does not sell the job's instance type and count
+    ("The InstanceType ... must match the InstanceType of your training plan",
+    use-training-plan-for-training-jobs-using-api-cli-sdk.html), is refused before
+    anything is uploaded or started."""
     assert job.plan is not None
     name = plan_name(config, job.plan)
     try:
@@ -437,12 +449,39 @@ def usable_plan(sagemaker: Any, config: NovapodConfig, job: Job) -> tuple[str, l
             f"a Scheduled or Active plan; launch {job.name} while the plan is Scheduled or "
             "Active, or set on_demand: true instead of plan"
         )
-    zones = [
-        str(summary["AvailabilityZoneId"])
-        for summary in plan.get("ReservedCapacitySummaries", [])
-        if summary.get("AvailabilityZoneId")
-    ]
-    return str(plan["TrainingPlanArn"]), zones
+    summaries = list(plan.get("ReservedCapacitySummaries", []))
+    sold = sorted({str(s.get("InstanceType", "")) for s in summaries} - {""})
+    total = int(plan.get("TotalInstanceCount") or 0)
+    if (sold and sold != [instance_type]) or instance_count > total:
+        raise LaunchError(
+            f"training plan {job.plan} ({name}) holds {total} x {', '.join(sold) or 'nothing'}, "
+            f"and job {job.name} asks for {instance_count} x {instance_type}; change the "
+            "job's instance type or replicas to what the plan holds, or its plan"
+        )
+    return str(plan["TrainingPlanArn"]), _plan_zone_ids(ec2, job.plan, summaries)
+
+
+def _plan_zone_ids(ec2: Any, plan: str, summaries: list[dict[str, Any]]) -> list[str]:
+    """The zone ID of each reserved capacity: its AvailabilityZoneId, or its
+    AvailabilityZone mapped through this account's DescribeAvailabilityZones (the API
+    reference's DescribeTrainingPlan shows only AvailabilityZone; zone names differ per
+    account, IDs do not: docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html),
+    as the purchase handler maps offerings."""
+    ids = [str(s["AvailabilityZoneId"]) for s in summaries if s.get("AvailabilityZoneId")]
+    names = sorted(
+        {str(s["AvailabilityZone"]) for s in summaries if not s.get("AvailabilityZoneId")} - {""}
+    )
+    if names:
+        found = ec2.describe_availability_zones(ZoneNames=names)["AvailabilityZones"]
+        by_name = {str(z["ZoneName"]): str(z["ZoneId"]) for z in found}
+        ids += [by_name[n] for n in names if n in by_name]
+    if not ids:
+        raise LaunchError(
+            f"training plan {plan} names no Availability Zone for its reserved capacity, so "
+            "the job's subnets cannot be chosen; describe it (aws sagemaker "
+            "describe-training-plan) and launch again once it shows its zone"
+        )
+    return list(dict.fromkeys(ids))
 
 
 def _runs_of(sagemaker: Any, stem: str) -> dict[int, tuple[str, str, str]]:
@@ -470,6 +509,7 @@ def prepare_training_job(
     cfn: Any,
     s3: Any,
     sagemaker: Any,
+    ec2: Any,
     force: bool = False,
 ) -> TrainingJobLaunch:
     """The training job's request with every name resolved: the stacks' outputs, the
@@ -494,7 +534,15 @@ def prepare_training_job(
             subnets = [s for zone in sorted(subnets_by_zone) for s in subnets_by_zone[zone]]
             notes.append(f"on demand: no training plan; subnets {', '.join(subnets)}")
         else:
-            arn, zones = usable_plan(sagemaker, config, job)
+            resources = template["ResourceConfig"]
+            arn, zones = usable_plan(
+                sagemaker,
+                ec2,
+                config,
+                job,
+                instance_type=str(resources["InstanceType"]),
+                instance_count=int(resources["InstanceCount"]),
+            )
             subnets = list(tj.plan_subnets(zones, subnets_by_zone, job.plan))
             values[render.plan_placeholder(job.plan)] = arn
             notes.append(f"training plan {job.plan}: {arn} (zones {', '.join(zones)})")

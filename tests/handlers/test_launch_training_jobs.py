@@ -493,3 +493,50 @@ def test_a_predecessor_training_job_that_has_not_finished_is_named(plane, capsys
         "it (--force launches distill anyway)\n"
     )
     assert plane.calls_to("CreateTrainingJob") == [] and plane.put_requests == []
+
+
+def test_a_plan_shown_with_zone_names_only_is_mapped_to_zone_ids(plane, capsys) -> None:
+    """Review 23a, finding 2: DescribeTrainingPlan without AvailabilityZoneId (the API
+    reference shows only AvailabilityZone): the zone name goes through this account's
+    DescribeAvailabilityZones, and the job gets the subnet of use1-az4 only."""
+    plane.describe_includes_zone_id = False
+    assert launch("micro-sft", "--run") == 0
+    (create,) = plane.calls_to("CreateTrainingJob")
+    assert create["VpcConfig"]["Subnets"] == ["subnet-0a4"]
+    assert plane.calls_to("DescribeAvailabilityZones") == [{"ZoneName.1": "us-east-1a"}]
+
+
+def test_a_plan_with_no_zone_at_all_is_refused_before_anything_is_uploaded(plane, capsys) -> None:
+    plane.describe_includes_zone_id = False
+    plane.set_zones({})  # the account's list does not know the plan's zone name
+    assert launch("micro-sft", "--run") == 2
+    assert capsys.readouterr().err == (
+        "novapod launch: training plan micro-tj names no Availability Zone for its reserved "
+        "capacity, so the job's subnets cannot be chosen; describe it (aws sagemaker "
+        "describe-training-plan) and launch again once it shows its zone\n"
+    )
+    assert plane.put_requests == [] and plane.calls_to("CreateTrainingJob") == []
+
+
+def test_a_plan_of_another_instance_type_is_refused_before_anything_is_uploaded(
+    plane, capsys
+) -> None:
+    """Review 23a, finding 6: an adopted or resized plan that does not hold what the job
+    asks is named before the PutObject, not left to CreateTrainingJob."""
+    plane.plans.pop(PLAN)
+    offering = plane.add_offering(
+        "tpo-micro-tj-p4d",
+        zones=["us-east-1a"],
+        start=T0,
+        fee="1000.00",
+        instance_type="ml.p4d.24xlarge",
+        target_resources=["training-job"],
+    )
+    plane.add_plan(PLAN, offering, statuses=["Active"])
+    assert launch("micro-sft", "--run") == 2
+    assert capsys.readouterr().err == (
+        f"novapod launch: training plan micro-tj ({PLAN}) holds 4 x ml.p4d.24xlarge, and job "
+        "micro-sft asks for 2 x ml.p5.48xlarge; change the job's instance type or replicas "
+        "to what the plan holds, or its plan\n"
+    )
+    assert plane.put_requests == [] and plane.calls_to("CreateTrainingJob") == []

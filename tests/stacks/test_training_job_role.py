@@ -330,6 +330,7 @@ LAUNCH_BASE = {
         "Resource": JOBS,
     },
     "ListTrainingJobs": {"Action": "sagemaker:ListTrainingJobs", "Resource": "*"},
+    "MapPlanZones": {"Action": "ec2:DescribeAvailabilityZones", "Resource": "*"},
     "UploadRecipes": {
         "Action": "s3:PutObject",
         "Resource": _s3("novapod-dev-data/training-jobs/recipes/*"),
@@ -489,8 +490,9 @@ def test_cdk_nag_passes_with_a_reason_for_each_finding(nagged: Path) -> None:
         "training-job/novapod-dev-*]": "Training job names are chosen per run below the "
         "environment's prefix novapod-dev-; creation is also limited to our subnets, "
         "security group and key.",
-        "AwsSolutions-IAM5[Resource::*]": "sagemaker:ListTrainingJobs has no resource-level "
-        "permissions (the Service Authorization Reference lists no resource type for it).",
+        "AwsSolutions-IAM5[Resource::*]": "sagemaker:ListTrainingJobs and "
+        "ec2:DescribeAvailabilityZones have no resource-level permissions (the Service "
+        "Authorization Reference lists no resource type for them).",
         f"AwsSolutions-IAM5[Resource::{data}/training-jobs/recipes/*]": "The launcher uploads "
         "each rendered recipe under a content-addressed key below the recipe prefix.",
         f"AwsSolutions-IAM5[Resource::arn:aws:sagemaker:{REGION}:{ACCOUNT}:"

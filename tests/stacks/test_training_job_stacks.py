@@ -118,6 +118,11 @@ LAUNCH = {
         "resources": ["*"],
         "condition": None,
     },
+    "MapPlanZones": {
+        "actions": ["ec2:DescribeAvailabilityZones"],
+        "resources": ["*"],
+        "condition": None,
+    },
     "UploadRecipes": {
         "actions": ["s3:PutObject"],
         "resources": ["arn:aws:s3:::${DataBucket}/training-jobs/recipes/*"],
