@@ -310,11 +310,15 @@ def plan_subnets(
     plan_zones: Sequence[str], subnets_by_zone: Mapping[str, Sequence[str]], plan: str
 ) -> tuple[str, ...]:
     """The private subnets in every Availability Zone (by ID) of a plan's reserved
-    capacity (DescribeTrainingPlan ReservedCapacitySummaries[].AvailabilityZoneId). No
-    AWS page ties a training job's subnets to its plan's zone; capacity is zonal and the
-    job's instances go in its VpcConfig's subnets, so every zone of the plan is given
-    (safe under either reading). A zone without a subnet is refused: the job would wait
-    for capacity it can never reach."""
+    capacity (DescribeTrainingPlan ReservedCapacitySummaries[].AvailabilityZoneId). A
+    plan's reserved capacities are each "defined by a specific instance type, quantity,
+    Availability Zone" (docs.aws.amazon.com/sagemaker/latest/APIReference/
+    API_CreateTrainingPlan.html; API_ReservedCapacitySummary.html gives each its zone),
+    and a job's instances are placed in its VpcConfig's subnets (train-vpc.html), so the
+    job gets the subnets of the plan's zones. No page found says what SageMaker does with
+    a job whose subnets miss the plan's zone (waits in Pending, or refuses) [unverified];
+    this never sends one. A zone without a subnet is refused: the job could not reach its
+    capacity."""
     missing = sorted(z for z in set(plan_zones) if not subnets_by_zone.get(z))
     if missing:
         raise TrainingJobError(
