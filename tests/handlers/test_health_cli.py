@@ -10,7 +10,6 @@ import json
 from datetime import timedelta
 from typing import Any
 
-import botocore.session
 import jsonschema
 import pytest
 
@@ -18,6 +17,7 @@ from novapod import cli
 from novapod.operate import health as health_module
 from tests.conftest import ROOT
 from tests.fakes.aws_control_plane import Fault
+from tests.fakes.service_model import service_model
 from tests.handlers.status_world import (
     CLUSTER,
     CONFIG,
@@ -34,7 +34,7 @@ from tests.json_schemas import assert_closed
 __all__ = ["status_kube", "status_world"]  # fixtures
 
 SCHEMA = json.loads((ROOT / "docs" / "reference" / "health.schema.json").read_text())
-MODEL = botocore.session.get_session().get_service_model("sagemaker")
+MODEL = service_model("sagemaker")
 
 
 @pytest.fixture(autouse=True)

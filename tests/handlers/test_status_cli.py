@@ -11,12 +11,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import botocore.session
 import jsonschema
 import pytest
 
 from novapod import cli
 from tests.conftest import ROOT
+from tests.fakes.service_model import service_model
 from tests.handlers.status_world import (
     ADOPTED,
     ADOPTED_ARN,
@@ -40,7 +40,7 @@ from tests.json_schemas import assert_closed
 
 __all__ = ["status_kube", "status_world"]  # fixtures
 
-MODEL = botocore.session.get_session().get_service_model("sagemaker")
+MODEL = service_model("sagemaker")
 
 
 @pytest.fixture(autouse=True)

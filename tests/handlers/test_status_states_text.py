@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-import botocore.session
 import pytest
 
 from novapod import cli
+from tests.fakes.service_model import service_model
 from tests.handlers.status_world import (
     ADOPTED,
     ADOPTED_ARN,
@@ -31,7 +31,7 @@ from tests.handlers.status_world import (
 
 __all__ = ["status_kube", "status_world"]  # fixtures
 
-MODEL = botocore.session.get_session().get_service_model("sagemaker")
+MODEL = service_model("sagemaker")
 HEALTHY_LITE = ["nova-lite", "restricted", "ml.p5.48xlarge", "4/4", "4/0/0", "InService",
                 "main", "Active", "ok"]  # fmt: skip
 HEALTHY_SYSTEM = ["system", "standard", "ml.m5.2xlarge", "1/1", "1/0/0", "InService", "-",
