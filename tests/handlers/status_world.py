@@ -23,7 +23,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from novapod import cli
@@ -32,6 +31,7 @@ from novapod.constructs.handler_core.values import iso
 from novapod.nova.kubernetes import scientist_rules
 from novapod.operate import cluster_api
 from novapod.operate.status.expected import expected
+from tests import json_schemas
 from tests.conftest import ROOT
 from tests.fakes.aws_control_plane import FakeControlPlane, StackResource
 from tests.fakes.hyperpod import restricted_group, standard_group
@@ -409,7 +409,7 @@ class StatusWorld:
         status, out, err = self.run("--json", *args)
         assert err == ""
         document = json.loads(out)
-        jsonschema.validate(document, SCHEMA)
+        json_schemas.validate(document, SCHEMA)
         assert document["exit_status"] == status
         return status, document
 

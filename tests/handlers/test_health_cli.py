@@ -10,11 +10,11 @@ import json
 from datetime import timedelta
 from typing import Any
 
-import jsonschema
 import pytest
 
 from novapod import cli
 from novapod.operate import health as health_module
+from tests import json_schemas
 from tests.conftest import ROOT
 from tests.fakes.aws_control_plane import Fault
 from tests.fakes.service_model import service_model
@@ -59,7 +59,7 @@ def health(world: StatusWorld, *args: str) -> tuple[int, str, str]:
     out, err = world.capsys.readouterr()
     if "--json" in args and status in (0, 2, 4):
         document = json.loads(out)
-        jsonschema.validate(document, SCHEMA)
+        json_schemas.validate(document, SCHEMA)
         assert document["exit_status"] == status
     return status, out, err
 
