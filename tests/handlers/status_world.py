@@ -30,6 +30,8 @@ from novapod.config import load_config
 from novapod.constructs.handler_core.values import iso
 from novapod.nova.kubernetes import scientist_rules
 from novapod.operate import cluster_api
+from novapod.operate.status import assess as status_assess
+from novapod.operate.status import render as status_render
 from novapod.operate.status.expected import expected
 from tests import json_schemas
 from tests.conftest import ROOT
@@ -412,6 +414,29 @@ class StatusWorld:
         json_schemas.validate(document, SCHEMA)
         assert document["exit_status"] == status
         return status, document
+
+    def text_and_json(self, *args: str) -> tuple[int, str, dict[str, Any]]:
+        """One round of `novapod status` through the CLI, as text (exit status, stdout),
+        and the JSON document of that same round: the report the CLI judged, rendered as
+        `--json` renders it (cli._status: to_json, not compact without --watch), checked
+        as json() checks it. One collection serves both forms; the `--json` path through
+        cli.main is tested on its own in every state (test_status_cli.py)."""
+        reports: list[status_assess.Report] = []
+        judge = status_assess.assess
+
+        def kept(*given: Any, **named: Any) -> status_assess.Report:
+            reports.append(judge(*given, **named))
+            return reports[-1]
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(status_assess, "assess", kept)
+            status, out, err = self.run(*args)
+        assert err == ""
+        (report,) = reports  # one round
+        document = json.loads(status_render.to_json(report))
+        json_schemas.validate(document, SCHEMA)
+        assert document["exit_status"] == status == report.exit_status
+        return status, out, document
 
     def attention(self) -> list[tuple[str, str]]:
         _, document = self.json()

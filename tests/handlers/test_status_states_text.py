@@ -24,6 +24,7 @@ from tests.handlers.status_world import (
     CLUSTER,
     NOW,
     RUN_1,
+    RUN_2,
     StatusWorld,
     status_kube,
     status_world,
@@ -72,14 +73,26 @@ class Shown:
 
 
 def shown(world: StatusWorld) -> Shown:
-    code, out, err = world.run()
-    assert err == ""
-    json_code, document = world.json()  # the same facts, as JSON
-    assert json_code == code
+    code, out, document = world.text_and_json()  # the same round's facts, as JSON too
     lines = out.splitlines()
     verdict = "healthy" if code == 0 else f"{len(document['attention'])} need"
     assert verdict in lines[0]
     return Shown(code, lines, document)
+
+
+@pytest.mark.parametrize("state", ["healthy", "needs attention"])
+def test_the_json_of_a_text_round_is_what_status_json_prints(status_world, state) -> None:
+    """shown() renders the JSON from the text round's report: it must be the document
+    `novapod status --json` prints for the same world, exit status included."""
+    world = status_world.healthy()
+    if state == "needs attention":
+        world.plane.set_plan_counts(world.plan, available=0, in_use=3, unhealthy=1)
+        world.drop_pods(RUN_2, keep=2)
+    code, out, document = world.text_and_json()
+    assert (code, document) == world.json()
+    assert code == (0 if state == "healthy" else 4)
+    assert bool(document["attention"]) == (state != "healthy")
+    assert out.startswith("novapod status")
 
 
 def adopted_active(world: StatusWorld) -> None:
