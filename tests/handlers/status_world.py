@@ -415,12 +415,9 @@ class StatusWorld:
         assert document["exit_status"] == status
         return status, document
 
-    def text_and_json(self, *args: str) -> tuple[int, str, dict[str, Any]]:
-        """One round of `novapod status` through the CLI, as text (exit status, stdout),
-        and the JSON document of that same round: the report the CLI judged, rendered as
-        `--json` renders it (cli._status: to_json, not compact without --watch), checked
-        as json() checks it. One collection serves both forms; the `--json` path through
-        cli.main is tested on its own in every state (test_status_cli.py)."""
+    def _judged(self, *args: str) -> tuple[int, str, status_assess.Report]:
+        """One round of `novapod status` through the CLI (exit status, stdout) and the
+        report it judged; stderr must be empty."""
         reports: list[status_assess.Report] = []
         judge = status_assess.assess
 
@@ -433,10 +430,31 @@ class StatusWorld:
             status, out, err = self.run(*args)
         assert err == ""
         (report,) = reports  # one round
+        assert report.exit_status == status
+        return status, out, report
+
+    def text_and_json(self, *args: str) -> tuple[int, str, dict[str, Any]]:
+        """One round of `novapod status` through the CLI, as text (exit status, stdout),
+        and the JSON document of that same round: the report the CLI judged, rendered as
+        `--json` renders it (cli._status: to_json, not compact without --watch), checked
+        as json() checks it. One collection serves both forms; the `--json` path through
+        cli.main is tested on its own in every state (test_status_cli.py)."""
+        status, out, report = self._judged(*args)
         document = json.loads(status_render.to_json(report))
         json_schemas.validate(document, SCHEMA)
-        assert document["exit_status"] == status == report.exit_status
+        assert document["exit_status"] == status
         return status, out, document
+
+    def json_and_text(self, *args: str) -> tuple[int, dict[str, Any], str]:
+        """json(), and the text of that same round: the report the CLI judged, printed as
+        `novapod status` without --json prints it (cli._status: print(to_text)). The
+        text path through cli.main is tested on its own in every state
+        (test_status_states_text.py)."""
+        status, out, report = self._judged("--json", *args)
+        document = json.loads(out)
+        json_schemas.validate(document, SCHEMA)
+        assert document["exit_status"] == status
+        return status, document, status_render.to_text(report) + "\n"
 
     def attention(self) -> list[tuple[str, str]]:
         _, document = self.json()

@@ -83,13 +83,16 @@ def shown(world: StatusWorld) -> Shown:
 @pytest.mark.parametrize("state", ["healthy", "needs attention"])
 def test_the_json_of_a_text_round_is_what_status_json_prints(status_world, state) -> None:
     """shown() renders the JSON from the text round's report: it must be the document
-    `novapod status --json` prints for the same world, exit status included."""
+    `novapod status --json` prints for the same world, exit status included (and
+    json_and_text's text what `novapod status` prints)."""
     world = status_world.healthy()
     if state == "needs attention":
         world.plane.set_plan_counts(world.plan, available=0, in_use=3, unhealthy=1)
         world.drop_pods(RUN_2, keep=2)
     code, out, document = world.text_and_json()
     assert (code, document) == world.json()
+    # and the other way round: the text of a --json round is what status prints
+    assert world.json_and_text() == (code, document, out)
     assert code == (0 if state == "healthy" else 4)
     assert bool(document["attention"]) == (state != "healthy")
     assert out.startswith("novapod status")
