@@ -24,7 +24,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import boto3  # type: ignore[import-untyped]
 from botocore.exceptions import (  # type: ignore[import-untyped]
     BotoCoreError,
     ClientError,
@@ -58,7 +57,7 @@ from novapod.constructs.handler_core import ledger, values
 from novapod.constructs.training_plan.handler import decisions, offerings
 from novapod.nova import cancel, launch, render, results
 from novapod.nova.catalog import CatalogError
-from novapod.operate import destroy, health, pipeline_check, purchases
+from novapod.operate import aws_session, destroy, health, pipeline_check, purchases
 from novapod.operate.status import assess as status_assess
 from novapod.operate.status import collect as status_collect
 from novapod.operate.status import render as status_render
@@ -319,7 +318,7 @@ def _aws_clients(config: NovapodConfig, command: str, *services: str) -> list[An
     A missing profile or a broken ~/.aws/config surfaces here as botocore's own sentence,
     without a traceback."""
     try:
-        session = boto3.session.Session(region_name=config.region)
+        session = aws_session.session(config.region)
         made = [session.client(service) for service in services]
     except BotoCoreError as error:
         raise _AwsError(

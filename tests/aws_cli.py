@@ -9,9 +9,10 @@ import json
 import shlex
 from typing import Any
 
-import botocore.session  # type: ignore[import-untyped]
 from botocore import xform_name
 from botocore.validate import ParamValidator  # type: ignore[import-untyped]
+
+from tests.fakes.service_model import service_model
 
 # Options of the CLI itself, not of the operation.
 CLI_OPTIONS = {"--region", "--query", "--output", "--max-items"}
@@ -27,7 +28,7 @@ def api_call(command: str) -> tuple[str, str, dict[str, Any]]:
     words = shlex.split(command)
     assert words[0] == "aws", command
     service = SERVICES.get(words[1], words[1])
-    model = botocore.session.get_session().get_service_model(service)
+    model = service_model(service)
     operations = {xform_name(name, "-"): name for name in model.operation_names}
     assert words[2] in operations, f"{words[1]} has no operation {words[2]}: {command}"
     operation = model.operation_model(operations[words[2]])

@@ -21,8 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import boto3  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
+
+from novapod.operate import aws_session
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -131,7 +132,7 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     target = Target(args.region, args.cluster, args.nova_stack, args.check_resource)
     try:
-        session = boto3.session.Session(region_name=target.region)
+        session = aws_session.session(target.region)
         outcome = run(session.client("sagemaker"), session.client("cloudformation"), target)
     except (BotoCoreError, ClientError) as error:
         print(f"novapod pipeline-check: an AWS call failed: {error}", file=sys.stderr)

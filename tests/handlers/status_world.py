@@ -23,7 +23,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from novapod import cli
@@ -31,7 +30,10 @@ from novapod.config import load_config
 from novapod.constructs.handler_core.values import iso
 from novapod.nova.kubernetes import scientist_rules
 from novapod.operate import cluster_api
+from novapod.operate.status import assess as status_assess
+from novapod.operate.status import render as status_render
 from novapod.operate.status.expected import expected
+from tests import json_schemas
 from tests.conftest import ROOT
 from tests.fakes.aws_control_plane import FakeControlPlane, StackResource
 from tests.fakes.hyperpod import restricted_group, standard_group
@@ -409,9 +411,50 @@ class StatusWorld:
         status, out, err = self.run("--json", *args)
         assert err == ""
         document = json.loads(out)
-        jsonschema.validate(document, SCHEMA)
+        json_schemas.validate(document, SCHEMA)
         assert document["exit_status"] == status
         return status, document
+
+    def _judged(self, *args: str) -> tuple[int, str, status_assess.Report]:
+        """One round of `novapod status` through the CLI (exit status, stdout) and the
+        report it judged; stderr must be empty."""
+        reports: list[status_assess.Report] = []
+        judge = status_assess.assess
+
+        def kept(*given: Any, **named: Any) -> status_assess.Report:
+            reports.append(judge(*given, **named))
+            return reports[-1]
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(status_assess, "assess", kept)
+            status, out, err = self.run(*args)
+        assert err == ""
+        (report,) = reports  # one round
+        assert report.exit_status == status
+        return status, out, report
+
+    def text_and_json(self, *args: str) -> tuple[int, str, dict[str, Any]]:
+        """One round of `novapod status` through the CLI, as text (exit status, stdout),
+        and the JSON document of that same round: the report the CLI judged, rendered as
+        `--json` renders it (cli._status: to_json, not compact without --watch), checked
+        as json() checks it. One collection serves both forms; the `--json` path through
+        cli.main is tested on its own in every state (test_status_cli.py)."""
+        status, out, report = self._judged(*args)
+        document = json.loads(status_render.to_json(report))
+        json_schemas.validate(document, SCHEMA)
+        assert document["exit_status"] == status
+        return status, out, document
+
+    def json_and_text(self, *args: str) -> tuple[int, dict[str, Any], str]:
+        """json(), and the text of that same round: the report the CLI judged, printed as
+        `novapod status` without --json prints it (cli._status: print(to_text)). The
+        text path through cli.main is tested on its own in every state
+        (test_status_states_text.py)."""
+        status, out, report = self._judged("--json", *args)
+        document = json.loads(out)
+        json_schemas.validate(document, SCHEMA)
+        assert document["exit_status"] == status
+        return status, document, status_render.to_text(report) + "\n"
 
     def attention(self) -> list[tuple[str, str]]:
         _, document = self.json()

@@ -6,16 +6,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import boto3
-import botocore.session
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from tests.fakes.hyperpod import restricted_group, standard_group
+from tests.fakes.service_model import service_model
 from tests.handlers.world import World
 
 CLUSTER = "novapod-dev"
-MODEL = botocore.session.get_session().get_service_model("sagemaker")
+MODEL = service_model("sagemaker")
 NODE_STATUSES = MODEL.shape_for("ClusterInstanceStatus").enum
 GROUP_STATUSES = MODEL.shape_for("InstanceGroupStatus").enum
 PLAN_STATUSES = MODEL.shape_for("TrainingPlanStatus").enum

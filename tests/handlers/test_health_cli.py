@@ -10,14 +10,14 @@ import json
 from datetime import timedelta
 from typing import Any
 
-import botocore.session
-import jsonschema
 import pytest
 
 from novapod import cli
 from novapod.operate import health as health_module
+from tests import json_schemas
 from tests.conftest import ROOT
 from tests.fakes.aws_control_plane import Fault
+from tests.fakes.service_model import service_model
 from tests.handlers.status_world import (
     CLUSTER,
     CONFIG,
@@ -34,7 +34,7 @@ from tests.json_schemas import assert_closed
 __all__ = ["status_kube", "status_world"]  # fixtures
 
 SCHEMA = json.loads((ROOT / "docs" / "reference" / "health.schema.json").read_text())
-MODEL = botocore.session.get_session().get_service_model("sagemaker")
+MODEL = service_model("sagemaker")
 
 
 @pytest.fixture(autouse=True)
@@ -59,7 +59,7 @@ def health(world: StatusWorld, *args: str) -> tuple[int, str, str]:
     out, err = world.capsys.readouterr()
     if "--json" in args and status in (0, 2, 4):
         document = json.loads(out)
-        jsonschema.validate(document, SCHEMA)
+        json_schemas.validate(document, SCHEMA)
         assert document["exit_status"] == status
     return status, out, err
 

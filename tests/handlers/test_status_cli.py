@@ -11,12 +11,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import botocore.session
-import jsonschema
 import pytest
 
 from novapod import cli
+from tests import json_schemas
 from tests.conftest import ROOT
+from tests.fakes.service_model import service_model
 from tests.handlers.status_world import (
     ADOPTED,
     ADOPTED_ARN,
@@ -40,7 +40,7 @@ from tests.json_schemas import assert_closed
 
 __all__ = ["status_kube", "status_world"]  # fixtures
 
-MODEL = botocore.session.get_session().get_service_model("sagemaker")
+MODEL = service_model("sagemaker")
 
 
 @pytest.fixture(autouse=True)
@@ -752,7 +752,7 @@ def test_watch_redraws_every_n_seconds_until_interrupted(status_world, monkeypat
     status, out, err = world.run("--watch", "30", "--json")
     first, second = (json.loads(line) for line in out.splitlines())
     for document in (first, second):
-        jsonschema.validate(document, SCHEMA)
+        json_schemas.validate(document, SCHEMA)
     assert [a["kind"] for a in first["attention"]] == ["plan-idle"]
     assert second["attention"] == [] and status == 0  # the last round's status
     assert world.slept == [30.0, 30.0]

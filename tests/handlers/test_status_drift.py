@@ -83,7 +83,7 @@ def test_a_kubernetes_version_other_than_the_config_s_is_drift(
 ) -> None:
     world = status_world.healthy()
     world.plane.hyperpod.eks_clusters[CLUSTER]["version"] = deployed
-    code, document = world.json()
+    code, document, out = world.json_and_text()  # and the same round as text
     assert code == 4
     assert document["drift"] == [
         {
@@ -102,7 +102,7 @@ def test_a_kubernetes_version_other_than_the_config_s_is_drift(
         deployed,
         "1.34",
     )
-    status, out, _ = world.run()
+    status = code
     assert status == 4
     assert f"EKS cluster {CLUSTER}: ACTIVE, Kubernetes {deployed} (the config has 1.34)" in out
     drift = text_section(out, "Drift from the config")
@@ -151,7 +151,7 @@ def test_a_marker_as_the_pins_say_is_no_drift(status_world) -> None:
     world = status_world.healthy()
     world.as_admin()
     recorded = world.marker()
-    code, document = world.json()
+    code, document, out = world.json_and_text()  # and the same round as text
     assert (code, document["drift"]) == (0, [])
     marker = document["eks"]["marker"]
     pins = default_pins()
@@ -173,7 +173,6 @@ def test_a_marker_as_the_pins_say_is_no_drift(status_world) -> None:
         "expected": marker["expected"],
     }
     assert ("GET", MARKER_PATH) in [(r.method, r.path) for r in world.kube.requests]
-    _, out, _ = world.run()
     assert f"  bootstrap marker {MARKER}: as the pins and the config say" in out
 
 
@@ -211,7 +210,7 @@ def test_a_marker_that_records_something_else_is_drift(
     world = status_world.healthy()
     world.as_admin()
     world.marker(**{key: recorded})
-    code, document = world.json()
+    code, document, out = world.json_and_text()  # and the same round as text
     assert code == 4
     wanted = document["eks"]["marker"]["expected"][key]
     assert drift_of(document) == [(SUBJECT, field, wanted, recorded or None)]
@@ -219,14 +218,13 @@ def test_a_marker_that_records_something_else_is_drift(
     assert drift["message"] == message.format(wanted=wanted, short=wanted[:12])
     assert drift["command"] == eks_deploy(world)
     assert document["eks"]["marker"]["recorded"][key] == (recorded or None)
-    _, out, _ = world.run()
     assert f"  bootstrap marker {MARKER}: {key} differ (see the drift)" in out
 
 
 def test_a_missing_marker_is_drift(status_world) -> None:
     world = status_world.healthy()
     world.as_admin()
-    code, document = world.json()
+    code, document, out = world.json_and_text()  # and the same round as text
     assert code == 4
     assert drift_of(document) == [(SUBJECT, "marker", MARKER, None)]
     assert document["drift"][0]["message"].startswith(
@@ -236,7 +234,6 @@ def test_a_missing_marker_is_drift(status_world) -> None:
         False,
         None,
     )
-    _, out, _ = world.run()
     assert f"  bootstrap marker {MARKER}: missing" in out
 
 
@@ -304,7 +301,7 @@ def test_nodes_launched_since_cloudformation_updated_the_cluster_are_information
     # replaced by HyperPod's node recovery; system's, by hand.
     _, spare = replace_node(world, 4, NOW - timedelta(hours=3))
     _, system = replace_node(world, 5, STACK_UPDATED + timedelta(hours=1))
-    code, document = world.json()
+    code, document, out = world.json_and_text()  # and the same round as text
     assert (code, document["attention"], document["drift"]) == (0, [], [])
     groups = {g["name"]: g["replaced_nodes"] for g in document["groups"]}
     assert groups == {
@@ -316,7 +313,7 @@ def test_nodes_launched_since_cloudformation_updated_the_cluster_are_information
             {"instance_id": system, "launch_time": "2027-07-07T13:00:00Z", "status": "Running"}
         ],
     }
-    status, out, _ = world.run()
+    status = code
     assert status == 0
     assert text_section(out, "Nodes launched since") == [
         "Nodes launched since CloudFormation last updated the cluster (2027-07-07 12:00 UTC): "

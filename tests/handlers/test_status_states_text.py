@@ -14,16 +14,17 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-import botocore.session
 import pytest
 
 from novapod import cli
+from tests.fakes.service_model import service_model
 from tests.handlers.status_world import (
     ADOPTED,
     ADOPTED_ARN,
     CLUSTER,
     NOW,
     RUN_1,
+    RUN_2,
     StatusWorld,
     status_kube,
     status_world,
@@ -31,7 +32,7 @@ from tests.handlers.status_world import (
 
 __all__ = ["status_kube", "status_world"]  # fixtures
 
-MODEL = botocore.session.get_session().get_service_model("sagemaker")
+MODEL = service_model("sagemaker")
 HEALTHY_LITE = ["nova-lite", "restricted", "ml.p5.48xlarge", "4/4", "4/0/0", "InService",
                 "main", "Active", "ok"]  # fmt: skip
 HEALTHY_SYSTEM = ["system", "standard", "ml.m5.2xlarge", "1/1", "1/0/0", "InService", "-",
@@ -72,14 +73,29 @@ class Shown:
 
 
 def shown(world: StatusWorld) -> Shown:
-    code, out, err = world.run()
-    assert err == ""
-    json_code, document = world.json()  # the same facts, as JSON
-    assert json_code == code
+    code, out, document = world.text_and_json()  # the same round's facts, as JSON too
     lines = out.splitlines()
     verdict = "healthy" if code == 0 else f"{len(document['attention'])} need"
     assert verdict in lines[0]
     return Shown(code, lines, document)
+
+
+@pytest.mark.parametrize("state", ["healthy", "needs attention"])
+def test_the_json_of_a_text_round_is_what_status_json_prints(status_world, state) -> None:
+    """shown() renders the JSON from the text round's report: it must be the document
+    `novapod status --json` prints for the same world, exit status included (and
+    json_and_text's text what `novapod status` prints)."""
+    world = status_world.healthy()
+    if state == "needs attention":
+        world.plane.set_plan_counts(world.plan, available=0, in_use=3, unhealthy=1)
+        world.drop_pods(RUN_2, keep=2)
+    code, out, document = world.text_and_json()
+    assert (code, document) == world.json()
+    # and the other way round: the text of a --json round is what status prints
+    assert world.json_and_text() == (code, document, out)
+    assert code == (0 if state == "healthy" else 4)
+    assert bool(document["attention"]) == (state != "healthy")
+    assert out.startswith("novapod status")
 
 
 def adopted_active(world: StatusWorld) -> None:

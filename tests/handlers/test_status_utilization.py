@@ -48,7 +48,7 @@ def test_the_share_in_use_is_computed_from_the_checks_samples(status_world) -> N
     half = PLAN_START + timedelta(hours=12)
     assert world.sampled("main", lambda when: 2 if when < half else 4) == 288
     assert world.sampled("spare", 1, since=PLAN_START + timedelta(hours=6)) == 216
-    code, document = world.json()
+    code, document, out = world.json_and_text()  # and the same round as text
     assert code == 0  # how much is used is a figure, not a finding (plan-idle is one)
     main, spare = (p["utilization"] for p in document["plans"])
     assert main == {
@@ -74,7 +74,7 @@ def test_the_share_in_use_is_computed_from_the_checks_samples(status_world) -> N
         "note": "the check's samples cover 18 of the 24 hours since the plan started "
         "(sampled from 2027-07-09T18:00:00Z): the share is of those hours",
     }
-    status, out, _ = world.run()
+    status = code
     assert status == 0
     assert use_rows(out) == [
         "  plan   reserved so far  sampled     in use     share  notes",
@@ -127,7 +127,7 @@ def test_samples_taken_at_two_intervals_count_each_for_its_own(status_world) -> 
     cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
     for batch in decisions.batches(datums):
         cloudwatch.put_metric_data(Namespace="novapod", MetricData=batch)
-    code, document = world.json()
+    code, document, out = world.json_and_text()  # and the same round as text
     assert code == 0
     main, spare = (p["utilization"] for p in document["plans"])
     assert main == {
@@ -150,7 +150,6 @@ def test_samples_taken_at_two_intervals_count_each_for_its_own(status_world) -> 
         "the check's samples cover 12 of the 24 hours since the plan started (sampled from "
         "2027-07-10T00:00:00Z): the share is of those hours"
     )
-    _, out, _ = world.run()
     assert use_rows(out)[1] == "  main   96 inst-h        24 of 24 h  72 inst-h  75%    ok"
 
 
@@ -251,7 +250,7 @@ def check_datums(
 def test_without_samples_no_figure_is_invented(status_world) -> None:
     world = status_world.healthy()
     world.plane.monitoring.metrics.clear()
-    code, document = world.json()
+    code, document, out = world.json_and_text()  # and the same round as text
     assert code == 0
     main = document["plans"][0]["utilization"]
     deploy = f"npx cdk deploy -c config={world.path} novapod-dev-monitor"
@@ -267,7 +266,6 @@ def test_without_samples_no_figure_is_invented(status_world) -> None:
         "note": "no samples of the scheduled check since the plan started: is the monitor "
         f"stack deployed ({deploy}) and its function running?",
     }
-    _, out, _ = world.run()
     assert use_rows(out)[1] == (
         "  main   96 inst-h        -        -       -      no samples of the scheduled check "
         f"since the plan started: is the monitor stack deployed ({deploy}) and its function "
@@ -317,11 +315,10 @@ def test_a_plan_not_bought_has_no_figures(status_world) -> None:
     world = status_world
     world.buy(ADOPTED, status="Active", start=PLAN_START, hours=336, count=2, fee="30000.00")
     world.sampled("spare", 2)
-    _, document = world.json()
+    _, document, out = world.json_and_text()  # and the same round as text
     main, spare = document["plans"]
     assert set(main["utilization"].values()) == {None}
     assert spare["utilization"]["in_use_share"] == 1.0
-    _, out, _ = world.run()
     assert [row.split()[0] for row in use_rows(out)] == ["plan", "spare"]
 
 

@@ -67,9 +67,9 @@ def test_the_command_for_failing_nodes(recovery: str, command: str) -> None:
 def test_the_rules_name_statuses_sagemakers_model_has() -> None:
     # A status misspelt here would never match what DescribeCluster or ListClusterNodes
     # return, and the failing node would go unreported.
-    import botocore.session
+    from tests.fakes.service_model import service_model
 
-    model = botocore.session.get_session().get_service_model("sagemaker")
+    model = service_model("sagemaker")
     enum = {name: set(model.shape_for(name).enum) for name in (
         "ClusterStatus", "InstanceGroupStatus", "ClusterInstanceStatus", "TrainingPlanStatus"
     )}  # fmt: skip

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 
-import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,6 +26,7 @@ from novapod.capacity import (
     render_table,
     split_advice,
 )
+from tests import json_schemas
 from tests.conftest import ROOT
 
 
@@ -139,7 +139,9 @@ def test_random_job_sets_pack_into_valid_plans(
             assert part.instance_count in PLAN_INSTANCE_COUNTS
             assert part.duration_hours % 24 == 0
             assert part.reserved_instance_hours >= part.required_instance_hours
-    jsonschema.validate(json.loads(json.dumps(capacity_plan_json(plan))), CAPACITY_PLAN_JSON_SCHEMA)
+    json_schemas.validate(
+        json.loads(json.dumps(capacity_plan_json(plan))), CAPACITY_PLAN_JSON_SCHEMA
+    )
 
 
 @st.composite
@@ -321,7 +323,7 @@ def test_the_split_advice_finds_the_issue_example_at_most_1_10_times() -> None:
         "ppo-lite, ppo-pro\n"
     ) in text
     document = capacity_plan_json(plan, advice=[advice])
-    jsonschema.validate(json.loads(json.dumps(document)), CAPACITY_PLAN_JSON_SCHEMA)
+    json_schemas.validate(json.loads(json.dumps(document)), CAPACITY_PLAN_JSON_SCHEMA)
     assert document["split_advice"][0]["saved_instance_hours"] == 384
     assert document["split_advice"][0]["plans"][0]["jobs"] == ["cpt-lite"]
 
