@@ -232,14 +232,20 @@ def latest_checkpoint(s3: Any, job: str, output: str) -> Checkpoint:
     return Checkpoint(job=job, run=latest.run, manifest=reading.where, uri=reading.checkpoint)
 
 
+def _finish_signs(job: Job) -> tuple[tuple[re.Pattern[str], ...], str]:
+    """What a finished run of `job` leaves below its outputs (a manifest, or for an
+    evaluation its results), and how a refusal names it."""
+    if job.technique == "evaluation":
+        if job.on_training_job:
+            return (TRAINING_JOB_RESULTS,), "evaluation results"
+        return (RESULTS,), "results"
+    words = "manifest.json or output/output.tar.gz" if job.on_training_job else "manifest.json"
+    return (MANIFEST, ARCHIVE), words
+
+
 def finished_run(s3: Any, job: Job, output: str) -> Found | None:
     """The newest sign that the job finished: a manifest, or for an evaluation its results."""
-    patterns: tuple[re.Pattern[str], ...]
-    if job.technique == "evaluation":
-        patterns = (TRAINING_JOB_RESULTS,) if job.on_training_job else (RESULTS,)
-    else:
-        patterns = (MANIFEST, ARCHIVE)
-    return newest(list_runs_objects(s3, output, patterns))
+    return newest(list_runs_objects(s3, output, _finish_signs(job)[0]))
 
 
 # --- the launch -------------------------------------------------------------------------
@@ -472,8 +478,11 @@ def _plan_zone_ids(ec2: Any, plan: str, summaries: list[dict[str, Any]]) -> list
         {str(s["AvailabilityZone"]) for s in summaries if not s.get("AvailabilityZoneId")} - {""}
     )
     if names:
-        found = ec2.describe_availability_zones(ZoneNames=names)["AvailabilityZones"]
-        by_name = {str(z["ZoneName"]): str(z["ZoneId"]) for z in found}
+        # The purchase handler's mapping; imported here, not at the top, because its
+        # package's decisions module is only needed for a plan shown by zone name.
+        from novapod.constructs.training_plan.handler import offerings  # noqa: PLC0415
+
+        by_name = offerings.zone_name_to_id(ec2)
         ids += [by_name[n] for n in names if n in by_name]
     if not ids:
         raise LaunchError(
@@ -592,13 +601,6 @@ def prepare_training_job(
     )
 
 
-def _finished_sign(job: Job) -> str:
-    """What `finished_run` looks for below a run of `job`, as the refusal names it."""
-    if job.technique == "evaluation":
-        return "evaluation results" if job.on_training_job else "results"
-    return "manifest.json or output/output.tar.gz" if job.on_training_job else "manifest.json"
-
-
 def _predecessors(
     config: NovapodConfig,
     job: Job,
@@ -630,7 +632,7 @@ def _predecessors(
         elif force:
             notes.append(f"warning: {predecessor} has no finished run under {output}; --force")
         else:
-            sign = _finished_sign(by_name[predecessor])
+            sign = _finish_signs(by_name[predecessor])[1]
             raise LaunchError(
                 f"job {predecessor} has not finished (no {sign} under {output}); launch "
                 f"{predecessor} first or wait for it (--force launches {job.name} anyway)"

