@@ -561,9 +561,10 @@ class JobProgress:
     """One job as the check sees its runs: the runs the config asks for (jobs[].runs),
     those that succeeded and those running among its PyTorchJobs in the namespace, plus
     the runs the state saw before whose PyTorchJobs are gone (`novapod cancel`, `helm
-    uninstall`, a clean-up: `novapod status` reads S3 for those): one last seen succeeded
-    still counts as succeeded (Succeeded is final), one last seen running is `gone`, its
-    end unseen. Failed runs count for nothing."""
+    uninstall`, a clean-up: `novapod status` reads S3 for those; by name in
+    `State.runs` until the next read, then counted in `State.gone`): one last seen
+    succeeded still counts as succeeded (Succeeded is final), one last seen running is
+    `gone`, its end unseen. Failed runs count for nothing."""
 
     job: str
     wanted: int
