@@ -6,7 +6,7 @@ the HyperPod CLI uses, its RoleBinding to the scientists' group (`SCIENTISTS_GRO
 group of their EKS access entries), a ClusterRole/ClusterRoleBinding that lets the
 NovaEnvironment check read namespaces and CRDs (`ENVIRONMENT_CHECK_GROUP`), and a Role and
 RoleBinding that let the environment's scheduled check list the namespace's PyTorchJobs
-(`MONITOR_GROUP`, the group of its access entry in the monitor stack). The
+and pods (`MONITOR_GROUP`, the group of its access entry in the monitor stack). The
 ClusterBootstrap build applies them (novapod/constructs/cluster_bootstrap/README.md).
 
 Where the kinds and verbs come from: the upstream facts (novapod/data/nova_upstream.yaml,
@@ -49,7 +49,7 @@ SCIENTIST_ROLE = "novapod-nova-scientists"
 ENVIRONMENT_CHECK_ROLE = "novapod-nova-environment-check"
 # The group the environment's scheduled check's EKS access entry maps its role to (the
 # monitor stack): bound to MONITOR_ROLE in the jobs' namespace, which lists PyTorchJobs
-# there and nothing else. No EKS access policy is that narrow, and none reads them:
+# and pods there and nothing else. No EKS access policy is that narrow, and none reads them:
 # AmazonEKSViewPolicy names no kubeflow.org resource, AmazonEKSAdminViewPolicy reads every
 # resource, Secrets included (docs.aws.amazon.com/eks/latest/userguide/
 # access-policy-permissions.html).
@@ -100,8 +100,13 @@ ENVIRONMENT_CHECK_RULES: tuple[Rule, ...] = (
 
 
 # What the scheduled check reads (novapod/constructs/monitor/handler/index.py): the
-# collection of PyTorchJobs of the jobs' namespace, paged; list only, no get or watch.
-MONITOR_RULES: tuple[Rule, ...] = ((("kubeflow.org",), ("pytorchjobs",), ("list",)),)
+# collections of PyTorchJobs (the runs) and of pods (the nodes they hold,
+# handler_core/runs.py busy_nodes) of the jobs' namespace, paged; list only, no get,
+# watch, log or exec.
+MONITOR_RULES: tuple[Rule, ...] = (
+    (("",), ("pods",), ("list",)),
+    (("kubeflow.org",), ("pytorchjobs",), ("list",)),
+)
 
 
 def _labels() -> dict[str, str]:

@@ -302,10 +302,10 @@ def test_a_run_s_reads_and_its_stop_margin_fit_in_the_function_s_timeout(path) -
     plans = len(config.capacity.training_plans)
     jobs = watched_jobs(config) is not None
     # Each plan; the cluster and a page of its nodes (a group has at most 100 nodes a
-    # page: more take more pages); with jobs the EKS cluster and two pages of PyTorchJobs;
-    # one PutMetricData; the state's GetItem.
+    # page: more take more pages); with jobs the EKS cluster, two pages of PyTorchJobs and
+    # two of pods; one PutMetricData; the state's GetItem.
     reads = plans + (2 if config.hyperpod is not None else 0) + (1 if jobs else 0) + 1 + 1
-    gets = 2 if jobs else 0
+    gets = 4 if jobs else 0
     assert index.stop_margin_seconds() == 8 + 2 * 30 + 5  # one Publish, two PutItems
     spent = index.worst_case_seconds(reads, kubernetes_gets=gets) + index.stop_margin_seconds()
     assert spent <= TIMEOUT.to_seconds()

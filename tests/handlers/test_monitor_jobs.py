@@ -11,6 +11,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from tests.fakes.aws_control_plane import FakeControlPlane
 from tests.fakes.kubernetes import FakeKubernetes
 from tests.handlers.monitor_world import (
     CLUSTER,
+    GROUP,
     LITE,
     NOW,
     PLAN,
@@ -84,6 +86,24 @@ def pytorchjob(name: str, phase: str, *, start: datetime, end: datetime | None =
     }
 
 
+def pod(name: str, phase: str = "Running", *, node: str | None = None) -> dict[str, Any]:
+    """A pod of the jobs' namespace, `node` the instance ID of the HyperPod node it is on
+    (the node named hyperpod-<instance id> in the EKS cluster; None: not scheduled, no
+    `spec.nodeName`). Its phase is one of the pod-lifecycle's (Pending, Running,
+    Succeeded, Failed, Unknown)."""
+    assert phase in ("Pending", "Running", "Succeeded", "Failed", "Unknown"), phase
+    spec: dict[str, Any] = {"containers": [{"name": "pytorch", "image": "training"}]}
+    if node is not None:
+        spec["nodeName"] = f"hyperpod-{node}"
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE, "creationTimestamp": iso(NOW)},
+        "spec": spec,
+        "status": {"phase": phase},
+    }
+
+
 @pytest.fixture(scope="module")
 def synthesized(synth: Callable[[Path], Synthesized]) -> Synthesized:
     return synth(LITE)
@@ -123,6 +143,25 @@ class Jobs:
         """A PyTorchJob deleted (`novapod cancel`, `helm uninstall`, a clean-up)."""
         del self.kube.objects[("kubeflow.org", "pytorchjobs", NAMESPACE, name)]
 
+    def nodes(self, group: str = GROUP) -> list[str]:
+        """The instance IDs of the group's nodes, as ListClusterNodes lists them."""
+        return [
+            str(n["InstanceId"])
+            for n in self.plane.hyperpod.nodes[CLUSTER]
+            if n["InstanceGroupName"] == group
+        ]
+
+    def on_nodes(self, run: str, count: int, *, phase: str = "Running") -> None:
+        """The pods of a run's Master and Workers, one on each of the group's first
+        `count` nodes (the operator names them <PyTorchJob>-master-0, -worker-<n>)."""
+        for n, node in enumerate(self.nodes()[:count]):
+            name = f"{run}-master-0" if n == 0 else f"{run}-worker-{n - 1}"
+            self.put(pod(name, phase, node=node))
+
+    def clear_pods(self) -> None:
+        for key in [k for k in self.kube.objects if k[:2] == ("", "pods")]:
+            del self.kube.objects[key]
+
     def state(self) -> dict[str, Any]:
         item = self.world.state()
         assert item is not None
@@ -140,7 +179,8 @@ def jobs(
     world = deploy(control_plane)
     kube.reset()
     kube.namespaces.add(NAMESPACE)
-    # RBAC as the cluster bootstrap binds the check's group: list PyTorchJobs, there only.
+    # RBAC as the cluster bootstrap binds the check's group: list PyTorchJobs and pods,
+    # there only.
     kube.bind_role(NAMESPACE, MONITOR_RULES)
     control_plane.hyperpod.add_eks_cluster(CLUSTER, endpoint=kube.endpoint, ca_pem=kube.ca_pem)
     clock = FakeClock(NOW)
@@ -294,11 +334,14 @@ def test_a_cluster_that_refuses_the_check_is_a_failed_check(jobs, status, said) 
     assert jobs.new_alerts() == [expected_alert(jobs.world)]  # once it can read, it tells
 
 
-def test_the_check_s_group_lists_pytorchjobs_and_reads_nothing_else(jobs) -> None:
+def test_the_check_s_group_lists_pytorchjobs_and_pods_and_reads_nothing_else(jobs) -> None:
     jobs.put(pytorchjob(RUN, "Running", start=STARTED))
     jobs.run()
     requests = [(r.method, r.path) for r in jobs.kube.requests]
-    assert requests == [("GET", f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/pytorchjobs")]
+    assert requests == [
+        ("GET", f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/pytorchjobs"),
+        ("GET", f"/api/v1/namespaces/{NAMESPACE}/pods"),
+    ]
 
 
 def test_without_describe_eks_cluster_the_jobs_are_not_read(jobs) -> None:
@@ -446,31 +489,36 @@ def test_the_operations_page_says_what_the_alert_means_and_what_to_do() -> None:
     assert "the scheduled check has failed its last 3 runs" in page
 
 
+NONE_USED = "pods of namespace nova-jobs (its jobs sft-lora, eval) are on none, for 1h 0m"
+
+
 def test_a_plan_held_by_its_groups_with_no_run_of_its_jobs_alerts_once_a_spell(jobs) -> None:
-    """The plan's restricted group holds 4 nodes (its CurrentCount) while no run of its
-    jobs runs: after monitoring.idle_alert_minutes (60) that is one alert; a run on all
-    four nodes ends the spell, and a spell after it alerts again."""
+    """The plan's restricted group holds 4 nodes (its CurrentCount) while no pod of the
+    jobs' namespace is on one: after monitoring.idle_alert_minutes (60) that is one
+    alert; a run whose pods are on all four nodes ends the spell, and a spell after it
+    (its pods Succeeded, on no node any more) alerts again."""
     assert jobs.new_alerts() == []  # 00:05: the spell begins
     assert jobs.new_alerts(minutes=55) == []  # 00:60: 55 minutes
     (alert,) = jobs.new_alerts()  # 01:05: an hour
     assert alert == (
         f"novapod nova-lite: plan lite-sft ({PLAN}) has 4 of 4 held nodes unused: its "
-        "instance groups hold 4 and no run of its jobs (sft-lora, eval) uses one, for 1h 0m "
-        "while Active; they are paid for whether or not a job runs; next: novapod launch "
-        "CONFIG sft-lora"
+        f"instance groups hold 4 and {NONE_USED} while Active; they are paid for whether "
+        "or not a job runs; next: novapod launch CONFIG sft-lora"
     )
     assert jobs.plane.monitoring.published[-1].subject == "novapod nova-lite: plan lite-sft unused"
     assert jobs.new_alerts(minutes=30) == []  # once a spell
     began = NOW + timedelta(hours=1, minutes=40)
     jobs.put(pytorchjob(RUN, "Running", start=began, replicas=FOUR))
+    jobs.on_nodes(RUN, 4)
     assert jobs.new_alerts() == []
     assert jobs.state()["held_since"] == {}
     assert jobs.new_alerts(minutes=120) == []  # a run runs: never unused
     done = NOW + timedelta(hours=4)
     jobs.put(pytorchjob(RUN, "Succeeded", start=began, end=done, replicas=FOUR))
+    jobs.on_nodes(RUN, 4, phase="Succeeded")
     assert jobs.new_alerts(minutes=5) == []  # 04:50: a new spell begins
     (again,) = jobs.new_alerts(minutes=60)
-    assert "no run of its jobs (sft-lora, eval) uses one, for 1h 0m" in again
+    assert NONE_USED in again
 
 
 def test_a_plan_held_idle_is_not_judged_while_the_runs_cannot_be_read(jobs) -> None:
@@ -544,15 +592,33 @@ def test_an_unused_plan_is_sent_once_across_a_kubernetes_api_that_failed(jobs) -
     assert unused_sent(jobs) == [alert]
 
 
+def failing_run(jobs: Jobs, match: str, *, minutes: float = 5) -> list[str]:
+    """A run of the check that fails (CheckError naming `match`): the alerts it sent."""
+    before = len(jobs.world.published())
+    with pytest.raises(index.CheckError, match=match):
+        jobs.run(minutes=minutes)
+    return jobs.world.published()[before:]
+
+
 def test_an_unused_plan_waits_while_the_cluster_cannot_be_read(jobs) -> None:
     """Without DescribeCluster the nodes the groups hold are not known: the check sends
     no `unused` alert on a guess (InUseInstanceCount is documented as "in use from this
-    training plan", nothing more) and keeps the one it sent; a spell it has not alerted
-    on yet waits for a run that reads the cluster."""
-    (alert,) = spell(jobs)
+    training plan", nothing more; here SageMaker counts all 4 in use) and keeps the one
+    it sent; a spell it has not alerted on yet waits for a run that reads the cluster,
+    which then alerts once (review 22d, finding 5)."""
+    jobs.world.plan_counts(available=0, in_use=4)
+    assert jobs.new_alerts() == []  # 00:05: the spell begins
+    assert jobs.new_alerts(minutes=25) == []  # 00:30
     jobs.plane.act_as(principal(jobs.result).without("DescribeHyperPodCluster"))
-    with pytest.raises(index.CheckError, match="SageMaker DescribeCluster of novapod-nova-lite"):
-        jobs.run(minutes=60)
+    for _ in range(12):  # 00:35 to 01:30: the cluster cannot be read
+        assert failing_run(jobs, "SageMaker DescribeCluster of novapod-nova-lite") == []
+    assert jobs.state()["held_since"] == {"lite-sft": iso(NOW + timedelta(minutes=5))}
+    jobs.plane.act_as(principal(jobs.result))
+    (alert,) = jobs.new_alerts()  # 01:35: read again, the spell is 1h 30m old
+    assert "has 4 of 4 held nodes unused: its instance groups hold 4 and pods of " in alert
+    assert "are on none, for 1h 30m while Active" in alert
+    jobs.plane.act_as(principal(jobs.result).without("DescribeHyperPodCluster"))
+    failing_run(jobs, "SageMaker DescribeCluster of novapod-nova-lite", minutes=60)
     jobs.plane.act_as(principal(jobs.result))
     assert jobs.new_alerts() == []  # the same spell: sent once
     assert unused_sent(jobs) == [alert]
@@ -561,48 +627,117 @@ def test_an_unused_plan_waits_while_the_cluster_cannot_be_read(jobs) -> None:
 @pytest.mark.parametrize("phase", ["Created", "Suspended"])
 def test_a_run_whose_pods_hold_no_node_leaves_the_plan_unused(jobs, phase) -> None:
     """Catches finding 6 (review 22c): a run counted as running stopped the `unused`
-    alert, though a Created PyTorchJob's pods are not all scheduled and a Suspended one
-    (Kueue holds it) has none: the held nodes are paid for and idle all the same."""
+    alert, though a Created PyTorchJob's pods are not scheduled (Pending, no nodeName)
+    and a Suspended one (Kueue holds it) has none: the held nodes are paid for and idle
+    all the same."""
     jobs.put(pytorchjob(RUN, phase, start=NOW, replicas=FOUR))
+    if phase == "Created":
+        for name in (f"{RUN}-master-0", *(f"{RUN}-worker-{n}" for n in range(3))):
+            jobs.put(pod(name, "Pending"))
     (alert,) = spell(jobs)
     assert alert.startswith(
         f"novapod nova-lite: plan lite-sft ({PLAN}) has 4 of 4 held nodes unused: its "
-        "instance groups hold 4 and no run of its jobs (sft-lora, eval) uses one, for 1h 0m"
+        f"instance groups hold 4 and {NONE_USED}"
     )
 
 
 def test_a_run_on_two_of_four_held_nodes_leaves_two_unused(jobs) -> None:
-    """Catches finding 6 (review 22c): the alert was all or nothing, so a 2-replica job on
-    a 4-node group never alerted; the figure is the held nodes its running PyTorchJobs'
-    replicas leave (spec.pytorchReplicaSpecs.*.replicas)."""
+    """Catches finding 6 (review 22c): the alert was all or nothing, so a 2-node job on a
+    4-node group never alerted. The figure is the held nodes no pod of the namespace is
+    on: a Running pod and a Pending one the scheduler bound to its node (nodeName) each
+    hold one, a pod that Succeeded or Failed holds none (status's rule)."""
     two = {"Master": {"replicas": 1}, "Worker": {"replicas": 1}}
     jobs.put(pytorchjob(RUN, "Running", start=NOW, replicas=two))
+    first, second, third, fourth = jobs.nodes()
+    jobs.put(pod(f"{RUN}-master-0", "Running", node=first))
+    jobs.put(pod(f"{RUN}-worker-0", "Pending", node=second))
+    jobs.put(pod("sft-lora-old01-master-0", "Succeeded", node=third))
+    jobs.put(pod("sft-lora-old02-master-0", "Failed", node=fourth))
     (alert,) = spell(jobs)
     assert alert == (
         f"novapod nova-lite: plan lite-sft ({PLAN}) has 2 of 4 held nodes unused: its "
-        "instance groups hold 4 and the runs of its jobs (sft-lora, eval) use 2, fewer than "
-        "held for 1h 0m while Active; they are paid for whether or not a job runs; next: "
-        "novapod launch CONFIG sft-lora"
+        "instance groups hold 4 and pods of namespace nova-jobs (its jobs sft-lora, eval) "
+        "are on 2, for 1h 0m while Active; they are paid for whether or not a job runs; "
+        "next: novapod launch CONFIG sft-lora"
     )
 
 
 @pytest.mark.parametrize("phase", ["Running", "Restarting"])
 def test_a_run_on_every_held_node_is_no_unused_plan(jobs, phase) -> None:
-    """A Running PyTorchJob and a Restarting one (its pods restarted in place) hold their
-    nodes: with replicas for all four there is no spell at all."""
+    """A Running PyTorchJob and a Restarting one (its pods restarted in place) whose pods
+    are on all four nodes: there is no spell at all."""
     jobs.put(pytorchjob(RUN, phase, start=NOW, replicas=FOUR))
+    jobs.on_nodes(RUN, 4)
     assert spell(jobs) + jobs.new_alerts(minutes=120) == []
     assert jobs.state()["held_since"] == {}
 
 
-def test_replicas_that_cannot_be_read_are_no_guess(jobs) -> None:
-    """A running PyTorchJob whose replicas are not a number leaves the nodes used unknown:
-    the check neither alerts nor ends the spell (the operator's defaulting writes them,
-    so this is a spec it does not understand)."""
+def test_a_running_run_whose_workers_have_no_node_leaves_them_unused(jobs) -> None:
+    """Catches finding 2 (review 22d): Running says only that the Master has a Running pod
+    (pytorchjob_controller.go UpdateJobStatus), so a 1 + 3 run whose Workers are Pending
+    with no node (tainted nodes, GPUs taken, a node being replaced) counted 4 replicas on
+    4 nodes and never alerted: a stuck run on paid-for nodes. Its Master holds one."""
+    jobs.put(pytorchjob(RUN, "Running", start=NOW, replicas=FOUR))
+    jobs.on_nodes(RUN, 1)
+    for n in range(3):
+        jobs.put(pod(f"{RUN}-worker-{n}", "Pending"))
+    (alert,) = spell(jobs)
+    assert "has 3 of 4 held nodes unused: its instance groups hold 4 and pods of " in alert
+    assert "are on 1, for 1h 0m while Active" in alert
+
+
+def test_a_ppo_run_on_every_node_is_no_unused_plan(jobs) -> None:
+    """Catches finding 1 (review 22d): only PyTorchJobs' replicas counted, so a PPO run
+    (four PyTorchJobs, <run>-rm, -cm, -am, -at, plus the StatefulSet <run>-ag whose pods
+    ask for a node's GPUs each: launcher/nova/k8s_templates/PPO upstream, the recipe's
+    defaults rm 1, cm 1, am 1, at 2, ag 2) on a 7-node group was "2 of 7 held nodes
+    unused". Every node holds one of its pods: no spell at all."""
+    from tests.fakes.hyperpod import restricted_group
+    from tests.handlers.monitor_world import EXAMPLE_ACCOUNT, PLAN_ARN
+
+    jobs.plane.hyperpod.set_restricted_groups(CLUSTER, [
+        restricted_group(GROUP, current=7, target=7, plan_arn=PLAN_ARN, account=EXAMPLE_ACCOUNT)
+    ])  # fmt: skip
+    jobs.plane.hyperpod.add_nodes(CLUSTER, GROUP, 3)
+    jobs.world.plan_counts(available=0, in_use=7)
+    for part in ("rm", "cm", "am"):
+        jobs.put(pytorchjob(f"{RUN}-{part}", "Running", start=NOW))
+    two = {"Master": {"replicas": 1}, "Worker": {"replicas": 1}}
+    jobs.put(pytorchjob(f"{RUN}-at", "Running", start=NOW, replicas=two))
+    pods = [f"{RUN}-{part}-master-0" for part in ("rm", "cm", "am", "at")]
+    pods += [f"{RUN}-at-worker-0", f"{RUN}-ag-0", f"{RUN}-ag-1"]
+    nodes = jobs.nodes()
+    assert len(nodes) == 7
+    for name, node in zip(pods, nodes, strict=True):
+        jobs.put(pod(name, "Running", node=node))
+    assert spell(jobs) + jobs.new_alerts(minutes=120) == []
+    assert jobs.state()["held_since"] == {}
+
+
+def test_pods_that_cannot_be_read_are_no_guess(jobs) -> None:
+    """Pods the check may not list (the Role as an older bootstrap applied it: PyTorchJobs
+    only) leave the nodes used unknown: the check neither alerts nor ends the spell, and
+    fails, naming the read; the runs are still read (a failed run alerts). Once it lists
+    the pods it alerts once; pods unreadable again after that send no second copy
+    (review 22d, finding 5)."""
+    jobs_only = tuple(r for r in MONITOR_RULES if "pods" not in r[1])
+    assert jobs_only == ((("kubeflow.org",), ("pytorchjobs",), ("list",)),)
+    refused = r"list pods in nova-jobs failed \(refused: HTTP 403"
     assert jobs.new_alerts() == []  # 00:05: the spell begins
-    jobs.put(pytorchjob(RUN, "Running", start=NOW, replicas={"Master": {"replicas": "one"}}))
-    assert jobs.new_alerts(minutes=120) == []
+    jobs.kube.bind_role(NAMESPACE, jobs_only)
+    jobs.put(pytorchjob(RUN, "Failed", start=STARTED, end=FAILED_AT, message=REASON))
+    assert failing_run(jobs, refused, minutes=30) == [expected_alert(jobs.world)]
+    for _ in range(12):  # to 01:35
+        assert failing_run(jobs, refused) == []
     assert jobs.state()["held_since"] == {"lite-sft": iso(NOW + timedelta(minutes=5))}
+    jobs.kube.bind_role(NAMESPACE, MONITOR_RULES)
+    (alert,) = jobs.new_alerts()
+    assert "has 4 of 4 held nodes unused" in alert and "for 1h 35m while Active" in alert
+    jobs.kube.bind_role(NAMESPACE, jobs_only)
+    assert failing_run(jobs, refused, minutes=30) == []
+    jobs.kube.bind_role(NAMESPACE, MONITOR_RULES)
+    assert jobs.new_alerts() == []
+    assert unused_sent(jobs) == [alert]
 
 
 def test_the_held_nodes_are_the_current_count_of_the_plan_s_groups(jobs) -> None:
@@ -622,7 +757,30 @@ def test_the_held_nodes_are_the_current_count_of_the_plan_s_groups(jobs) -> None
     ])  # fmt: skip
     alerts = spell(jobs)
     (unused,) = [a for a in alerts if "held nodes" in a]
-    assert "has 2 of 2 held nodes unused: its instance groups hold 2 and no run" in unused
+    assert "has 2 of 2 held nodes unused: its instance groups hold 2 and pods" in unused
+
+
+def test_a_standard_group_on_the_plan_counts_among_the_held_nodes(jobs) -> None:
+    """Catches finding 6 (review 22d): only RestrictedInstanceGroups were summed, though
+    ClusterInstanceGroupDetails has TrainingPlanArn and CurrentCount too (botocore's
+    sagemaker model) and a standard group may name a plan (config/hyperpod.py). The run
+    on the restricted group's 4 nodes leaves the standard group's 2 unused."""
+    from tests.fakes.hyperpod import standard_group
+    from tests.handlers.monitor_world import EXAMPLE_ACCOUNT, PLAN_ARN
+
+    jobs.plane.hyperpod.set_instance_groups(CLUSTER, [
+        standard_group("cpu", current=2, target=2, plan_arn=PLAN_ARN, account=EXAMPLE_ACCOUNT),
+        standard_group("system", current=1, target=1, account=EXAMPLE_ACCOUNT),
+    ])  # fmt: skip
+    jobs.plane.hyperpod.add_nodes(CLUSTER, "cpu", 2)
+    (system,) = jobs.plane.hyperpod.add_nodes(CLUSTER, "system", 1)
+    jobs.put(pytorchjob(RUN, "Running", start=NOW, replicas=FOUR))
+    jobs.on_nodes(RUN, 4)
+    jobs.put(pod("someone-on-the-system-node", "Running", node=system))
+    alerts = spell(jobs)
+    (unused,) = [a for a in alerts if "held nodes" in a]
+    assert "has 2 of 6 held nodes unused: its instance groups hold 6 and pods" in unused
+    assert "are on 4, for 1h 0m" in unused
 
 
 def test_a_run_gone_before_its_end_was_seen_is_not_counted_as_unfinished(jobs) -> None:
@@ -643,10 +801,9 @@ def test_a_run_gone_before_its_end_was_seen_is_not_counted_as_unfinished(jobs) -
     (unused,) = spell(jobs)
     assert unused.endswith("; next: novapod launch CONFIG eval")
     assert "all its jobs are done" not in unused
-    assert jobs.state()["runs"] == {
-        **{f"sft-lora/sft-lora-done{n}": "succeeded" for n in range(1, 4)},
-        "sft-lora/sft-lora-going": "running",
-    }
+    # Gone from the namespace, they are counted, not kept by name (review 22d, finding 4).
+    assert jobs.state()["runs"] == {}
+    assert jobs.state()["gone"] == {"sft-lora": {"running": 1, "succeeded": 3}}
     end = NOW + timedelta(days=5)
     (ending,) = jobs.new_alerts(minutes=(2 * 24) * 60)
     assert ending.startswith(
@@ -666,8 +823,9 @@ def test_succeeded_runs_gone_from_the_namespace_still_count(jobs) -> None:
     jobs.run()
     for n in range(4):
         jobs.remove(f"sft-lora-done{n}")
-    jobs.run()  # the state keeps them as last seen, run after run
-    assert jobs.state()["runs"] == {f"sft-lora/sft-lora-done{n}": "succeeded" for n in range(4)}
+    jobs.run()  # the state counts them as last seen, run after run
+    assert jobs.state()["runs"] == {}
+    assert jobs.state()["gone"] == {"sft-lora": {"succeeded": 4}}
     unused, ending = jobs.new_alerts(minutes=(2 * 24 + 1) * 60)
     assert "with jobs not finished: eval (0 of 4 runs succeeded); runs still going" in ending
     assert unused.endswith("; next: novapod launch CONFIG eval")
@@ -682,3 +840,87 @@ def test_the_launch_named_waits_for_its_predecessors(jobs) -> None:
     jobs.settings["plans"][0]["jobs"] = ["eval", "sft-lora"]
     (unused,) = spell(jobs)
     assert unused.endswith("; next: novapod launch CONFIG sft-lora")
+
+
+def ending_sent(jobs: Jobs) -> list[str]:
+    return [
+        m.message
+        for m in jobs.plane.monitoring.published
+        if m.subject == "novapod nova-lite: plan lite-sft ending"
+    ]
+
+
+def test_a_done_plan_ending_sends_no_guess_for_each_kubernetes_failure(jobs) -> None:
+    """Catches finding 3 (review 22d): a run that could not read the PyTorchJobs owed the
+    "cannot tell" sentence for a plan whose jobs a run had judged done, and the next good
+    run dropped its key again, so an API failing every other run in the plan's last days
+    sent it each time. "Cannot tell" is owed only for an end date no run has judged: here
+    the first look, which cannot read the runs, sends it once, and nothing after."""
+    for job in ("sft-lora", "eval"):
+        for n in range(4):
+            jobs.put(pytorchjob(f"{job}-done{n}", "Succeeded", start=STARTED, end=FAILED_AT))
+    end = iso(NOW + timedelta(days=5))
+    jobs.kube.fail_next(503)
+    failing_run(jobs, "list PyTorchJobs in nova-jobs failed", minutes=(2 * 24 + 1) * 60)
+    (cannot,) = ending_sent(jobs)
+    assert f"ends in 2d 23h ({end}) with 4 of 4 instances in use" in cannot
+    assert "this check cannot tell whether its jobs are done" in cannot
+    jobs.run()
+    assert jobs.state()["ending_judged"] == {"lite-sft": end}
+    for _ in range(3):  # the API fails on every other run
+        jobs.kube.fail_next(503)
+        failing_run(jobs, "list PyTorchJobs in nova-jobs failed")
+        jobs.run()
+    assert ending_sent(jobs) == [cannot]
+    assert not [k for k in jobs.state()["sent"] if "/ending/" in k]
+
+
+def test_an_ending_alert_sent_stays_sent_while_the_runs_cannot_be_read(jobs) -> None:
+    """A plan ending with jobs not finished alerts once; a run that cannot read the runs
+    of an end date judged before owes nothing and keeps the key, so the next good run,
+    the jobs still not finished, does not send it again."""
+    jobs.put(pytorchjob("sft-lora-aaaa1", "Running", start=FAILED_AT))
+    (alert,) = [a for a in jobs.new_alerts(minutes=(2 * 24 + 1) * 60) if " ends in " in a]
+    key = f"plan/lite-sft/ending/{iso(NOW + timedelta(days=5))}"
+    jobs.kube.fail_next(503)
+    failing_run(jobs, "list PyTorchJobs in nova-jobs failed")
+    assert key in jobs.state()["sent"]
+    jobs.run()
+    assert ending_sent(jobs) == [alert]
+
+
+def test_the_state_stays_as_small_as_the_namespace_over_10000_runs(synthesized) -> None:
+    """Catches finding 4 (review 22d): every run ever seen of the config's jobs was kept by
+    name in the state, one DynamoDB item (400 KB at most: Constraints.html, Items), which
+    grew to 450 KB over 5,000 runs of a 34-character job, and then every PutItem failed.
+    Now the runs gone from the namespace are counts per job (a failed one, which counts
+    for nothing, dropped): 10,000 runs, 10 in the namespace at a time (6 succeeded, 2
+    failed, 2 running), keep `State.text()` under 4 KB, and each job still counts its
+    succeeded runs and the running ones whose end it never saw."""
+    config = decisions.parse_settings(settings(synthesized))
+    state = decisions.State()
+    largest = 0
+    for batch in range(1000):
+        job = ("sft-lora", "eval")[batch % 2]
+        objects = []
+        for k in range(10):
+            name = f"{job}-{batch * 10 + k:05d}"
+            phase = "Succeeded" if k < 6 else "Failed" if k < 8 else "Running"
+            end = FAILED_AT if phase != "Running" else None
+            objects.append(pytorchjob(name, phase, start=STARTED, end=end))
+        samples = decisions.Samples((), None, decisions.JobsSample(tuple(objects), ()))
+        moment = NOW + timedelta(minutes=5 * batch)
+        state = decisions.decide(samples, state, moment, config).state
+        largest = max(largest, len(state.text()))
+    assert largest < 4096, largest
+    final = decisions.decide(
+        decisions.Samples((), None, decisions.JobsSample((), ())), state, NOW, config
+    ).state
+    assert final.runs == {}
+    assert final.gone == {
+        "sft-lora": {"succeeded": 3000, "running": 1000},
+        "eval": {"succeeded": 3000, "running": 1000},
+    }
+    assert decisions.read_state(final.text(), 1) == replace(final, sequence=1)
+    progress = decisions.job_progress("eval", 4, {}, final)
+    assert (progress.succeeded, progress.running, progress.gone) == (3000, 0, 1000)

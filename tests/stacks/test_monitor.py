@@ -325,10 +325,15 @@ def test_with_jobs_the_check_reads_their_runs_with_an_access_entry_of_its_own(sy
     assert hyperpod_group == {"Fn::GetAtt": ["HyperPodSecurityGroup1B7ACBFE", "GroupId"]}
 
 
-def test_the_check_s_kubernetes_group_may_only_list_pytorchjobs_in_the_jobs_namespace(
+def test_the_check_s_kubernetes_group_may_only_list_pytorchjobs_and_pods_in_the_jobs_namespace(
     synth,
 ) -> None:
-    assert MONITOR_RULES == ((("kubeflow.org",), ("pytorchjobs",), ("list",)),)
+    """The runs (PyTorchJobs) and the nodes they hold (pods: handler_core/runs.py
+    busy_nodes), listed in the jobs' namespace only: no get, watch, log or exec."""
+    assert MONITOR_RULES == (
+        (("",), ("pods",), ("list",)),
+        (("kubeflow.org",), ("pytorchjobs",), ("list",)),
+    )
     result = synth(LITE)
     config = load_config(LITE)
     namespace = config.nova_settings.namespace
@@ -346,7 +351,8 @@ def test_the_check_s_kubernetes_group_may_only_list_pytorchjobs_in_the_jobs_name
                 "labels": {"app.kubernetes.io/managed-by": "novapod"},
             },
             "rules": [
-                {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs"], "verbs": ["list"]}
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+                {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs"], "verbs": ["list"]},
             ],
         },
         {

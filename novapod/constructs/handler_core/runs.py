@@ -16,20 +16,19 @@ otherwise running (Created, Running, Restarting and Suspended are all on their w
 start is `status.startTime` (or the object's creation), its end `status.completionTime`
 (or the Succeeded or Failed condition's time).
 
-Whether a PyTorchJob holds nodes is its own condition, not its run's state: Running
-("all sub-resources (e.g. services/pods) of this job have been successfully scheduled
-and launched") and Restarting (pods that "reached phase failed but maybe restarted
-according to its restart policy": the job keeps its nodes while they restart) do;
-Created ("before pods being scheduled and launched") and Suspended (the operator deletes
-the pods: CleanUpResources in pkg/controller.v1/common/job.go; Kueue keeps a job it has
-not admitted suspended, kueue.sigs.k8s.io/docs/tasks/troubleshooting/
-troubleshooting_jobs/, and the HyperPod CLI labels jobs with kueue.x-k8s.io/queue-name)
-do not (common_types.go JobConditionType, pinned commit 855e096,
-novapod/data/nova_upstream.yaml). Each replica is a pod that asks for all the node's GPUs
-(`nvidia.com/gpu: devices`; `replicas: master_nodes` and `processed_worker_nodes` in
-aws/sagemaker-hyperpod-recipes launcher/nova/k8s_templates/SFT/training.yaml), so its
-replicas (`spec.pytorchReplicaSpecs.<type>.replicas`, which the operator's defaulting
-sets to 1 when unset: pkg/apis/kubeflow.org/v1/defaulting_utils.go) are the nodes it uses.
+Which nodes a run holds is not read from its PyTorchJobs: their conditions and replicas
+do not say it. The operator sets Running once the Master replica has one pod in phase
+Running (`PyTorchJobReconciler.UpdateJobStatus`, pkg/controller.v1/pytorch/
+pytorchjob_controller.go; `Active` counts Running pods, pkg/core/status.go
+UpdateJobReplicaStatuses), so a Running job's Workers may still be Pending with no node;
+an unset `replicas` is filled in only in the operator's memory (`Scheme.Default` in
+Reconcile), not in the object; and a run's other GPU workloads are no PyTorchJobs (PPO's
+`<run>-ag` StatefulSet, RFT's generation StatefulSet and its Deployments). The nodes are
+read from the pods instead, as `novapod status` counts them (`busy_nodes`): a node holds
+a pod of the jobs' namespace when the pod is Running, or Pending with a `nodeName` (the
+scheduler bound it there; kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/
+#pod-phase). HyperPod names a node in the EKS cluster `hyperpod-<instance id>`, the
+instance ID ListClusterNodes gives it.
 """
 
 from __future__ import annotations
@@ -50,8 +49,11 @@ PPO_PARTS = ("rm", "cm", "am", "at")
 FAILED = "Failed"
 SUCCEEDED = "Succeeded"
 CREATED = "Created"
-# The conditions of a PyTorchJob whose pods are on nodes (see above).
-USES_NODES = ("Running", "Restarting")
+# The name HyperPod gives a node in the EKS cluster: hyperpod-<instance id>.
+NODE_PREFIX = "hyperpod-"
+# Pod phases of a pod that holds its node (kubernetes.io/docs/concepts/workloads/pods/
+# pod-lifecycle/#pod-phase): Pending once scheduled (it has a nodeName), Running.
+HOLDING_PHASES = frozenset({"Pending", "Running"})
 
 RunState = Literal["running", "succeeded", "failed"]
 
@@ -118,26 +120,17 @@ def run_phase(objects: Sequence[Mapping[str, Any]]) -> RunPhase:
     return RunPhase("running", phase, start, None, note)
 
 
-def uses_nodes(obj: Mapping[str, Any]) -> bool:
-    """Whether the PyTorchJob's pods hold nodes: its last True condition is Running or
-    Restarting (not Created, Suspended, Succeeded or Failed)."""
-    return condition(obj)[0] in USES_NODES
-
-
-def replicas(obj: Mapping[str, Any]) -> int | None:
-    """The pods (nodes) a PyTorchJob asks for: the sum of `spec.pytorchReplicaSpecs.*.
-    replicas`, or None when one is missing or not a whole number (a spec this rule
-    cannot read: the operator's defaulting fills an unset one in)."""
-    specs = (obj.get("spec") or {}).get("pytorchReplicaSpecs")
-    if not isinstance(specs, Mapping) or not specs:
-        return None
-    total = 0
-    for spec in specs.values():
-        count = spec.get("replicas") if isinstance(spec, Mapping) else None
-        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-            return None
-        total += count
-    return total
+def busy_nodes(pods: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Instance ID -> the names of the pods (of those listed) it holds: each pod Running,
+    or Pending with a `nodeName`, on a HyperPod node (`hyperpod-<instance id>`)."""
+    out: dict[str, list[str]] = {}
+    for pod in pods:
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        phase = (pod.get("status") or {}).get("phase")
+        if node.startswith(NODE_PREFIX) and phase in HOLDING_PHASES:
+            name = str((pod.get("metadata") or {}).get("name") or "?")
+            out.setdefault(node.removeprefix(NODE_PREFIX), []).append(name)
+    return out
 
 
 def runs_by_name(

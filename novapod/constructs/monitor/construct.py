@@ -40,8 +40,8 @@ list_amazoncloudwatch.html):
 
 With jobs, the function's role has an EKS access entry of its own (`access_entry`, type
 STANDARD, Kubernetes group `MONITOR_GROUP`, no access policy): the cluster bootstrap's
-build binds that group to a Role in the jobs' namespace that lists PyTorchJobs there and
-does nothing else (novapod/nova/kubernetes.py, MONITOR_RULES); AmazonEKSViewPolicy, the
+build binds that group to a Role in the jobs' namespace that lists PyTorchJobs and pods
+there and does nothing else (novapod/nova/kubernetes.py, MONITOR_RULES); AmazonEKSViewPolicy, the
 narrowest access policy, names no kubeflow.org resource and could not read them
 (docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html). The entry
 needs the EKS cluster, which the monitor stack already deploys after (the eks stack
@@ -104,9 +104,9 @@ from novapod.nova.kubernetes import MONITOR_GROUP
 HANDLER_ROOT = Path(__file__).resolve().parent
 NAMESPACE = decisions.NAMESPACE
 # Above the worst case of a run's reads, each retried to its limit (handler/index.py
-# worst_case_seconds: the plans, the cluster and a page of nodes, the EKS cluster and two
-# pages of PyTorchJobs, the metrics, the state's read) plus the margin at which it stops
-# publishing (stop_margin_seconds), for every shipped config (tested). Alerts are
+# worst_case_seconds: the plans, the cluster and a page of nodes, the EKS cluster, two
+# pages of PyTorchJobs and two of pods, the metrics, the state's read) plus the margin
+# at which it stops publishing (stop_margin_seconds), for every shipped config (tested). Alerts are
 # published only while that margin is left, so a run is never stopped between claiming
 # an alert and publishing it. One run at a time.
 TIMEOUT = Duration.minutes(6)
@@ -389,7 +389,7 @@ class ScheduledCheck(Construct):
         return alarm
 
     def _read_jobs(self, jobs: WatchedJobs, placement: PrivatePlacement) -> None:
-        """What reading the jobs' PyTorchJobs takes: DescribeCluster of the EKS cluster,
+        """What reading the jobs' PyTorchJobs and pods takes: DescribeCluster of the EKS cluster,
         the access entry, and HTTPS to its private endpoint."""
         assert self.security_group is not None
         stack = Stack.of(self)

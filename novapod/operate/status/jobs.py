@@ -61,10 +61,6 @@ JobAttention = Literal["run-failed", "job-at-risk", "job-late"]
 # some minutes after the schedule says is not lateness.
 LATE_AFTER = timedelta(hours=1)
 PPO_PARTS = run_rules.PPO_PARTS
-NODE_PREFIX = "hyperpod-"
-# Pod phases of a pod that holds its node (kubernetes.io/docs/concepts/workloads/pods/
-# pod-lifecycle/#pod-phase): Pending once scheduled (it has a nodeName), Running.
-HOLDING_PHASES = frozenset({"Pending", "Running"})
 DAY = timedelta(hours=24)
 
 
@@ -359,18 +355,12 @@ def _attention(
 
 
 def busy_nodes(facts: JobsFacts | None) -> dict[str, list[str]] | None:
-    """Instance ID -> the pods of the jobs' namespace it holds (pending or running), or
-    None when the cluster's API was not read."""
+    """Instance ID -> the pods of the jobs' namespace it holds (pending on it or running),
+    or None when the cluster's API was not read: handler_core/runs.py busy_nodes, the
+    rule the environment's scheduled check counts a plan's used nodes with."""
     if facts is None or not facts.kubernetes.read:
         return None
-    out: dict[str, list[str]] = {}
-    for pod in facts.kubernetes.pods:
-        node = str((pod.get("spec") or {}).get("nodeName") or "")
-        phase = (pod.get("status") or {}).get("phase")
-        if node.startswith(NODE_PREFIX) and phase in HOLDING_PHASES:
-            name = str((pod.get("metadata") or {}).get("name") or "?")
-            out.setdefault(node.removeprefix(NODE_PREFIX), []).append(name)
-    return out
+    return run_rules.busy_nodes(facts.kubernetes.pods)
 
 
 def job_json(found: JobVerdict) -> dict[str, Any]:

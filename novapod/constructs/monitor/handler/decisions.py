@@ -29,17 +29,19 @@ check alerts on what it sees:
 - a plan turned Active, Expired or Failed (a status seen since an earlier run: a plan
   found in that status at the first look is not news);
 - an Active plan with reserved instances unused for `idle_alert_minutes`: not held by
-  any group (AvailableInstanceCount), or held by its restricted groups (the sum of their
-  CurrentCount, `plan_nodes`) and more than the replicas of its jobs' PyTorchJobs that
-  hold nodes (Running or Restarting, not Created or Suspended: handler_core/runs.py) use,
-  "N of M held nodes unused" (only where the check reads every job of the plan, the
-  cluster and those replicas; otherwise it waits, keeping the alert sent);
+  any group (AvailableInstanceCount), or held by its instance groups (the sum of their
+  CurrentCount, `plan_nodes`) and more than the nodes of those groups a pod of the jobs'
+  namespace is on (Running, or Pending on it: handler_core/runs.py busy_nodes, the rule
+  `novapod status` counts with), "N of M held nodes unused" (only where the check reads
+  every job of the plan, the cluster, its nodes and the namespace's pods; otherwise it
+  waits, keeping the alert sent);
 - an Active plan ending within `ending_alert_days` with jobs not finished (fewer
   succeeded runs than the config's `runs`, or one running), each named; none when they
   are all done. Runs are the PyTorchJobs of the jobs' namespace plus those the state saw
   before (a succeeded one still counts; one seen running and gone since makes the job
   "cannot tell" when it would make up the runs wanted: `JobProgress`). Where the check
-  cannot judge the jobs (`plan_progress` None) it alerts and says so; either way the
+  cannot judge the jobs (`plan_progress` None) of an end date no run has judged, it
+  alerts and says so (one that was judged keeps what was sent); either way the
   sentence sends `novapod status CONFIG`, which marks a job at risk of outliving the
   plan and gives the extension command for it, rather than telling anyone to extend
   (docs/operations.md, "Alerts"). The `idle` and `unused` alerts name the plan's first
@@ -59,12 +61,14 @@ Job events: each run whose state (running, succeeded, failed) differs from what 
 last run saw, a run first seen included, is an event (`JobEvent`: started, succeeded,
 failed), which `index` logs as one JSON line for the dashboard.
 
-The state holds the plans seen, when each started idling, the runs seen and their state
-(those gone from the namespace included, as last seen), and the keys of the alerts sent
-whose condition still holds; a key whose condition is over is dropped, so the next
-occurrence alerts again. What a failed read leaves unknown keeps its state as it was, and
-so does an alert whose condition it leaves unjudged (a plan's `unused` key while the
-runs, the cluster or the replicas cannot be read: `_PlansSeen.kept`).
+The state holds the plans seen, when each started idling, the runs in the namespace and
+their state, the runs gone from it counted per job (so it stays as small as the
+namespace: `State`), the end dates judged, and the keys of the alerts sent whose
+condition still holds; a key whose condition is over is dropped, so the next occurrence
+alerts again. What a failed read leaves unknown keeps its state as it was, and so does an
+alert whose condition it leaves unjudged (a plan's `unused` key while the runs, the
+cluster or the pods cannot be read, its `ending` key while the jobs of an end date judged
+before cannot be: `_PlansSeen.kept`).
 """
 
 from __future__ import annotations
@@ -103,6 +107,8 @@ TRANSITIONS = ("Active", "Expired", "Failed")
 NOT_BOUGHT = "NotBought"
 # The state's version: a state of another version is read as no state.
 STATE_VERSION = 1
+# What the state counts of a job's runs gone from the namespace (State.gone).
+GONE_KINDS = ("succeeded", "running")
 # The state item's key attribute: one item per environment, keyed by its name.
 STATE_KEY = "Environment"
 # HyperPod's log groups, where the jobs log: /aws/sagemaker/Clusters/<name>/<cluster id>
@@ -291,10 +297,13 @@ class ClusterSample:
 
 @dataclass(frozen=True)
 class JobsSample:
-    """The PyTorchJobs of the jobs' namespace, or `error` when the Kubernetes API (or
-    EKS DescribeCluster) could not be read: nothing is known of the runs this run."""
+    """The PyTorchJobs and the pods of the jobs' namespace, or `error` when the
+    Kubernetes API (or EKS DescribeCluster) could not be read: nothing is known of the
+    runs this run. `pods` None: the PyTorchJobs were read, the pods not (the nodes they
+    hold are not known)."""
 
     pytorchjobs: tuple[Mapping[str, Any], ...] = ()
+    pods: tuple[Mapping[str, Any], ...] | None = None
     error: str | None = None
 
 
@@ -389,8 +398,13 @@ class State:
     to idle (instances not held by any group) and when each began to have held nodes no
     run of its jobs uses, the alerts sent whose condition still holds (key -> when), the alerts
     claimed by a run whose Publish is not recorded yet (key -> when claimed), the job runs
-    seen (`<job>/<run>` -> running, succeeded or failed), and the item's sequence (the
-    conditional write's guard; 0: no item yet)."""
+    seen (`<job>/<run>` -> running, succeeded or failed: those in the namespace when it
+    was last read, and those gone since that last read), the runs gone from the namespace
+    before that, counted per job (`<job>` -> {"succeeded": n, "running": n}: a failed one
+    gone counts for nothing and is dropped), so the item stays as small as the namespace
+    (DynamoDB's item limit is 400 KB, Constraints.html), the end date of each plan whose
+    jobs a run has judged (`plan` -> the end date, `ending_judged`), and the item's
+    sequence (the conditional write's guard; 0: no item yet)."""
 
     seen: Mapping[str, str] = field(default_factory=dict)
     idle_since: Mapping[str, str] = field(default_factory=dict)
@@ -399,6 +413,8 @@ class State:
     runs: Mapping[str, str] = field(default_factory=dict)
     claimed: Mapping[str, str] = field(default_factory=dict)
     held_since: Mapping[str, str] = field(default_factory=dict)
+    gone: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    ending_judged: Mapping[str, str] = field(default_factory=dict)
 
     def text(self) -> str:
         return json.dumps(
@@ -410,6 +426,8 @@ class State:
                 "runs": dict(sorted(self.runs.items())),
                 "claimed": dict(sorted(self.claimed.items())),
                 "held_since": dict(sorted(self.held_since.items())),
+                "gone": {k: dict(sorted(v.items())) for k, v in sorted(self.gone.items())},
+                "ending_judged": dict(sorted(self.ending_judged.items())),
             },
             separators=(",", ":"),
         )
@@ -430,7 +448,21 @@ def read_state(text: str | None, sequence: int) -> State:
             return {}
         return {str(k): str(v) for k, v in found.items()}
 
-    # claimed and held_since came later in version 1: a state without them has none.
+    def counts() -> dict[str, dict[str, int]]:
+        found = raw.get("gone")
+        out: dict[str, dict[str, int]] = {}
+        for job, kinds in found.items() if isinstance(found, dict) else ():
+            if isinstance(kinds, dict):
+                out[str(job)] = {
+                    kind: n
+                    for kind, n in kinds.items()
+                    if kind in GONE_KINDS and isinstance(n, int) and not isinstance(n, bool)
+                    and n > 0
+                }  # fmt: skip
+        return out
+
+    # claimed, held_since, gone and ending_judged came later in version 1: a state
+    # without them has none.
     return State(
         strings("seen"),
         strings("idle_since"),
@@ -439,6 +471,8 @@ def read_state(text: str | None, sequence: int) -> State:
         strings("runs"),
         strings("claimed"),
         strings("held_since"),
+        counts(),
+        strings("ending_judged"),
     )
 
 
@@ -527,9 +561,10 @@ class JobProgress:
     """One job as the check sees its runs: the runs the config asks for (jobs[].runs),
     those that succeeded and those running among its PyTorchJobs in the namespace, plus
     the runs the state saw before whose PyTorchJobs are gone (`novapod cancel`, `helm
-    uninstall`, a clean-up: `novapod status` reads S3 for those): one last seen succeeded
-    still counts as succeeded (Succeeded is final), one last seen running is `gone`, its
-    end unseen. Failed runs count for nothing."""
+    uninstall`, a clean-up: `novapod status` reads S3 for those; by name in
+    `State.runs` until the next read, then counted in `State.gone`): one last seen
+    succeeded still counts as succeeded (Succeeded is final), one last seen running is
+    `gone`, its end unseen. Failed runs count for nothing."""
 
     job: str
     wanted: int
@@ -575,23 +610,25 @@ def job_progress(
     job: str,
     wanted: int,
     phases: Mapping[tuple[str, str], runs.RunPhase],
-    seen_before: Mapping[str, str],
+    previous: State,
 ) -> JobProgress:
-    """`job`'s runs in the namespace (`phases`) and those the state saw (`seen_before`,
-    run key -> state) that are no longer there."""
+    """`job`'s runs in the namespace (`phases`), those the state saw (`previous.runs`,
+    run key -> state) that are no longer there, and those it counted gone before
+    (`previous.gone`)."""
     visible = {run: phase.state for (name, run), phase in phases.items() if name == job}
     remembered = [
         state
-        for key, state in seen_before.items()
+        for key, state in previous.runs.items()
         if _job_of(key) == job and key.rpartition("/")[2] not in visible
     ]
     states = list(visible.values())
+    counted = previous.gone.get(job) or {}
     return JobProgress(
         job,
         wanted,
-        states.count("succeeded") + remembered.count("succeeded"),
+        states.count("succeeded") + remembered.count("succeeded") + counted.get("succeeded", 0),
         states.count("running"),
-        remembered.count("running"),
+        remembered.count("running") + counted.get("running", 0),
     )
 
 
@@ -599,7 +636,7 @@ def plan_progress(
     plan: PlanSettings,
     jobs: JobSettings | None,
     phases: Mapping[tuple[str, str], runs.RunPhase] | None,
-    seen_before: Mapping[str, str] | None = None,
+    previous: State | None = None,
 ) -> tuple[JobProgress, ...] | None:
     """The progress of each job of `plan`, or None when the check cannot judge it: the plan
     has no job in the config (it may run work novapod does not launch), a job of it is
@@ -609,7 +646,7 @@ def plan_progress(
     if any(job not in jobs.names for job in plan.jobs):
         return None
     return tuple(
-        job_progress(job, jobs.runs.get(job, 1), phases, seen_before or {}) for job in plan.jobs
+        job_progress(job, jobs.runs.get(job, 1), phases, previous or State()) for job in plan.jobs
     )
 
 
@@ -617,7 +654,7 @@ def next_launch(
     progress: Sequence[JobProgress],
     jobs: JobSettings,
     phases: Mapping[tuple[str, str], runs.RunPhase],
-    seen_before: Mapping[str, str],
+    previous: State,
 ) -> str | None:
     """The first job of the plan with a run still to start whose predecessors (`after:`
     and `from: job:`, Job.predecessors, which the construct writes as jobs.predecessors)
@@ -629,7 +666,7 @@ def next_launch(
     def has_finished_run(job: str) -> bool:
         if job not in jobs.names:
             return False
-        return job_progress(job, 1, phases, seen_before).succeeded > 0
+        return job_progress(job, 1, phases, previous).succeeded > 0
 
     for p in progress:
         if p.left > 0 and all(has_finished_run(j) for j in jobs.predecessors.get(p.job, ())):
@@ -639,12 +676,15 @@ def next_launch(
 
 @dataclass(frozen=True)
 class PlanNodes:
-    """What the `unused` alert compares, or None where the check cannot tell: `held`, the
-    nodes the plan's restricted instance groups have (the sum of CurrentCount over
-    DescribeCluster's RestrictedInstanceGroups whose TrainingPlanArn is the plan's:
-    ClusterRestrictedInstanceGroupDetails in botocore's sagemaker model; the plan's ARN
-    from DescribeTrainingPlan's TrainingPlanArn), and `used`, the replicas of the
-    PyTorchJobs of its jobs that hold nodes (handler_core/runs.py uses_nodes, replicas)."""
+    """What the `unused` alert compares, each None where the check cannot tell: `held`,
+    the nodes the plan's instance groups have (the sum of CurrentCount over DescribeCluster's
+    RestrictedInstanceGroups and InstanceGroups whose TrainingPlanArn is the plan's: both
+    ClusterRestrictedInstanceGroupDetails and ClusterInstanceGroupDetails carry the two in
+    botocore's sagemaker model, and config/hyperpod.py lets a standard group name a plan;
+    the plan's ARN from DescribeTrainingPlan's TrainingPlanArn), and `used`, how many
+    of those groups' nodes (ListClusterNodes: InstanceGroupName, InstanceId) hold a pod
+    of the jobs' namespace, Running or Pending on it (handler_core/runs.py busy_nodes,
+    the rule `novapod status` counts a plan's instances running a job with)."""
 
     held: int | None
     used: int | None
@@ -653,43 +693,42 @@ class PlanNodes:
 def plan_nodes(
     sample: PlanSample, cluster: ClusterSample | None, jobs: JobsSample | None
 ) -> PlanNodes:
-    held: int | None = None
     arn = (sample.described or {}).get("TrainingPlanArn")
-    if cluster is not None and cluster.error is None:
-        held = 0
-        groups = (cluster.described or {}).get("RestrictedInstanceGroups") or []
-        for group in groups:
-            if group.get("TrainingPlanArn") != arn:
-                continue
-            count = group.get("CurrentCount")
-            if not isinstance(count, int) or isinstance(count, bool):
-                held = None  # a group on the plan whose count is not given
-                break
-            held += count
+    if cluster is None or cluster.error is not None or not arn:
+        return PlanNodes(None, None)
+    held: int | None = 0
+    groups = set()
+    for group in cluster.groups():
+        if group.get("TrainingPlanArn") != arn:
+            continue
+        groups.add(group.get("InstanceGroupName"))
+        count = group.get("CurrentCount")
+        if held is None or not isinstance(count, int) or isinstance(count, bool):
+            held = None  # a group on the plan whose count is not given
+            continue
+        held += count
     used: int | None = None
-    if jobs is not None and jobs.error is None:
-        used = 0
-        for job in sample.settings.jobs:
-            for objects in runs.runs_by_name(job, jobs.pytorchjobs).values():
-                for obj in objects:
-                    if not runs.uses_nodes(obj):
-                        continue
-                    replicas = runs.replicas(obj)
-                    if replicas is None:
-                        return PlanNodes(held, None)
-                    used += replicas
+    if jobs is not None and jobs.error is None and jobs.pods is not None:
+        busy = runs.busy_nodes(jobs.pods)
+        used = len({
+            str(node.get("InstanceId"))
+            for node in cluster.nodes
+            if node.get("InstanceGroupName") in groups and str(node.get("InstanceId")) in busy
+        })  # fmt: skip
     return PlanNodes(held, used)
 
 
 @dataclass
 class _PlanOutcome:
     """What one plan's sample concludes: the alerts it owes, when it began idling and
-    when it began to be held with fewer nodes used than held (None: it is not), and the
-    keys of alerts whose condition this run cannot judge (kept as sent)."""
+    when it began to be held with fewer nodes used than held (None: it is not), the end
+    date whose jobs a run has judged (`State.ending_judged`), and the keys of alerts whose
+    condition this run cannot judge (kept as sent)."""
 
     alerts: list[Alert] = field(default_factory=list)
     idle_since: str | None = None
     held_since: str | None = None
+    ending_judged: str | None = None
     kept: set[str] = field(default_factory=set)
 
 
@@ -737,11 +776,11 @@ def _plan_alerts(
                     launch if progress is not None else say.launch(sample.settings),
                 )
             )
-    # Nodes its restricted groups hold (CurrentCount, PlanNodes) that no run of its jobs
-    # uses: as paid for and as unused. Judged only where the check reads every job of the
-    # plan, the cluster's groups and the replicas of the PyTorchJobs that hold nodes;
-    # otherwise it waits (no guess: InUseInstanceCount is documented only as "in use
-    # from this training plan"), keeping when the spell began and the alert sent for it.
+    # Nodes its groups hold (CurrentCount, PlanNodes) that no pod of the jobs' namespace
+    # is on: as paid for and as unused. Judged only where the check reads every job of
+    # the plan, the cluster's groups and nodes, and the namespace's pods; otherwise it
+    # waits (no guess: InUseInstanceCount is documented only as "in use from this
+    # training plan"), keeping when the spell began and the alert sent for it.
     held, used = nodes.held, nodes.used
     if progress is None or held is None or used is None:
         out.held_since = previous.held_since.get(name)
@@ -753,14 +792,12 @@ def _plan_alerts(
         if now - began >= waited:
             done = "; all its jobs are done" if all(p.finished for p in progress) else ""
             jobs = ", ".join(p.job for p in progress)
-            use = (
-                f"no run of its jobs ({jobs}) uses one, for"
-                if used == 0
-                else f"the runs of its jobs ({jobs}) use {used}, fewer than held for"
-            )
+            namespace = settings.jobs.namespace if settings.jobs else ""
+            on = "none" if used == 0 else str(used)
             sentence = (
                 f"{say.plan(sample)} has {held - used} of {held} held nodes unused: its "
-                f"instance groups hold {held} and {use} {health.span(now - began)} while "
+                f"instance groups hold {held} and pods of namespace {namespace} (its jobs "
+                f"{jobs}) are on {on}, for {health.span(now - began)} while "
                 f"Active{done}; they are paid for whether or not a job runs"
             )
             out.alerts.append(
@@ -772,10 +809,33 @@ def _plan_alerts(
                 )
             )
     if end is not None and end - now <= timedelta(days=settings.ending_alert_days):
-        ending = _ending_alert(sample, end, now, progress, say)
-        if ending is not None:
-            out.alerts.append(ending)
+        _ending(sample, previous, end, now, progress, say, out)
     return out
+
+
+def _ending(  # noqa: PLR0917 - one plan's sample and what the run concluded of it
+    sample: PlanSample,
+    previous: State,
+    end: datetime,
+    now: datetime,
+    progress: Sequence[JobProgress] | None,
+    say: _Messages,
+    out: _PlanOutcome,
+) -> None:
+    """The `ending` alert a plan within `ending_alert_days` of `end` owes, and whether
+    its jobs were judged for that end date (`State.ending_judged`)."""
+    name, date = sample.settings.name, values.iso(end)
+    if progress is None and previous.ending_judged.get(name) == date:
+        # A run judged this end date's jobs: this one, which cannot, owes nothing new
+        # ("cannot tell" is for an end date never judged) and keeps what was sent.
+        out.ending_judged = date
+        out.kept.add(_plan_key(name, "ending", date))
+        return
+    if progress is not None:
+        out.ending_judged = date
+    ending = _ending_alert(sample, end, now, progress, say)
+    if ending is not None:
+        out.alerts.append(ending)
 
 
 def _status_alert(
@@ -810,7 +870,8 @@ def _ending_alert(
     say: _Messages,
 ) -> Alert | None:
     """A plan ending within `ending_alert_days` with jobs not finished; with every job of
-    it finished, none. Where the check cannot judge its jobs (`plan_progress` None), or
+    it finished, none. Where the check cannot judge its jobs (`plan_progress` None) and
+    no run has judged this end date (`State.ending_judged`), or
     cannot tell whether a job is done (`JobProgress.known`: runs gone from the namespace
     before it saw them end), the sentence says so and sends `novapod status CONFIG`,
     which reads the runs' outputs in S3 and marks a job at risk."""
@@ -919,9 +980,9 @@ def job_runs(jobs: JobSettings, sample: JobsSample) -> dict[tuple[str, str], run
 
 def _job_decisions(
     samples: Samples, previous: State, settings: Settings, say: _Messages
-) -> tuple[list[Alert], list[JobEvent], dict[str, str]]:
-    """The failed runs' alerts, the runs' events, and the runs seen (key -> state): those
-    in the namespace and those of the config's jobs seen by an earlier run."""
+) -> tuple[list[Alert], list[JobEvent], dict[str, str], dict[str, dict[str, int]]]:
+    """The failed runs' alerts, the runs' events, the runs seen (key -> state): those in
+    the namespace, and the runs gone from it counted per job (`State.gone`)."""
     jobs, sample = settings.jobs, samples.jobs
     assert jobs is not None and sample is not None and sample.error is None
     alerts: list[Alert] = []
@@ -961,12 +1022,19 @@ def _job_decisions(
         logs = logs_command(samples.cluster, run, jobs.region)
         command = f"{logs}, then {relaunch}" if logs else f"{say.status()}, then {relaunch}"
         alerts.append(say.alert(f"run/{key}/failed", f"job {job} run failed", sentence, command))
-    # A run seen before whose PyTorchJobs are gone stays as last seen (JobProgress: a
-    # succeeded one still counts, one seen running is a run the check saw no end of).
+    # A run seen before whose PyTorchJobs are gone is counted as last seen (JobProgress:
+    # a succeeded one still counts, one seen running is a run the check saw no end of; a
+    # failed one counts for nothing and is dropped). Counted, not kept by name, the state
+    # stays as small as the namespace however many runs come and go; a name that comes
+    # back (1 in 36^5 for each pair of runs of a job) counts twice.
+    gone = {job: dict(found) for job, found in previous.gone.items() if job in jobs.names}
     for key, state in previous.runs.items():
-        if key not in seen and _job_of(key) in jobs.names:
-            seen[key] = state
-    return alerts, events, seen
+        job = _job_of(key)
+        if key in seen or job not in jobs.names or state not in GONE_KINDS:
+            continue
+        counts = gone.setdefault(job, {})
+        counts[state] = counts.get(state, 0) + 1
+    return alerts, events, seen, gone
 
 
 @dataclass
@@ -978,9 +1046,11 @@ class _PlansSeen:
     seen: dict[str, str]
     idle: dict[str, str] = field(default_factory=dict)
     held: dict[str, str] = field(default_factory=dict)
+    judged: dict[str, str] = field(default_factory=dict)
     unknown: set[str] = field(default_factory=set)
     # Alerts sent whose condition this run cannot judge (a plan's `unused` while its
-    # jobs, its groups or its PyTorchJobs' replicas cannot be read): kept as sent.
+    # jobs, its groups and nodes or the namespace's pods cannot be read; its `ending`
+    # while the jobs of an end date judged before cannot be): kept as sent.
     kept: set[str] = field(default_factory=set)
 
 
@@ -999,14 +1069,18 @@ def _plans(
         name = sample.settings.name
         if sample.error is not None:
             out.unknown.add(f"plan/{name}")
-            for kept, since in ((out.idle, previous.idle_since), (out.held, previous.held_since)):
+            for kept, since in (
+                (out.idle, previous.idle_since),
+                (out.held, previous.held_since),
+                (out.judged, previous.ending_judged),
+            ):
                 if name in since:
                     kept[name] = since[name]
             continue
-        progress = plan_progress(sample.settings, settings.jobs, phases, previous.runs)
+        progress = plan_progress(sample.settings, settings.jobs, phases, previous)
         launch_job = None
         if progress is not None and settings.jobs is not None and phases is not None:
-            launch_job = next_launch(progress, settings.jobs, phases, previous.runs)
+            launch_job = next_launch(progress, settings.jobs, phases, previous)
         found = _plan_alerts(
             sample,
             previous,
@@ -1023,6 +1097,8 @@ def _plans(
             out.idle[name] = found.idle_since
         if found.held_since is not None:
             out.held[name] = found.held_since
+        if found.ending_judged is not None:
+            out.judged[name] = found.ending_judged
         out.seen[name] = sample.status
     return out
 
@@ -1039,11 +1115,12 @@ def decide(samples: Samples, previous: State, now: datetime, settings: Settings)
             owed += _cluster_alerts(samples.cluster, say)
     events: list[JobEvent] = []
     runs_seen = dict(previous.runs)
+    gone = {job: dict(counts) for job, counts in previous.gone.items()}
     if settings.jobs is not None and samples.jobs is not None:
         if samples.jobs.error is not None:
             unknown.add("jobs")
         else:
-            found, events, runs_seen = _job_decisions(samples, previous, settings, say)
+            found, events, runs_seen, gone = _job_decisions(samples, previous, settings, say)
             owed += found
     # First looks: a plan's status is recorded, not alerted.
     first_looks = {
@@ -1078,6 +1155,8 @@ def decide(samples: Samples, previous: State, now: datetime, settings: Settings)
         runs=runs_seen,
         claimed=claimed,
         held_since=plans.held,
+        gone=gone,
+        ending_judged=plans.judged,
     )
     return Decision(alerts=alerts, state=state, events=tuple(events))
 

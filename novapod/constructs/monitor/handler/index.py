@@ -7,10 +7,11 @@ One run:
    error the API reference documents), the HyperPod cluster (DescribeCluster;
    ResourceNotFound: not deployed) and its nodes (ListClusterNodes, every page);
 2. with jobs on the cluster, their runs: EKS DescribeCluster of the EKS cluster (its
-   private endpoint and CA), then the PyTorchJobs of the jobs' namespace through the
-   Kubernetes API (handler_core/kubernetes.py: a token presigned locally with the
-   function's credentials, which the cluster maps through the check's own access entry
-   to a Kubernetes group whose Role lists PyTorchJobs in that namespace only);
+   private endpoint and CA), then the PyTorchJobs and the pods of the jobs' namespace
+   through the Kubernetes API (handler_core/kubernetes.py: a token presigned locally with
+   the function's credentials, which the cluster maps through the check's own access
+   entry to a Kubernetes group whose Role lists PyTorchJobs and pods in that namespace
+   only);
 3. puts the metrics of what it read (CloudWatch PutMetricData, in the settings'
    namespace, at most 1000 a request);
 4. reads the state the last run left (DynamoDB GetItem, strongly consistent: the item
@@ -517,8 +518,9 @@ def _sample(settings: Settings, sagemaker: Any, failures: list[str]) -> Samples:
 
 
 def _sample_jobs(jobs: JobSettings, failures: list[str]) -> JobsSample:
-    """The PyTorchJobs of the jobs' namespace; what could not be read is a failure of
-    the run (never a run's failure)."""
+    """The PyTorchJobs and the pods of the jobs' namespace; what could not be read is a
+    failure of the run (never a run's failure). Pods that could not be read leave the
+    runs read (`JobsSample.pods` None: the nodes they hold are not known)."""
     name = jobs.eks_cluster
     try:
         described = _client("eks").describe_cluster(name=name)["cluster"]
@@ -529,7 +531,9 @@ def _sample_jobs(jobs: JobSettings, failures: list[str]) -> JobsSample:
             return JobsSample(error=f"EKS cluster {name} is not deployed")
         failures.append(errors.failed(f"EKS DescribeCluster of {name}", exc))
         return JobsSample(error=failures[-1])
-    what = f"Kubernetes API of EKS cluster {name}: list PyTorchJobs in {jobs.namespace}"
+    api = f"Kubernetes API of EKS cluster {name}"
+    what = f"{api}: list PyTorchJobs in {jobs.namespace}"
+    items: list[dict[str, Any]] | None = None
     try:
         cluster = kubernetes.connect(described, _client("sts"))
         items = kubernetes.list_items(
@@ -537,16 +541,23 @@ def _sample_jobs(jobs: JobSettings, failures: list[str]) -> JobsSample:
             kubernetes.PYTORCHJOBS.format(namespace=jobs.namespace),
             timeout=KUBERNETES_TIMEOUT_SECONDS,
         )
+        what = f"{api}: list pods in {jobs.namespace}"
+        pods = kubernetes.list_items(
+            cluster,
+            kubernetes.PODS.format(namespace=jobs.namespace),
+            timeout=KUBERNETES_TIMEOUT_SECONDS,
+        )
     except kubernetes.Unreachable as exc:
         failures.append(f"{what} failed (no answer: {exc})")
-        return JobsSample(error=failures[-1])
     except kubernetes.Refused as exc:
         failures.append(f"{what} failed (refused: {exc})")
-        return JobsSample(error=failures[-1])
     except aws.ERRORS as exc:  # no credentials to sign the token with
         failures.append(errors.failed(what, exc))
-        return JobsSample(error=failures[-1])
-    return JobsSample(tuple(items))
+    else:
+        return JobsSample(tuple(items), tuple(pods))
+    if items is not None:  # the PyTorchJobs were read, the pods not
+        return JobsSample(tuple(items))
+    return JobsSample(error=failures[-1])
 
 
 def _sample_cluster(name: str, sagemaker: Any, failures: list[str]) -> ClusterSample:
