@@ -271,9 +271,10 @@ def chart_from_json(data: object) -> PlanChart | None:
     a wrong one."""
     if not isinstance(data, Mapping) or data.get("version") not in READABLE_VERSIONS:
         return None
-    # Version 1 recorded no placement: read none. The cloud assembly leaves out a key
-    # whose value is null (CDK writes construct metadata without them), so optional
-    # values are read with a default.
+    # Version 1 recorded no placement: read none. The synthesized metadata has no key
+    # whose value was None (jsii leaves them out of the map it passes to addMetadata:
+    # a training job's bar has no instance_group; tests/stacks/test_capacity.py reads the
+    # charts back), so optional values are read with a default.
     placed = data["version"] != 1
     try:
         jobs = tuple(
