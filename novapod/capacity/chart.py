@@ -5,6 +5,12 @@ job uses. `plan_charts` builds it from the planner's output; `chart_json` and
 it as construct metadata (METADATA_TYPE) for the review to read back. `svg` and the
 review's Mermaid charts draw only this, and say it in the same words (`size_text`,
 `window_text`, `when`), so both show the schedule the planner made.
+
+Since CHART_VERSION 2 a chart also says where its capacity goes, so that the review can
+tell a job moving between HyperPod and training jobs from the assembly alone: the plan's
+`target` (its target resource, hyperpod-cluster or training-job) and each bar's
+`runs_on` (hyperpod or training-job) and `instance_group` (a HyperPod job's restricted
+group). A version-1 chart still reads, with these unknown (None).
 """
 
 from __future__ import annotations
@@ -18,12 +24,16 @@ from fractions import Fraction
 from typing import Any
 
 from novapod.capacity.models import CapacityPlan, JobPlan, PlanRequest
-from novapod.capacity.units import HOURS_PER_DAY, days_text
+from novapod.capacity.units import HOURS_PER_DAY, HYPERPOD_CLUSTER, TRAINING_JOB, days_text
 
 # Cloud-assembly metadata type of a plan's chart (on the plan's construct in the capacity
 # stack); `version` inside changes when the document's meaning does.
 METADATA_TYPE = "novapod:plan-schedule"
-CHART_VERSION = 1
+CHART_VERSION = 2
+# What chart_from_json reads: version 1 has no target, runs_on or instance_group.
+READABLE_VERSIONS = (1, CHART_VERSION)
+# A job's runs_on from the target resource the planner placed it on (JobPlan.target).
+RUNS_ON = {HYPERPOD_CLUSTER: "hyperpod", TRAINING_JOB: "training-job"}
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,10 @@ class JobBar:
     runs: int
     hours_per_run: float
     after: tuple[str, ...]  # the jobs of this plan it waits for
+    # Where it runs (None: recorded before CHART_VERSION 2): hyperpod or training-job,
+    # and a HyperPod job's restricted group (None for a training job, or no group).
+    runs_on: str | None = None
+    instance_group: str | None = None
 
     def run_spans(self) -> tuple[Run, ...]:
         """Its runs one after another from its start (exact to the minute)."""
@@ -87,6 +101,9 @@ class PlanChart:
     start_after: str | None
     end_before: str | None
     jobs: tuple[JobBar, ...]  # in the schedule's order
+    # The plan's target resource, hyperpod-cluster or training-job (validation refuses a
+    # plan with both); None: recorded before CHART_VERSION 2.
+    target: str | None = None
 
     def waits(self, bar: JobBar) -> tuple[Wait, ...]:
         """What `bar` waits for from the plan's start: the jobs it runs after, until the
@@ -153,6 +170,17 @@ def _date(value: str) -> str:
     return parsed.isoformat(timespec="minutes")
 
 
+# A plan's target resource in words (the review's purchases and schedules).
+TARGET_WORDS = {HYPERPOD_CLUSTER: "a HyperPod cluster", TRAINING_JOB: "training jobs"}
+
+
+def target_text(target: str | None) -> str:
+    """for training jobs; what a chart recorded before CHART_VERSION 2 says instead."""
+    if target is None:
+        return "target not recorded (synthesized by an older novapod)"
+    return "for " + " and ".join(TARGET_WORDS.get(t, t) for t in target.split(","))
+
+
 def size_text(chart: PlanChart) -> str:
     """4 x ml.p5.48xlarge for 72 h (3 days), an extension included."""
     held = f"{chart.hours} h ({days_text(chart.hours // HOURS_PER_DAY)})"
@@ -161,13 +189,19 @@ def size_text(chart: PlanChart) -> str:
     return f"{chart.instance_count} x {chart.instance_type} for {held}"
 
 
-def plan_charts(plan: CapacityPlan) -> list[PlanChart]:
-    """A chart per training plan that has jobs to schedule, in the plan's order."""
+def plan_charts(
+    plan: CapacityPlan, instance_groups: Mapping[str, str | None] | None = None
+) -> list[PlanChart]:
+    """A chart per training plan that has jobs to schedule, in the plan's order;
+    `instance_groups`: job -> the restricted group a HyperPod job runs on."""
     jobs = {job.name: job for job in plan.jobs}
-    return [_chart(request, jobs) for request in plan.training_plans if request.schedule]
+    groups = instance_groups or {}
+    return [_chart(request, jobs, groups) for request in plan.training_plans if request.schedule]
 
 
-def _chart(request: PlanRequest, jobs: Mapping[str, JobPlan]) -> PlanChart:
+def _chart(
+    request: PlanRequest, jobs: Mapping[str, JobPlan], groups: Mapping[str, str | None]
+) -> PlanChart:
     names = {slot.job for slot in request.schedule}
     bars = tuple(
         JobBar(
@@ -178,6 +212,10 @@ def _chart(request: PlanRequest, jobs: Mapping[str, JobPlan]) -> PlanChart:
             runs=jobs[slot.job].runs,
             hours_per_run=jobs[slot.job].hours_per_run,
             after=tuple(p for p in jobs[slot.job].after if p in names),
+            runs_on=RUNS_ON.get(jobs[slot.job].target, jobs[slot.job].target),
+            instance_group=groups.get(slot.job)
+            if jobs[slot.job].target == HYPERPOD_CLUSTER
+            else None,
         )
         for slot in request.schedule
     )
@@ -193,6 +231,7 @@ def _chart(request: PlanRequest, jobs: Mapping[str, JobPlan]) -> PlanChart:
         start_after=request.start_after,
         end_before=request.end_before,
         jobs=bars,
+        target=",".join(request.target_resources),
     )
 
 
@@ -207,6 +246,7 @@ def chart_json(chart: PlanChart) -> dict[str, Any]:
         "bought_hours": chart.bought_hours,
         "start_after": chart.start_after,
         "end_before": chart.end_before,
+        "target": chart.target,
         "jobs": [
             {
                 "job": bar.job,
@@ -216,6 +256,8 @@ def chart_json(chart: PlanChart) -> dict[str, Any]:
                 "runs": bar.runs,
                 "hours_per_run": bar.hours_per_run,
                 "after": list(bar.after),
+                "runs_on": bar.runs_on,
+                "instance_group": bar.instance_group,
             }
             for bar in chart.jobs
         ],
@@ -223,10 +265,17 @@ def chart_json(chart: PlanChart) -> dict[str, Any]:
 
 
 def chart_from_json(data: object) -> PlanChart | None:
-    """The chart `chart_json` wrote; None for anything else (another version, a damaged
-    entry): a review then shows no picture rather than a wrong one."""
-    if not isinstance(data, Mapping) or data.get("version") != CHART_VERSION:
+    """The chart `chart_json` wrote, of this version or version 1 (then its target and
+    each job's runs_on and instance_group are None: not recorded); None for anything
+    else (another version, a damaged entry): a review then shows no picture rather than
+    a wrong one."""
+    if not isinstance(data, Mapping) or data.get("version") not in READABLE_VERSIONS:
         return None
+    # Version 1 recorded no placement: read none. The synthesized metadata has no key
+    # whose value was None (jsii leaves them out of the map it passes to addMetadata:
+    # a training job's bar has no instance_group; tests/stacks/test_capacity.py reads the
+    # charts back), so optional values are read with a default.
+    placed = data["version"] != 1
     try:
         jobs = tuple(
             JobBar(
@@ -237,6 +286,8 @@ def chart_from_json(data: object) -> PlanChart | None:
                 runs=int(item["runs"]),
                 hours_per_run=float(item["hours_per_run"]),
                 after=tuple(str(name) for name in item["after"]),
+                runs_on=_optional(item.get("runs_on")) if placed else None,
+                instance_group=_optional(item.get("instance_group")) if placed else None,
             )
             for item in _items(data["jobs"])
         )
@@ -246,9 +297,10 @@ def chart_from_json(data: object) -> PlanChart | None:
             instance_count=int(data["instance_count"]),
             hours=int(data["hours"]),
             bought_hours=int(data["bought_hours"]),
-            start_after=_optional(data["start_after"]),
-            end_before=_optional(data["end_before"]),
+            start_after=_optional(data.get("start_after")),
+            end_before=_optional(data.get("end_before")),
             jobs=jobs,
+            target=_optional(data.get("target")) if placed else None,
         )
     except (KeyError, TypeError, ValueError):
         return None

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from novapod.capacity.chart import TARGET_WORDS
 from novapod.review import mermaid
 from novapod.review.iam import condition_changes
 from novapod.review.report import GATES
@@ -118,14 +119,16 @@ def render(report: Mapping[str, Any], limit: int = COMMENT_LIMIT) -> str:
     if not summary["changed"]:
         count = len(summary["stacks"]["unchanged"])
         page.line(f"No changes: all {count} stacks synthesize the same templates.")
-        if report.get("schedules"):
+        if report.get("schedules") or report.get("job_moves"):
             page.line()
-            _schedules(page, report["schedules"])
+            _schedules(page, report.get("schedules", ()))
+            _job_moves(page, report.get("job_moves", ()))
         _footer(page, report)
         return page.text()
     _overview(page, report)
     _purchases(page, report["purchases"])
     _schedules(page, report.get("schedules", ()))
+    _job_moves(page, report.get("job_moves", ()))
     _stateful(page, report["stateful"])
     _instance_groups(page, report.get("instance_groups", ()))
     _security(page, report["security"])
@@ -189,6 +192,9 @@ def _purchase_line(entry: Mapping[str, Any]) -> str:
             + f": {entry['note']}."
         )
     size = f"{entry['instance_count']} x {entry['instance_type']}"
+    served = [TARGET_WORDS.get(t, t) for t in entry.get("target_resources", ())]
+    if served:  # a report from before target_resources: no words for them
+        size += f" for {' and '.join(served)}"
     details = [size]
     if entry["duration_hours"] is not None:
         details.append(f"for {entry['duration_hours']} h")
@@ -218,6 +224,50 @@ def _schedules(page: _Page, schedules: Sequence[Mapping[str, Any]]) -> None:
         lines = mermaid.schedule_lines(entry, code)
         if lines:
             page.block([*lines, ""], "schedules", limit=page.budget // 2)
+
+
+def _job_moves(page: _Page, moves: Sequence[Mapping[str, Any]]) -> None:
+    """Each job whose placement moves, one line each, after the schedules that show
+    what each plan holds now."""
+    if not moves:
+        return
+    page.line(
+        "**Job moves** (where each job runs, as each side's planner placed it; the "
+        "schedules above show what each plan holds)"
+    )
+    page.line()
+    for entry in moves:
+        page.item(_move_line(entry), "job moves")
+    page.line()
+
+
+def _placement(where: Mapping[str, Any]) -> str:
+    """restricted group `g` on plan `a` | a training job on plan `b` | ... on demand."""
+    plan = f"plan {code(where['plan'])}" if where["plan"] is not None else None
+    if where["platform"] == "hyperpod":
+        group = where["instance_group"]
+        on = f"restricted group {code(group)}" if group else "HyperPod"
+        return f"{on} on {plan}" if plan else on
+    if where["platform"] == "training-job":
+        return f"a training job on {plan}" if plan else "a training job on demand"
+    return f"{plan} (platform not recorded at the base)" if plan else "on demand"
+
+
+def _move_line(entry: Mapping[str, Any]) -> str:
+    """ "- `micro-sft` moves from restricted group `g` on plan `a` (4 x ...) to a training
+    job on plan `b` (2 x ...)"; a change of size alone is "is resized"."""
+    before, after = entry["before"], entry["after"]
+
+    def size(where: Mapping[str, Any]) -> str:
+        return f"{where['instance_count']} x {where['instance_type']}"
+
+    job = f"{code(entry['job'])} ({code(entry['environment'])})"
+    if set(entry["changed"]) <= {"instance_type", "instance_count"}:
+        return f"- {job} is resized on {_placement(after)}: {size(before)} → {size(after)}."
+    return (
+        f"- {job} moves from {_placement(before)} ({size(before)}) to "
+        f"{_placement(after)} ({size(after)})."
+    )
 
 
 def _cap_line(entry: Mapping[str, Any], change: Mapping[str, Any]) -> str:

@@ -21,7 +21,13 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from novapod.capacity.chart import PlanChart, chart_from_json, size_text, window_text
+from novapod.capacity.chart import (
+    PlanChart,
+    chart_from_json,
+    size_text,
+    target_text,
+    window_text,
+)
 from novapod.capacity.units import HOURS_PER_DAY, hours_text
 
 ANCHOR = datetime(2024, 1, 1)  # a Monday, the first day of a year: day N is the Nth day
@@ -103,10 +109,10 @@ def schedule_lines(entry: Mapping[str, Any], code: Callable[[object], str]) -> l
     if after is None:
         return []
     where = f"{code(entry['plan'])} ({code(entry['stack'])})"
-    head = f"{size_text(after)}; {window_text(after.start_after, after.end_before)}"
+    head = _what(after)
     if before is None:
         return [f"Schedule of {where}, new (none recorded at the base): {head}.", "", *gantt(after)]
-    base = f"{size_text(before)}; {window_text(before.start_after, before.end_before)}"
+    base = _what(before)
     return [
         f"Schedule of {where}, changed:",
         "",
@@ -118,3 +124,11 @@ def schedule_lines(entry: Mapping[str, Any], code: Callable[[object], str]) -> l
         "",
         *gantt(after),
     ]
+
+
+def _what(chart: PlanChart) -> str:
+    """4 x ml.p5.48xlarge for 144 h (6 days), for a HyperPod cluster; window: ..."""
+    return (
+        f"{size_text(chart)}, {target_text(chart.target)}; "
+        f"{window_text(chart.start_after, chart.end_before)}"
+    )

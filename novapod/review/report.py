@@ -19,6 +19,9 @@ Top-level keys, each list sorted so that the same inputs give the same bytes:
              endpoints
   schedules  training-plan schedules added or changed (schedules.py), each with the
              schedule before and after, as the capacity stack recorded them
+  job_moves  each job both sides place whose placement differs (moves.py): between
+             HyperPod and training jobs, plans, on demand, groups, instance type or
+             count; environment, job, changed, before and after
   stacks     every stack: status and every resource change the engine found
 """
 
@@ -29,7 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from novapod.review import groups, iam, schedules, semantics
+from novapod.review import groups, iam, moves, schedules, semantics
 from novapod.review.assembly import StackArtifact, read_stacks
 from novapod.review.engine import PACKAGE, diff_templates
 
@@ -75,6 +78,7 @@ def build(base_dir: Path, head_dir: Path) -> dict[str, Any]:
         "instance_groups": [],
         "security": {"iam": [], "iam_new_principals": [], "security_groups": [], "endpoints": []},
         "schedules": [],
+        "job_moves": moves.job_moves(base_stacks, head_stacks),
         "stacks": [],
     }
     for name, diff in zip(names, result.diffs, strict=True):
@@ -185,6 +189,7 @@ def _summary(report: Mapping[str, Any]) -> dict[str, Any]:
         "security_group_openings": len(security["security_groups"]),
         "endpoint_changes": len(security["endpoints"]),
         "instance_group_changes": len(report["instance_groups"]),
+        "job_moves": len(report["job_moves"]),
         "resource_changes": sum(len(s["resources"]) for s in report["stacks"]),
     }
 

@@ -6,11 +6,14 @@ commit's config, beside its templates and never in them, so a schedule shows in 
 without the config file, and a schedule that moves while no template does still shows. A
 plan is known by its stack and its name in the config (a new purchase name is the same
 plan, resized). A base synthesized before schedules were recorded has none: every plan
-of the head then shows as new.
+of the head then shows as new. A base recorded before CHART_VERSION 2 has no target or
+placement of its jobs: its schedule is compared with the head's without them, so only a
+schedule that moved shows (its target then reads as not recorded).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from novapod.capacity.chart import METADATA_TYPE, PlanChart, chart_from_json, chart_json
@@ -28,6 +31,15 @@ def _charts(stack: StackArtifact | None) -> dict[str, PlanChart]:
     return found
 
 
+def _as_recorded_by(base: PlanChart, head: PlanChart) -> PlanChart:
+    """The head's chart as the base's version recorded it: without the target and the
+    jobs' placement when the base has none (chart_from_json reads version 1 so)."""
+    if base.target is not None:
+        return head
+    bars = tuple(replace(bar, runs_on=None, instance_group=None) for bar in head.jobs)
+    return replace(head, target=None, jobs=bars)
+
+
 def schedule_changes(
     name: str, base: StackArtifact | None, head: StackArtifact | None
 ) -> list[dict[str, Any]]:
@@ -38,10 +50,10 @@ def schedule_changes(
     old, new = _charts(base), _charts(head)
     entries = []
     for plan in sorted(new):
-        after = chart_json(new[plan])
         before = chart_json(old[plan]) if plan in old else None
-        if before == after:
+        if plan in old and before == chart_json(_as_recorded_by(old[plan], new[plan])):
             continue
+        after = chart_json(new[plan])
         entries.append(
             {
                 "stack": name,

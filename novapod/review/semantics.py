@@ -148,7 +148,17 @@ def _plan_fields(properties: Mapping[str, Any]) -> dict[str, Any]:
         "currency": text("Currency"),
         "existing_arn": text("ExistingArn"),
         "extension_name": text("ExtensionName"),
+        # What the plan's capacity serves (SearchTrainingPlanOfferings' TargetResources):
+        # a plan for training jobs is bought, approved and capped as a HyperPod one is.
+        "target_resources": _texts(properties.get("TargetResources")),
     }
+
+
+def _texts(value: Any) -> list[str]:
+    """A list property as text, each item rendered; [] without one."""
+    if value is None:
+        return []
+    return [render(item) for item in value] if isinstance(value, list) else [render(value)]
 
 
 # The approved name and its guardrails, per purchase a plan's resource makes. The name is

@@ -55,7 +55,9 @@ class CapacityStack(Stack):
             ledger=ledger,
         )
         subnets = network.subnet_ids_by_zone()
-        charts = {chart.plan: chart for chart in plan_charts(config.capacity_plan())}
+        # Each HyperPod job's restricted group, so the chart says where its capacity goes.
+        groups = {job.name: job.instance_group for job in config.jobs}
+        charts = {chart.plan: chart for chart in plan_charts(config.capacity_plan(), groups)}
         self.plans: dict[str, TrainingPlan] = {}
         for spec, request in requests:
             plan = TrainingPlan(

@@ -40,6 +40,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from novapod.capacity.placements import ON_DEMAND_METADATA_TYPE, on_demand_json
 from novapod.config import Job, NovapodConfig
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.bedrock_model.construct import BedrockImport, bedrock_import
@@ -177,6 +178,13 @@ class NovaBaseStack(Stack):
                 security_group_id=training_job_security_group.security_group_id,
                 subnets_by_zone=subnets_by_zone,
             )
+            # Where each on-demand job runs, for `novapod review` (capacity/placements.py:
+            # a job on a plan is a bar of its chart in the capacity stack; this one has no
+            # plan): cloud-assembly metadata, never part of the template.
+            on_demand = {job.name for job in config.training_jobs if job.on_demand}
+            for planned in config.capacity_plan().on_demand:
+                if planned.name in on_demand:
+                    self.node.add_metadata(ON_DEMAND_METADATA_TYPE, on_demand_json(planned))
 
     def _training_jobs(
         self,

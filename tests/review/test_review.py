@@ -162,13 +162,15 @@ def test_editing_a_plans_count_is_a_new_purchase_with_its_cap(
         "currency": "USD",
         "existing_arn": None,
         "extension_name": None,
+        "target_resources": ["hyperpod-cluster"],
         "cap_changes": [],  # a new name is a new approval, with its own cap
     }
     assert "InstanceCount" in plan["changed"]
     assert report["gates"]["purchase"] is True
     text = section(review.render(report), 1)
     assert f"- **Buys** training plan `{new}`" in text
-    assert "8 x ml.p5.48xlarge, for 144 h" in text and "fee cap 60000 USD" in text
+    assert "8 x ml.p5.48xlarge for a HyperPod cluster, for 144 h" in text
+    assert "fee cap 60000 USD" in text
     assert f"plan {old}, if it was bought, is not refunded" in text
     # The restricted group moves onto the new plan in place (its ARN is in the template).
     cluster = resource(report, "hyperpod", CLUSTER_LOGICAL_ID)

@@ -286,7 +286,7 @@ def test_each_plan_with_jobs_records_its_schedule_as_assembly_metadata(synth) ->
     # For `novapod review` (tests/review/test_schedules.py): on the plan's construct, in
     # the stack's metadata file, one entry per plan that has jobs; a plan without jobs
     # (the adopted one) has none.
-    from novapod.capacity.chart import METADATA_TYPE, chart_json, plan_charts
+    from novapod.capacity.chart import METADATA_TYPE, chart_from_json, plan_charts
 
     for path, plans in ((ROOT / "config" / "examples" / "nova-jobs.yaml", ["Rl", "Tune"]),
                         (ADOPT, [])):  # fmt: skip
@@ -299,8 +299,18 @@ def test_each_plan_with_jobs_records_its_schedule_as_assembly_metadata(synth) ->
             for entry in entries
             if entry["type"] == METADATA_TYPE
         }
-        charts = plan_charts(load_config(path).capacity_plan())
-        assert found == {
-            f"/{stack}/TrainingPlan{chart.plan.capitalize()}": chart_json(chart) for chart in charts
+        config = load_config(path)
+        groups = {job.name: job.instance_group for job in config.jobs}
+        charts = plan_charts(config.capacity_plan(), groups)
+        # Read back as the review reads it (the assembly leaves out null values).
+        assert {where: chart_from_json(data) for where, data in found.items()} == {
+            f"/{stack}/TrainingPlan{chart.plan.capitalize()}": chart for chart in charts
         }
         assert sorted(where.rsplit("TrainingPlan", 1)[1] for where in found) == plans
+        # Where each plan's capacity goes (CHART_VERSION 2): its target, each job's
+        # platform and restricted group, as the config places them.
+        for data in found.values():
+            assert (data["version"], data["target"]) == (2, "hyperpod-cluster")
+            assert {(b["runs_on"], b["instance_group"]) for b in data["jobs"]} <= {
+                ("hyperpod", job.instance_group) for job in config.jobs
+            }
