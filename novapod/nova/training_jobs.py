@@ -302,3 +302,29 @@ def plan_subnets(
             "environment has no private subnet; add the zone to network.zone_ids"
         )
     return tuple(s for zone in sorted(set(plan_zones)) for s in subnets_by_zone[zone])
+
+
+def name_contains(prefix: str, job: str, runs: int) -> str:
+    """A ListTrainingJobs NameContains that every run's name (1 to `runs`) contains:
+    `<prefix>-<job cut for the longest run number>` (a longer run number leaves less room
+    for the job's name, and a shorter cut is a prefix of every longer one)."""
+    room = MAX_NAME - len(prefix) - 1 - len(f"-{'0' * DIGEST_CHARS}-{max(runs, 1)}")
+    return f"{prefix}-{job[: max(room, 1)].rstrip('-')}"
+
+
+_RUN_TAIL = re.compile(rf"-(?P<digest>[0-9a-f]{{{DIGEST_CHARS}}})-(?P<run>[1-9][0-9]*)$")
+
+
+def run_of(prefix: str, job: str, name: str) -> int | None:
+    """The run number of `name` when it is a name `training_job_name` gives one of the
+    job's runs (of any request digest), else None: NameContains also matches other jobs
+    whose names start the same (micro-sft-2 for micro-sft)."""
+    match = _RUN_TAIL.search(name)
+    if match is None:
+        return None
+    run = int(match.group("run"))
+    try:
+        wanted = training_job_name(prefix, job, run, match.group("digest"))
+    except TrainingJobError:
+        return None
+    return run if wanted == name else None

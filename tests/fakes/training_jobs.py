@@ -407,6 +407,12 @@ class TrainingJobsFake:
             shown["TrainingStartTime"] = job["started"]
         if job["ended"] is not None:
             shown["TrainingEndTime"] = job["ended"]
+        if job["started"] is not None and job["ended"] is not None:
+            # "The billable time in seconds. Billable time refers to the absolute
+            # wall-clock time" (botocore's BillableTimeInSeconds): from the start of
+            # training to its end (the fake bills no start-up).
+            seconds = int((job["ended"] - job["started"]).total_seconds())
+            shown["BillableTimeInSeconds"] = max(seconds, 1)
         if status == "Completed" and job["model_artifacts"]:
             shown["ModelArtifacts"] = {
                 "S3ModelArtifacts": self.output_prefix(job["name"]) + "output/model.tar.gz"
