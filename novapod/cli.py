@@ -535,10 +535,13 @@ def _results(args: argparse.Namespace) -> int:
         raise launch.LaunchError(
             "the config has no evaluation jobs; add a job with technique: evaluation"
         )
+    results.evaluation_jobs(config, args.job)  # refuses a name that is no evaluation
     cfn, s3 = _aws_clients(config, "results", "cloudformation", "s3")
     try:
         names = launch.deployed_names(cfn, config, ["ArtifactsBucket"])
-        found = results.collect(config, s3=s3, artifacts_bucket=names["ArtifactsBucket"])
+        found = results.collect(
+            config, s3=s3, artifacts_bucket=names["ArtifactsBucket"], job=args.job
+        )
     except (BotoCoreError, ClientError) as error:
         raise _aws_failed("results", error) from None
     if args.json:
@@ -1031,8 +1034,9 @@ def _add_results(commands: Any, config_help: str) -> None:
         help="evaluation metrics: one table per task, base model vs tuned jobs",
         description=(
             "Read each evaluation job's newest results_*.json from the artifacts bucket "
-            "and print one table per task and dataset: a row per evaluation (the model it "
-            "tested, from its `from`), a column per metric (stderr left out)."
+            "(HyperPod runs and SageMaker training jobs alike) and print one table per task "
+            "and dataset: a row per evaluation (the model it tested, from its `from`), a "
+            "column per metric (stderr left out). JOB: that evaluation only."
         ),
         epilog=(
             "Exit 0 when at least one evaluation has a result, 1 when none has (or an "
@@ -1041,6 +1045,7 @@ def _add_results(commands: Any, config_help: str) -> None:
         ),
     )
     results_cmd.add_argument("config", nargs="?", help=config_help)
+    results_cmd.add_argument("job", nargs="?", help="one evaluation job (default: every one)")
     results_cmd.add_argument(
         "--json", action="store_true", help="machine-readable output (sorted keys)"
     )

@@ -748,7 +748,10 @@ def extension_problems(
             )
 
 
-# Techniques that leave no checkpoint of their own on HyperPod to import into Bedrock.
+# Techniques that leave no checkpoint of their own to import into Bedrock, on HyperPod or
+# on a training job. A training job's SFT/DPO checkpoint is imported like a HyperPod one:
+# its <name>/output/output.tar.gz manifest names an -smtj- escrow URI (bedrock_model
+# handler manifest.py; tests/handlers/test_bedrock_model.py, the training-job test).
 NOT_IMPORTABLE = frozenset({"evaluation", "distillation"})
 
 

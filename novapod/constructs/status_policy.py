@@ -31,6 +31,12 @@ the calls; its ACTIONS are these actions):
   share of each plan's reserved instance-hours in use: the Service Authorization
   Reference lists no resource type and no condition key for it (list_amazoncloudwatch.html),
   so it is granted on "*" (and acknowledged so); it reads metrics only.
+- With training-job jobs (`config.training_jobs`), `sagemaker:ListTrainingJobs` on "*":
+  the Service Authorization Reference lists no resource type for it
+  (list_amazonsagemaker.html), so it cannot be narrowed (acknowledged so; it lists jobs'
+  summaries only); and `sagemaker:DescribeTrainingJob` on `training-job/<prefix>-*`, the
+  names novapod gives its training jobs (novapod/nova/training_jobs.py; resource type
+  training-job, whose ARN SageMaker writes in lower case, as the prefix is).
 - With jobs (the nova stack's policy), `s3:ListBucket` on the artifacts bucket for the
   jobs' outputs prefix `nova/<env>/` only (ListObjectsV2 is authorized as ListBucket,
   with the request's Prefix as `s3:prefix`: list_amazons3.html).
@@ -153,6 +159,23 @@ def status_policy(
                 resources=["*"],
             )
         )
+    if config.training_jobs:
+        statements += [
+            iam.PolicyStatement(
+                sid="ListTrainingJobs", actions=["sagemaker:ListTrainingJobs"], resources=["*"]
+            ),
+            iam.PolicyStatement(
+                sid="DescribeTrainingJobs",
+                actions=["sagemaker:DescribeTrainingJob"],
+                resources=[
+                    scope.format_arn(
+                        service="sagemaker",
+                        resource="training-job",
+                        resource_name=f"{config.prefix}-*",
+                    )
+                ],
+            ),
+        ]
     if artifacts_bucket_arn is not None:
         statements.append(
             iam.PolicyStatement(
@@ -181,14 +204,34 @@ def status_policy(
             "A stack ARN ends in an ID CloudFormation generates (stack/<name>/<uuid>); the "
             f"name is exact, {action} only.",
         )
+    anywhere = []
     if config.has_monitor:
-        acknowledge(
-            policy,
-            "AwsSolutions-IAM5[Resource::*]",
+        anywhere.append(
             "cloudwatch:GetMetricData has no resource-level permissions (the Service "
             "Authorization Reference lists no resource type or condition key for it); the "
-            "statement allows only that read of metrics.",
+            "statement allows only that read of metrics."
         )
+    if config.training_jobs:
+        anywhere.append(
+            "sagemaker:ListTrainingJobs has no resource-level permissions (the Service "
+            "Authorization Reference lists no resource type for it); it lists training "
+            "jobs' summaries only, each described on this environment's jobs alone."
+        )
+    if anywhere:
+        acknowledge(policy, "AwsSolutions-IAM5[Resource::*]", " ".join(anywhere))
+    for resource, reason in (
+        (
+            scope.format_arn(
+                service="sagemaker", resource="training-job", resource_name=f"{config.prefix}-*"
+            ),
+            "Training jobs are named <prefix>-<job>-<digest>-<run> at launch "
+            "(novapod/nova/training_jobs.py); DescribeTrainingJob only, this environment's.",
+        ),
+    ):
+        if config.training_jobs:
+            acknowledge(
+                policy, f"AwsSolutions-IAM5[Resource::{nag_resource(scope, resource)}]", reason
+            )
     CfnOutput(
         scope,
         "StatusPolicyArn",

@@ -478,12 +478,18 @@ def training_job_spec(
         plan_arn=None if job.on_demand or job.plan is None else plan_placeholder(job.plan),
         volume_kms_key_arn=STORAGE_KEY_ARN if tj.takes_volume_key(instance_type) else None,
         volume_gb=tj.DEFAULT_VOLUME_GB if tj.takes_volume_key(instance_type) else None,
-        # Evaluations uncompressed: their results are objects `novapod results` lists
-        # (CompressionType NONE, as the SDK's evaluation pipelines send it).
-        compress_output=job.evaluation is None,
+        compress_output=compresses_output(job),
         tags=config.resource_tags,
         mlflow=mlflow,
     )
+
+
+def compresses_output(job: Job) -> bool:
+    """Whether a training-job job's OutputDataConfig.CompressionType is GZIP (True) or
+    NONE: evaluations uncompressed, so their results are objects `novapod results`
+    lists (CompressionType NONE, as the SDK's evaluation pipelines send it); the others
+    GZIP, SageMaker's default, whose output.tar.gz holds the manifest."""
+    return job.evaluation is None
 
 
 def training_job_launch(

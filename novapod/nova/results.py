@@ -7,20 +7,53 @@ under a task key such as `custom|gen_qa_gen_qa|0`, each metric with a `*_stderr`
 sibling that is left out, as the SageMaker Python SDK does
 (aws/sagemaker-python-sdk sagemaker-train common_utils/show_results_utils.py,
 _extract_metrics_from_results).
+
+An evaluation on a SageMaker training job (`runs_on: training-job`) writes the same file
+below its run folder, the TrainingJobName, in one of two layouts, chosen by the request's
+OutputDataConfig.CompressionType (`render.compresses_output`):
+
+- NONE (what novapod sends for evaluations): loose objects
+  `<name>/output/output/<evaluation>/eval_results/results_<timestamp>.json`
+  (docs.aws.amazon.com/sagemaker/latest/dg/model-customize-evaluation-metrics-formats.html:
+  s3://<loc>/<training-job-name>/output/output/<evaluation-job-name>/eval_results/; the
+  SDK's show_results_utils reads them there), listed like HyperPod's;
+- GZIP (SageMaker's default, a job started by hand or by an older novapod):
+  `<name>/output/output.tar.gz`, whose members hold `<run>/eval_results/results_*.json`.
+  AWS's Nova SDK downloads the archive, extracts it and takes the `results_*.json` below
+  it (aws/nova-customization-sdk model/nova_model_customizer.py sets
+  eval_output_s3_path to `{output}/{job_id}/output/output.tar.gz` on SMTJ, and
+  model/result/eval_result.py extracts it and globs `results_*.json`; its tests build
+  the archive as `<run>/eval_results/results_<x>.json`). Here the archive is read as a
+  stream (it also holds the inference outputs), and the member whose name sorts last
+  (the newest timestamp) is the result; the row's `result` is the archive's URI, `#`,
+  and the member's path.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import tarfile
+import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from novapod.constructs.bedrock_model.handler.manifest import list_runs_objects, newest, split_s3
+from novapod.constructs.bedrock_model.handler.manifest import (
+    ARCHIVE,
+    Found,
+    list_runs_objects,
+    newest,
+    split_s3,
+)
 from novapod.nova import render
-from novapod.nova.launch import RESULTS, substitute
+from novapod.nova.launch import RESULTS, TRAINING_JOB_RESULTS, LaunchError, substitute
 
 if TYPE_CHECKING:
     from novapod.config import Job, NovapodConfig
+
+# A results file inside a training job's output.tar.gz, at any depth below the archive's
+# root (`<run>/eval_results/results_<timestamp>.json` in AWS's Nova SDK's tests).
+ARCHIVED_RESULTS = re.compile(r"^(?:\./)?(?:[^/]+/)*eval_results/results_[^/]*\.json$")
 
 
 @dataclass(frozen=True)
@@ -54,39 +87,105 @@ class Results:
     missing: list[tuple[str, str]]  # (job, sentence)
 
 
-def evaluation_jobs(config: NovapodConfig) -> list[Job]:
-    return [job for job in config.jobs if job.evaluation is not None]
+def evaluation_jobs(config: NovapodConfig, name: str | None = None) -> list[Job]:
+    """The config's evaluation jobs, or only `name` (LaunchError naming the choices when
+    it is no evaluation job)."""
+    jobs = [job for job in config.jobs if job.evaluation is not None]
+    if name is None:
+        return jobs
+    chosen = [job for job in jobs if job.name == name]
+    if not chosen:
+        names = ", ".join(job.name for job in jobs) or "none"
+        what = "no job" if all(job.name != name for job in config.jobs) else "not an evaluation"
+        raise LaunchError(
+            f"{name} is {what} in the config; name one of its evaluation jobs: {names}"
+        )
+    return chosen
 
 
-def collect(config: NovapodConfig, *, s3: Any, artifacts_bucket: str) -> Results:
-    """Every evaluation job's newest result, grouped by (task, dataset) in config order."""
+@dataclass(frozen=True)
+class _Latest:
+    """A job's newest results file: its run, where it is, and its bytes."""
+
+    run: str
+    uri: str
+    body: bytes
+
+
+def _latest(s3: Any, job: Job, output: str) -> _Latest | None:
+    """The newest results file of a job's runs, in its platform's layout."""
+    if not job.on_training_job:
+        return _read(s3, newest(list_runs_objects(s3, output, (RESULTS,))))
+    if not render.compresses_output(job):
+        return _read(s3, newest(list_runs_objects(s3, output, (TRAINING_JOB_RESULTS,))))
+    archive = newest(list_runs_objects(s3, output, (ARCHIVE,)))
+    if archive is None:
+        return None
+    bucket, _ = split_s3(archive.uri)
+    found = results_in_archive(s3.get_object(Bucket=bucket, Key=archive.key)["Body"])
+    if found is None:
+        return _Latest(archive.run, archive.uri, b"")
+    member, body = found
+    return _Latest(archive.run, f"{archive.uri}#{member}", body)
+
+
+def _read(s3: Any, found: Found | None) -> _Latest | None:
+    if found is None:
+        return None
+    bucket, _ = split_s3(found.uri)
+    return _Latest(found.run, found.uri, s3.get_object(Bucket=bucket, Key=found.key)["Body"].read())
+
+
+def results_in_archive(body: Any) -> tuple[str, bytes] | None:
+    """The `eval_results/results_*.json` member of a gzipped tar whose name sorts last,
+    and its bytes; read as a stream (the archive's other members are skipped). None for
+    an archive without one, or for what is not a gzipped tar."""
+    best: tuple[str, bytes] | None = None
+    try:
+        with tarfile.open(fileobj=body, mode="r|gz") as archive:
+            for member in archive:
+                if not (member.isfile() and ARCHIVED_RESULTS.match(member.name)):
+                    continue
+                name = member.name.removeprefix("./")
+                if best is not None and name <= best[0]:
+                    continue
+                handle = archive.extractfile(member)
+                if handle is not None:
+                    best = (name, handle.read())
+    except (tarfile.TarError, OSError, EOFError, zlib.error):
+        return best
+    return best
+
+
+def collect(
+    config: NovapodConfig, *, s3: Any, artifacts_bucket: str, job: str | None = None
+) -> Results:
+    """Every evaluation job's newest result (or `job`'s only), grouped by (task, dataset)
+    in config order."""
     values = {render.ARTIFACTS_BUCKET: artifacts_bucket}
     tables: dict[tuple[str, str | None], Table] = {}
     missing: list[tuple[str, str]] = []
-    for job in evaluation_jobs(config):
-        assert job.evaluation is not None
-        spec = job.evaluation
+    for evaluation in evaluation_jobs(config, job):
+        assert evaluation.evaluation is not None
+        spec = evaluation.evaluation
         table = tables.setdefault((spec.task, spec.dataset), Table(spec.task, spec.dataset))
-        output = substitute(render.output_uri(config, job), values)
-        latest = newest(list_runs_objects(s3, output, (RESULTS,)))
+        output = substitute(render.output_uri(config, evaluation), values)
+        latest = _latest(s3, evaluation, output)
+        name = evaluation.name
         if latest is None:
-            missing.append(
-                (job.name, f"job {job.name} has no results yet (not run or not finished)")
-            )
+            missing.append((name, f"job {name} has no results yet (not run or not finished)"))
             continue
-        bucket, _ = split_s3(latest.uri)
-        body = s3.get_object(Bucket=bucket, Key=latest.key)["Body"].read()
-        metrics = metrics_of(body)
+        metrics = metrics_of(latest.body)
         if metrics is None:
             missing.append(
-                (job.name, f"job {job.name}: {latest.uri} holds no metrics (not a results file)")
+                (name, f"job {name}: {latest.uri} holds no metrics (not a results file)")
             )
             continue
         table.rows.append(
             Row(
-                job=job.name,
-                model=job.model,
-                tested=job.from_ or "base",
+                job=name,
+                model=evaluation.model,
+                tested=evaluation.from_ or "base",
                 run=latest.run,
                 result=latest.uri,
                 metrics=metrics,

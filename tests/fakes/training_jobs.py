@@ -70,7 +70,8 @@ As its API reference says, with StatusEquals the page is taken first and then fi
 status, so a page may hold fewer jobs than MaxResults while more follow.
 
 `complete(name, files)` ends a job Completed and writes what a finished Nova job writes to
-the plane's S3: <S3OutputPath>/<name>/output/output.tar.gz holding manifest.json, whose
+the plane's S3: <S3OutputPath>/<name>/output/output.tar.gz (loose files below
+<name>/output/output/ with CompressionType NONE) holding manifest.json, whose
 checkpoint_s3_bucket is s3://customer-escrow-<account>-smtj-<id>/<name>/stepID (Nova's
 Iterative Training page, nova-iterative-training.html), and any other files of the archive,
 e.g. an evaluation's <run>/eval_results/results_<timestamp>.json (`evaluation_files`; the
@@ -241,7 +242,9 @@ class TrainingJobsFake:
         <S3OutputPath>/<name>/output/output.tar.gz with manifest.json (unless `manifest` is
         False) naming `checkpoint`, by default the escrow URI s3://customer-escrow-
         <account>-smtj-<id>/<name>/stepID, plus `files` (archive path -> bytes). Returns the
-        archive's S3 URI. `model_artifacts`: show ModelArtifacts as a generic job does."""
+        archive's S3 URI. With OutputDataConfig.CompressionType NONE the same files are
+        written loose below <S3OutputPath>/<name>/output/output/ instead (that prefix is
+        returned). `model_artifacts`: show ModelArtifacts as a generic job does."""
         job = self._job(name)
         self._scripts[job["key"]] = deque([("Completed", "Completed", "")])
         job["model_artifacts"] = model_artifacts
@@ -250,6 +253,16 @@ class TrainingJobsFake:
             escrow = checkpoint or self.escrow_checkpoint(job["name"])
             members["manifest.json"] = json.dumps({"checkpoint_s3_bucket": escrow}).encode()
         members.update(files or {})
+        compression = job["request"]["OutputDataConfig"].get("CompressionType", "GZIP")
+        if compression == "NONE":
+            # Uncompressed, the files stay loose below <name>/output/output/
+            # (model-customize-evaluation-metrics-formats.html: s3://<loc>/
+            # <training-job-name>/output/output/<evaluation-job-name>/eval_results/).
+            loose = self.output_prefix(job["name"]) + "output/output/"
+            for path, body in members.items():
+                bucket, key = _split_s3(loose + path)
+                self._put_object(bucket, key, body, self._now())
+            return loose
         bucket, key = _split_s3(self.output_prefix(job["name"]) + "output/output.tar.gz")
         self._put_object(bucket, key, archive(members), self._now())
         return f"s3://{bucket}/{key}"
@@ -412,6 +425,12 @@ class TrainingJobsFake:
             shown["TrainingStartTime"] = job["started"]
         if job["ended"] is not None:
             shown["TrainingEndTime"] = job["ended"]
+        if job["started"] is not None and job["ended"] is not None:
+            # "The billable time in seconds. Billable time refers to the absolute
+            # wall-clock time" (botocore's BillableTimeInSeconds): from the start of
+            # training to its end (the fake bills no start-up).
+            seconds = int((job["ended"] - job["started"]).total_seconds())
+            shown["BillableTimeInSeconds"] = max(seconds, 1)
         if status == "Completed" and job["model_artifacts"]:
             shown["ModelArtifacts"] = {
                 "S3ModelArtifacts": self.output_prefix(job["name"]) + "output/model.tar.gz"

@@ -1452,14 +1452,17 @@ def roles(synth: Callable[[Any], Synthesized]) -> dict[str, iam.Principal]:
     return found
 
 
-def role_stack(bed: Bed, on_event: iam.Principal, is_complete: iam.Principal) -> Stack:
+def role_stack(
+    bed: Bed, on_event: iam.Principal, is_complete: iam.Principal, *, hyperpod_run: bool = True
+) -> Stack:
     bed.plane.account = EXAMPLE_ACCOUNT  # the ledger table's ARN names it
-    bed.plane.put_object(
-        BUCKET,
-        "nova/nova-jobs/lite-sft/lite-sft-aaaaa/manifest.json",
-        manifest(CHECKPOINT),
-        T0 - timedelta(hours=1),
-    )
+    if hyperpod_run:
+        bed.plane.put_object(
+            BUCKET,
+            "nova/nova-jobs/lite-sft/lite-sft-aaaaa/manifest.json",
+            manifest(CHECKPOINT),
+            T0 - timedelta(hours=1),
+        )
     driver = ProviderDriver(
         as_role(bed.plane, on_event, index.on_event),
         as_role(bed.plane, is_complete, index.is_complete),
@@ -1535,3 +1538,71 @@ def test_is_complete_worst_case_fits_its_timeout() -> None:
         3 * index.BEDROCK_CALL_SECONDS + index.LEDGER_CALL_SECONDS + 3 * index.LEDGER_WRITE_SECONDS
     )
     assert worst < construct.IS_COMPLETE_TIMEOUT.to_seconds()
+
+
+# --- a checkpoint trained on a SageMaker training job -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def import_role(synth: Callable[[Any], Synthesized]) -> iam.Principal:
+    """The nova-base stack's Bedrock import role (what Bedrock assumes to read the
+    checkpoint), its statements resolved for the example's account."""
+    template = synth(NOVA_JOBS).templates["nova-base"]
+    roles = resources(template, "AWS::IAM::Role")
+    (role,) = [r for r in roles if r.startswith("BedrockModelsImportRole")]
+    return iam.Principal(
+        role, iam.role_statements(template, role, account=EXAMPLE_ACCOUNT, region="us-east-1")
+    )
+
+
+def test_a_training_jobs_checkpoint_is_imported_from_its_output_tar_gz_manifest(
+    bed: Bed, roles: dict[str, iam.Principal], import_role: iam.Principal
+) -> None:
+    """An SFT run as a SageMaker training job (the fake's CreateTrainingJob, completed):
+    SageMaker writes <S3OutputPath>/<TrainingJobName>/output/output.tar.gz whose
+    manifest.json names an -smtj- escrow URI (nova-iterative-training.html). The
+    synthesized handler roles find it below the job's output prefix and import exactly
+    that URI, and the synthesized import role may read that escrow bucket (and no other
+    account's). Fails if the handler looked only for HyperPod's <run>/manifest.json, or
+    if the import role's escrow grant did not cover customer-escrow-<account>-smtj-*."""
+    stack = role_stack(bed, roles["on_event"], roles["is_complete"], hyperpod_run=False)
+    jobs = bed.plane.training_jobs
+    job_role = f"arn:aws:iam::{EXAMPLE_ACCOUNT}:role/novapod-nova-jobs-training-jobs"
+    jobs.trust_role(job_role)
+    name = "novapod-nova-jobs-lite-sft-1a2b3c4d-1"
+    boto3.client("sagemaker").create_training_job(
+        TrainingJobName=name,
+        RoleArn=job_role,
+        AlgorithmSpecification={
+            "TrainingImage": "708977205387.dkr.ecr.us-east-1.amazonaws.com/"
+            "nova-fine-tune-repo:SM-TJ-SFT-latest",
+            "TrainingInputMode": "File",
+        },
+        OutputDataConfig={"S3OutputPath": JOBS_OUTPUT, "CompressionType": "GZIP"},
+        ResourceConfig={"InstanceType": "ml.p5.48xlarge", "InstanceCount": 2},
+        StoppingCondition={"MaxRuntimeInSeconds": 36000},
+    )
+    archive_uri = jobs.complete(name)
+    escrow = jobs.escrow_checkpoint(name)
+    assert archive_uri == f"{JOBS_OUTPUT}{name}/output/output.tar.gz"
+    assert escrow.startswith(f"s3://customer-escrow-{EXAMPLE_ACCOUNT}-smtj-")
+
+    outcome = stack.create(props(OutputPrefix=JOBS_OUTPUT, Environment="nova-jobs"))
+
+    assert outcome.ok, outcome.reason
+    (create,) = bed.creates()
+    assert create["modelSourceConfig"] == {"s3DataSource": {"s3Uri": escrow}}
+    assert outcome.data["ModelName"] == bedrock_name("lite-sft-model", escrow)
+    bucket, _, key = escrow.removeprefix("s3://").partition("/")
+
+    def decision(action: str, resource: str) -> str:
+        return iam.authorize(import_role.statements, iam.Request(action, resource))
+
+    for action, resource in (
+        ("s3:ListBucket", f"arn:aws:s3:::{bucket}"),
+        ("s3:GetBucketLocation", f"arn:aws:s3:::{bucket}"),
+        ("s3:GetObject", f"arn:aws:s3:::{bucket}/{key}/model/config.json"),
+    ):
+        assert decision(action, resource) == "allowed", (action, resource)
+    other = bucket.replace(EXAMPLE_ACCOUNT, "999999999999")
+    assert decision("s3:GetObject", f"arn:aws:s3:::{other}/{key}/x") == "implicit_deny"

@@ -191,6 +191,7 @@ def test_the_json_is_the_contract(status_world) -> None:
             "end": "2027-07-10T11:50:00Z",
             "output": f"s3://{ARTIFACTS}/nova/dev/sft/{RUN_1}/manifest.json",
             "message": None,
+            "training_job": None,  # a HyperPod run
         },
         {
             "name": RUN_2,
@@ -200,8 +201,10 @@ def test_the_json_is_the_contract(status_world) -> None:
             "end": None,
             "output": None,
             "message": None,
+            "training_job": None,
         },
     ]
+    assert sft["runs_on"] == "hyperpod"
 
 
 def test_only_reads(status_world) -> None:

@@ -8,12 +8,18 @@ from typing import Any
 
 from novapod.config import load_config
 from novapod.constructs.cluster_bootstrap.buildspec import recorded_marker
-from novapod.operate.status.collect import ACTIONS, JOB_ACTIONS, METRIC_ACTIONS
+from novapod.operate.status.collect import (
+    ACTIONS,
+    JOB_ACTIONS,
+    METRIC_ACTIONS,
+    TRAINING_JOB_ACTIONS,
+)
 from novapod.operate.status.expected import expected
 from tests.conftest import ROOT, joined, resources
 
 LITE = ROOT / "config" / "examples" / "single-rig-purchase.yaml"
 ADOPT = ROOT / "config" / "examples" / "adopt-existing-plan.yaml"
+TRAINING_JOBS = ROOT / "config" / "examples" / "training-jobs.yaml"
 
 
 def policy_of(template: dict[str, Any]) -> dict[str, Any]:
@@ -130,6 +136,37 @@ def test_the_status_policy_grants_the_calls_status_makes_on_this_environment_onl
             if k.startswith("StatusPolicy")
         )
     }
+
+
+def test_with_training_job_jobs_it_lists_training_jobs_and_describes_its_own(synth) -> None:
+    """ListTrainingJobs has no resource type (list_amazonsagemaker.html): "*", acknowledged
+    with that reason; DescribeTrainingJob on this environment's training jobs only.
+    Fails if status's training-job calls were not granted, or granted on every job."""
+    result = synth(TRAINING_JOBS)
+    policy = policy_of(result.templates["nova"])
+    found = statements(result, policy)
+    assert found["ListTrainingJobs"] == {
+        "actions": ["sagemaker:ListTrainingJobs"],
+        "resources": ["*"],
+        "condition": None,
+    }
+    assert found["DescribeTrainingJobs"] == {
+        "actions": ["sagemaker:DescribeTrainingJob"],
+        "resources": ["arn:aws:sagemaker:us-east-1:111122223333:training-job/novapod-mixed-tj-*"],
+        "condition": None,
+    }
+    granted = {a for s in found.values() for a in s["actions"]}
+    assert granted == {
+        *ACTIONS,
+        *JOB_ACTIONS,
+        *METRIC_ACTIONS,
+        *TRAINING_JOB_ACTIONS,
+        "kms:Decrypt",
+        "kms:DescribeKey",
+    }
+    skipped = {s["id"]: s["comment"] for s in policy["Metadata"]["checkov"]["skip"]}
+    assert "sagemaker:ListTrainingJobs has no resource-level permissions" in skipped["CKV_AWS_111"]
+    assert "cloudwatch:GetMetricData has no resource-level permissions" in skipped["CKV_AWS_111"]
 
 
 def test_without_jobs_the_hyperpod_stack_has_it_and_adopted_plans_go_by_arn(synth) -> None:

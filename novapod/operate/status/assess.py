@@ -68,7 +68,9 @@ from novapod.operate.status.utilization import utilization
 # 4: `eks` (the Kubernetes version and the bootstrap's marker), the drift fields
 # kubernetes_version, chart_revision, rig_revision, nova_access and marker, the
 # cluster's stack_updated_at and each group's replaced_nodes.
-SCHEMA_VERSION = 4
+# 5: each job's `runs_on` and each run's `training_job` (a SageMaker training job's status,
+# secondary status, plan ARN, instances and billable seconds).
+SCHEMA_VERSION = 5
 EXIT_HEALTHY = 0
 EXIT_ATTENTION = 4
 DEFAULT_ENDING_WITHIN = timedelta(hours=72)
@@ -349,6 +351,24 @@ def _running_jobs(facts: Facts) -> dict[str, int] | None:
         plan = plan_of.get(str(node.get("InstanceGroupName")))
         if plan is not None and str(node.get("InstanceId")) in busy:
             out[plan] = out.get(plan, 0) + 1
+    # A training job on a plan holds its InstanceCount of the plan's instances while it
+    # runs past Pending (Pending: it waits for the plan's capacity, holding none).
+    entry_of = {
+        str(p.described["TrainingPlanArn"]): p.name
+        for p in facts.plans
+        if p.described is not None and p.described.get("TrainingPlanArn")
+    }
+    assert facts.jobs is not None
+    for described_runs in facts.jobs.training_jobs.values():
+        for described in described_runs:
+            run = status_jobs.training_job_facts(described)
+            plan = entry_of.get(str(run["plan_arn"]))
+            if (
+                plan is not None
+                and run["status"] in ("InProgress", "Stopping")
+                and run["secondary_status"] != "Pending"
+            ):
+                out[plan] = out.get(plan, 0) + int(run["instance_count"] or 0)
     return {p.name: out.get(p.name, 0) for p in facts.expected.plans if p.jobs}
 
 

@@ -46,6 +46,23 @@ else the one novapod creates, `<prefix>`):
   refusal (401 without an access entry; 403 for the scientists, whose Role is namespaced)
   and an API that does not answer are `MarkerFacts.note`, not errors.
 
+With training-job jobs (`runs_on: training-job`), each such job's runs:
+
+- SageMaker ListTrainingJobs, every page (its paginator: NextToken, at most 100 a page),
+  with NameContains the job's name stem (`ExpectedJob.name_contains`); the summaries whose
+  name is one `training_jobs.training_job_name` gives the job's runs are kept
+  (`training_jobs.run_of`: NameContains also matches other jobs whose names start the
+  same). The API reference documents no read-after-write consistency for the list, and
+  AWS's Nova SDK finds a job it just started by listing (aws/nova-customization-sdk,
+  manager/runtime_manager.py): a job started seconds ago may not show yet, so the
+  report is what SageMaker listed then, not a claim that no other run exists.
+- DescribeTrainingJob of each kept run: TrainingJobStatus, SecondaryStatus,
+  FailureReason, ResourceConfig (InstanceType, InstanceCount, TrainingPlanArn: the plan it
+  runs on, absent on demand), CreationTime, TrainingStartTime, TrainingEndTime and
+  BillableTimeInSeconds (DescribeTrainingJobResponse in botocore's model). A job gone
+  between the list and the describe (ValidationException "Requested resource not
+  found.") is left out.
+
 With the monitor stack (`config.has_monitor`), how much of each Active plan was in use:
 
 - CloudWatch GetMetricData of the scheduled check's `InUseInstanceSeconds` and
@@ -70,7 +87,8 @@ With jobs (a config with `jobs` and a HyperPod cluster), their runs:
   (the storage stack's `ArtifactsBucketName` output), every page: each run's folder
   `<job>/<run>/`, when it was first and last written, and the object that says it
   finished, as `novapod launch` and `novapod results` find it (a training run's
-  `manifest.json` or `output/output.tar.gz`, an evaluation's `eval-result/results_*.json`).
+  `manifest.json` or `output/output.tar.gz`, an evaluation's `eval-result/results_*.json`;
+  a training job's evaluation's `<name>/output/output/.../eval_results/results_*.json`).
 - The EKS cluster's Kubernetes API (the DescribeCluster above), with the caller's
   credentials: the PyTorchJobs and the pods of the jobs' namespace.
   An API that does not answer (a private endpoint seen from outside the VPC), or refuses
@@ -85,8 +103,9 @@ a ledger that cannot be read raises `ledger.LedgerError`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +117,7 @@ from novapod.constructs.bedrock_model.handler.manifest import ARCHIVE, MANIFEST,
 from novapod.constructs.handler_core import ledger
 from novapod.constructs.monitor.handler import decisions as monitor
 from novapod.nova import launch
+from novapod.nova import training_jobs as tj
 from novapod.operate import cluster_api
 from novapod.operate.status.expected import Expected, ExpectedEks, expected
 
@@ -122,6 +142,11 @@ ACTIONS = (
 )
 # With jobs, also this (ListObjectsV2 is authorized as s3:ListBucket, list_amazons3.html).
 JOB_ACTIONS = ("s3:ListBucket",)
+# With training-job jobs, also these (list_amazonsagemaker.html: ListTrainingJobs has no
+# resource type, DescribeTrainingJob acts on training-job).
+TRAINING_JOB_ACTIONS = ("sagemaker:ListTrainingJobs", "sagemaker:DescribeTrainingJob")
+# DescribeTrainingJob of an unknown job (aws/aws-sdk#165: not ResourceNotFound).
+TRAINING_JOB_NOT_FOUND = "Requested resource not found."
 # With the monitor stack, also this (list_amazoncloudwatch.html: no resource type).
 METRIC_ACTIONS = ("cloudwatch:GetMetricData",)
 # What `plan_usage` asks of each Active plan: (query Id, metric, statistic).
@@ -228,6 +253,8 @@ class JobsFacts:
     outputs_uri: str  # s3://<artifacts bucket>/nova/<env>/
     outputs: Mapping[str, tuple[RunOutput, ...]]  # job -> its runs' folders, by name
     kubernetes: KubernetesFacts
+    # training-job job -> DescribeTrainingJob of each of its runs ListTrainingJobs showed
+    training_jobs: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -347,6 +374,7 @@ def collect(
         jobs = JobsFacts(
             outputs_uri=outputs_uri,
             outputs=run_outputs(s3, outputs_uri, wanted),
+            training_jobs=training_job_runs(sagemaker, wanted),
             kubernetes=(
                 namespace_facts(
                     eks_facts.described, sts, eks_name, wanted.namespace, api, unreachable
@@ -460,6 +488,7 @@ def run_outputs(s3: Any, outputs_uri: str, wanted: Expected) -> dict[str, tuple[
     the whole prefix; keys of other jobs' or no run's are left out."""
     bucket, prefix = split_s3(outputs_uri)
     evaluations = {j.name for j in wanted.jobs if j.technique == "evaluation"}
+    on_training_jobs = {j.name for j in wanted.jobs if j.runs_on == "training-job"}
     seen: dict[tuple[str, str], dict[str, Any]] = {}
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for item in page.get("Contents", []):
@@ -475,7 +504,13 @@ def run_outputs(s3: Any, outputs_uri: str, wanted: Expected) -> dict[str, tuple[
                 min(entry["first"], written),
                 max(entry["last"], written),
             )
-            patterns = (launch.RESULTS,) if job in evaluations else (MANIFEST, ARCHIVE)
+            patterns: tuple[re.Pattern[str], ...] = (MANIFEST, ARCHIVE)
+            if job in evaluations:
+                # A training job's evaluation leaves its results loose (CompressionType
+                # NONE) below <name>/output/output/ (launch.TRAINING_JOB_RESULTS).
+                patterns = (
+                    (launch.TRAINING_JOB_RESULTS,) if job in on_training_jobs else (launch.RESULTS,)
+                )
             if any(p.match(relative) for p in patterns) and (
                 entry["finished"] is None or written > entry["finished"]
             ):
@@ -486,6 +521,31 @@ def run_outputs(s3: Any, outputs_uri: str, wanted: Expected) -> dict[str, tuple[
             RunOutput(run, entry["first"], entry["last"], entry["finished"], entry["uri"])
         )
     return {job: tuple(runs) for job, runs in out.items()}
+
+
+def training_job_runs(sagemaker: Any, wanted: Expected) -> dict[str, tuple[Mapping[str, Any], ...]]:
+    """Each training-job job's runs as SageMaker lists and describes them, by run number."""
+    out: dict[str, tuple[Mapping[str, Any], ...]] = {}
+    for job in wanted.jobs:
+        if job.name_contains is None:
+            continue
+        names: dict[int, str] = {}
+        pages = sagemaker.get_paginator("list_training_jobs")
+        for page in pages.paginate(NameContains=job.name_contains):
+            for summary in page.get("TrainingJobSummaries", []):
+                name = str(summary["TrainingJobName"])
+                run = tj.run_of(job.name_contains, name)
+                if run is not None:
+                    names.setdefault(run, name)
+        described = []
+        for _, name in sorted(names.items()):
+            try:
+                described.append(sagemaker.describe_training_job(TrainingJobName=name))
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Message") != TRAINING_JOB_NOT_FOUND:
+                    raise
+        out[job.name] = tuple(described)
+    return out
 
 
 def cluster_updated_at(cloudformation: Any, stack: str) -> datetime | None:

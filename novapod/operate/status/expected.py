@@ -9,6 +9,11 @@ and its type its own or its plan's (novapod/stacks/hyperpod.py). The scheduled c
 samples every `monitoring.every_minutes` when the config has the monitor stack
 (`config.has_monitor`, novapod/config/stacks.py).
 
+A job that runs on SageMaker training jobs (`runs_on: training-job`) has its runs named
+`training_jobs.training_job_name` gives them (`<prefix>-<job>-<run>`, the job's name cut
+and hash-tagged when too long): its `name_contains`, the stem `training_jobs.job_stem`
+gives, finds them with ListTrainingJobs, and `training_jobs.run_of` keeps only those.
+
 A job's schedule is where the planner put it in its plan (`novapod plan --json`: each
 plan's `schedule`, a job's slot in hours from the plan's start, its runs one after
 another of `hours_per_run` each); its output prefix is `render.output_uri` (what
@@ -30,6 +35,7 @@ from novapod.capacity import extension as plan_extension
 from novapod.capacity.naming import extension_name
 from novapod.constructs.cluster_bootstrap import buildspec
 from novapod.nova import render
+from novapod.nova import training_jobs as tj
 from novapod.nova.catalog import catalog
 from novapod.nova.kubernetes import nova_access
 from novapod.pins import default_pins
@@ -86,7 +92,10 @@ class ExpectedJob:
     end_hour: int | None
     predecessors: tuple[str, ...]  # after + the from job
     output: str  # its output prefix, ${ArtifactsBucket} unresolved
-    launchable: bool  # HyperPod can run it (distillation cannot)
+    launchable: bool  # `novapod launch` can start it (distillation not on HyperPod)
+    runs_on: str = "hyperpod"  # or training-job: its runs are SageMaker training jobs
+    # A training-job job's ListTrainingJobs NameContains: its runs' stem (training_jobs.job_stem)
+    name_contains: str | None = None
 
 
 @dataclass(frozen=True)
@@ -254,7 +263,13 @@ def expected_jobs(config: NovapodConfig) -> tuple[ExpectedJob, ...]:
                 end_hour=slot.end_hour if slot else None,
                 predecessors=job.predecessors,
                 output=render.output_uri(config, job),
-                launchable=techniques[job.technique].not_launchable is None,
+                launchable=(
+                    job.on_training_job or techniques[job.technique].not_launchable is None
+                ),
+                runs_on=job.runs_on,
+                name_contains=(
+                    tj.job_stem(config.prefix, job.name) if job.on_training_job else None
+                ),
             )
         )
     return tuple(out)

@@ -17,6 +17,16 @@ name (PPO: four, `<run>-rm`, `-cm`, `-am`, `-at`), and in S3 as the folder
   `output/output.tar.gz`; an evaluation's results file), ending then; otherwise failed
   (it stopped without finishing) when the cluster was read, and `unknown` when it was not.
 
+A job on SageMaker training jobs (`runs_on: training-job`) has a training job per run
+(`<prefix>-<job>-<run>`, novapod/nova/training_jobs.py), as ListTrainingJobs
+listed and DescribeTrainingJob described it (collect.training_job_runs): running while
+InProgress (SecondaryStatus Pending while it waits for its plan's capacity) or Stopping,
+succeeded once Completed, failed when Failed or Stopped; its start and end are
+TrainingStartTime and TrainingEndTime, its message the FailureReason, and the report
+shows its status pair, the plan it runs on (ResourceConfig.TrainingPlanArn; none on
+demand), its instances and the seconds billed. What SageMaker listed is a report, not a
+claim: the list may not show a job started seconds ago.
+
 A job needs `runs` succeeded runs, one after another of `hours_per_run` each, in its slot
 of the plan's schedule (`novapod plan --json`: `start_hour` to `end_hour` from the plan's
 start). At the pace it goes, its end is projected: a running run ends `hours_per_run`
@@ -49,7 +59,7 @@ from typing import Any, Literal
 from novapod.capacity.extension import SEARCH_COMMAND
 from novapod.constructs.handler_core import health
 from novapod.constructs.handler_core import runs as run_rules
-from novapod.constructs.handler_core.values import iso
+from novapod.constructs.handler_core.values import as_utc, iso
 from novapod.operate.status.collect import JobsFacts, RunOutput
 from novapod.operate.status.expected import Expected, ExpectedJob
 
@@ -85,6 +95,9 @@ class Run:
     message: str | None
     finished_uri: str | None
     first_written: datetime | None
+    # A training job's run: what DescribeTrainingJob said (training_job_facts); None on
+    # HyperPod
+    training_job: Mapping[str, Any] | None = None
 
     @property
     def order(self) -> tuple[datetime, str]:
@@ -100,6 +113,7 @@ class Run:
             "end": iso(self.end) or None,
             "output": self.finished_uri,
             "message": self.message,
+            "training_job": dict(self.training_job) if self.training_job is not None else None,
         }
 
 
@@ -129,8 +143,27 @@ run_name = run_rules.run_name
 condition = run_rules.condition
 
 
+# TrainingJobStatus (botocore's model) -> the run's state: a Stopping job still holds its
+# instances; Stopped (by someone, or at MaxRuntimeInSeconds) did not finish.
+TRAINING_JOB_STATES: Mapping[str, RunState] = {
+    "InProgress": "running",
+    "Stopping": "running",
+    "Completed": "succeeded",
+    "Failed": "failed",
+    "Stopped": "failed",
+}
+
+
 def runs_of(job: ExpectedJob, facts: JobsFacts) -> list[Run]:
-    """The job's runs, oldest first, from its PyTorchJobs and its S3 folders."""
+    """The job's runs, oldest first, from its PyTorchJobs and its S3 folders (a
+    training-job job's from SageMaker's training jobs)."""
+    if job.runs_on == "training-job":
+        outputs = {o.run: o for o in facts.outputs.get(job.name, ())}
+        runs = [
+            _training_job_run(described, outputs.get(str(described.get("TrainingJobName"))))
+            for described in facts.training_jobs.get(job.name, ())
+        ]
+        return sorted(runs, key=lambda r: r.order)
     objects = (
         run_rules.runs_by_name(job.name, facts.kubernetes.pytorchjobs)
         if facts.kubernetes.read
@@ -143,6 +176,42 @@ def runs_of(job: ExpectedJob, facts: JobsFacts) -> list[Run]:
         for name in sorted(set(objects) | set(outputs))
     ]
     return sorted(runs, key=lambda r: r.order)
+
+
+def training_job_facts(described: Mapping[str, Any]) -> dict[str, Any]:
+    """What a run's DescribeTrainingJob says, as the report shows it: the status pair, the
+    plan it runs on (ResourceConfig.TrainingPlanArn; None on demand), its instances and
+    the seconds billed (BillableTimeInSeconds, once SageMaker counted them)."""
+    resources = described.get("ResourceConfig") or {}
+    billable = described.get("BillableTimeInSeconds")
+    return {
+        "status": str(described.get("TrainingJobStatus") or ""),
+        "secondary_status": described.get("SecondaryStatus"),
+        "plan_arn": resources.get("TrainingPlanArn"),
+        "instance_type": resources.get("InstanceType"),
+        "instance_count": resources.get("InstanceCount"),
+        "billable_seconds": int(billable) if billable is not None else None,
+    }
+
+
+def _training_job_run(described: Mapping[str, Any], output: RunOutput | None) -> Run:
+    facts = training_job_facts(described)
+    state = TRAINING_JOB_STATES.get(facts["status"], "unknown")
+    end = as_utc(described.get("TrainingEndTime"))
+    if state == "running":
+        end = None
+    reason = described.get("FailureReason")
+    return Run(
+        name=str(described.get("TrainingJobName")),
+        state=state,
+        phase=facts["secondary_status"],
+        start=as_utc(described.get("TrainingStartTime")),
+        end=end,
+        message=str(reason) if reason and state != "succeeded" else None,
+        finished_uri=output.finished_uri if output else None,
+        first_written=as_utc(described.get("CreationTime")),
+        training_job=facts,
+    )
 
 
 def _run(
@@ -380,6 +449,7 @@ def job_json(found: JobVerdict) -> dict[str, Any]:
     return {
         "name": job.name,
         "technique": job.technique,
+        "runs_on": job.runs_on,
         "plan": job.plan,
         "instance_group": job.instance_group,
         "instance_count": job.instance_count,

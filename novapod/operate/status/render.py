@@ -239,6 +239,9 @@ def _run_rows(jobs: Sequence[dict[str, Any]]) -> list[list[str]]:
     rows = [["run", "job", "state", "phase", "started", "ended", "notes"]]
     for job in jobs:
         for run in job["runs"]:
+            notes = [run["message"]] if run["message"] else []
+            if run["training_job"] is not None:
+                notes.insert(0, _training_job_note(run["training_job"]))
             rows.append(
                 [
                     run["name"],
@@ -247,10 +250,24 @@ def _run_rows(jobs: Sequence[dict[str, Any]]) -> list[list[str]]:
                     run["phase"] or "-",
                     _when(run["start"]),
                     _when(run["end"]),
-                    run["message"] or "",
+                    "; ".join(notes),
                 ]
             )
     return rows
+
+
+def _training_job_note(found: dict[str, Any]) -> str:
+    """A training job's run: its status, the plan it runs on (or on demand), its
+    instances and the seconds billed."""
+    plan = found["plan_arn"]
+    where = f"plan {plan.rsplit('/', 1)[-1]}" if plan else "on demand"
+    note = (
+        f"training job {found['status']}, {found['instance_count']} x "
+        f"{found['instance_type']} on {where}"
+    )
+    if found["billable_seconds"] is not None:
+        note += f", {found['billable_seconds']} s billed"
+    return note
 
 
 def _jobs_lines(jobs: dict[str, Any]) -> list[str]:
@@ -258,6 +275,12 @@ def _jobs_lines(jobs: dict[str, Any]) -> list[str]:
     lines = ["", f"Jobs in namespace {jobs['namespace']} (runs from {source})"]
     if jobs["note"]:
         lines.append(f"  the cluster was not read: {jobs['note']}")
+    on_training_jobs = [j["name"] for j in jobs["items"] if j["runs_on"] == "training-job"]
+    if on_training_jobs:
+        lines.append(
+            f"  training jobs ({', '.join(on_training_jobs)}): runs as SageMaker listed them "
+            "(ListTrainingJobs, which may not show a job started seconds ago)"
+        )
     if jobs["items"]:
         lines += table(_job_rows(jobs["items"]))
     if any(job["runs"] for job in jobs["items"]):
