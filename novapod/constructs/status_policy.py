@@ -224,7 +224,7 @@ def status_policy(
             scope.format_arn(
                 service="sagemaker", resource="training-job", resource_name=f"{config.prefix}-*"
             ),
-            "Training jobs are named <prefix>-<job>-<digest>-<run> at launch "
+            "Training jobs are named <prefix>-<job>-<run> at launch "
             "(novapod/nova/training_jobs.py); DescribeTrainingJob only, this environment's.",
         ),
     ):
