@@ -137,3 +137,51 @@ def test_every_novapod_command_the_docs_show_parses(page: Path) -> None:
         words = shlex.split(command.split(" > ")[0])
         if words[0] == "novapod":
             parser.parse_args(words[1:])  # exits 2 on an unknown command or option
+
+
+FENCE_OPENER = re.compile(r"(`{3,})[\w+-]*")
+
+
+def fence_faults(text: str) -> list[str]:
+    """Where a page's fenced code blocks break: a fence that does not stand alone on its
+    line (Markdown then runs the block on, and mkdocs --strict loses the headings after
+    it), an opener inside a block, or a block left open at the end. A block opened with
+    more backticks holds shorter fences as its text (a Markdown sample's own blocks)."""
+    faults: list[str] = []
+    fence, opened = "", 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if "```" not in stripped:
+            continue
+        if fence and stripped == fence:
+            fence, opened = "", 0
+        elif fence and fence not in stripped:
+            continue  # a shorter fence inside a longer one's block
+        elif not fence and (match := FENCE_OPENER.fullmatch(stripped)):
+            fence, opened = match[1], number
+        elif fence:
+            faults.append(f"line {number}: a fence inside the block opened on line {opened}")
+        else:
+            faults.append(f"line {number}: a fence that is not alone on its line")
+    if fence:
+        faults.append(f"line {opened}: a block never closed")
+    return faults
+
+
+def test_the_fence_check_finds_a_block_closed_on_a_paragraph_s_line() -> None:
+    broken = "Redrive:\n\n```bash\naws sqs list-queues\n```Then the next paragraph.\n\n## Next\n"
+    assert fence_faults(broken) == [
+        "line 5: a fence inside the block opened on line 3",
+        "line 3: a block never closed",
+    ]
+    assert fence_faults("```\na\n```\n\n- item\n\n  ```yaml\n  b: 1\n  ```\n") == []
+    assert fence_faults("text ```bash\n") == ["line 1: a fence that is not alone on its line"]
+    assert fence_faults("````markdown\n```mermaid\nx\n```\n````\n") == []
+    assert fence_faults("````markdown\n```\n") == ["line 1: a block never closed"]
+
+
+@pytest.mark.parametrize(
+    "page", [README, *sorted(DOCS.rglob("*.md"))], ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_every_code_block_of_a_page_opens_and_closes_on_its_own_line(page: Path) -> None:
+    assert fence_faults(page.read_text(encoding="utf-8")) == []
