@@ -326,4 +326,3 @@ def plan_subnets(
             "environment has no private subnet; add the zone to network.zone_ids"
         )
     return tuple(s for zone in sorted(set(plan_zones)) for s in subnets_by_zone[zone])
-
