@@ -53,10 +53,12 @@ capacity:
 eks: {{}}
 """,
 )
-RUN_1 = tj.training_job_name("novapod-dev", "micro-sft", 1, "0badc0de")
-RUN_2 = tj.training_job_name("novapod-dev", "micro-sft", 2, "1badc0de")
+# The names `novapod launch` gives the job's runs (pinned: training_jobs.training_job_name).
+RUN_1 = "novapod-dev-micro-sft-1"
+RUN_2 = "novapod-dev-micro-sft-2"
+assert [tj.training_job_name("novapod-dev", "micro-sft", run) for run in (1, 2)] == [RUN_1, RUN_2]
 # Another job's name that NameContains "novapod-dev-micro-sft" matches too.
-OTHER = "novapod-dev-micro-sftx-0badc0de-1"
+OTHER = "novapod-dev-micro-sftx-1"
 
 
 def start(world: StatusWorld, name: str, *, plan: str | None = TJ_PLAN_ARN) -> None:
