@@ -483,6 +483,17 @@ def _plan_zone_ids(ec2: Any, plan: str, summaries: list[dict[str, Any]]) -> list
         from novapod.constructs.training_plan.handler import offerings  # noqa: PLC0415
 
         by_name = offerings.zone_name_to_id(ec2)
+        unknown = [n for n in names if n not in by_name]
+        if unknown and (ids or len(unknown) < len(names)):
+            # Part of the capacity mapped: launching in those zones alone would narrow
+            # where the job may run without saying so (the plan's other zone may be the
+            # one with room), so the unmapped zone is named instead.
+            raise LaunchError(
+                f"training plan {plan} reserves capacity in {', '.join(unknown)}, which "
+                "this account's DescribeAvailabilityZones does not list, so the job's "
+                "subnets cannot be chosen; check the zone is enabled for the account (aws "
+                "ec2 describe-availability-zones --all-availability-zones) and launch again"
+            )
         ids += [by_name[n] for n in names if n in by_name]
     if not ids:
         raise LaunchError(

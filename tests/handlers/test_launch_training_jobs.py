@@ -518,6 +518,30 @@ def test_a_plan_with_no_zone_at_all_is_refused_before_anything_is_uploaded(plane
     assert plane.put_requests == [] and plane.calls_to("CreateTrainingJob") == []
 
 
+def test_a_plan_with_one_zone_this_account_does_not_list_is_refused(plane, capsys) -> None:
+    """A plan over two zones shown by name, one of which the account's zone list lacks:
+    the job is not narrowed to the known zone without a word (its subnets would leave
+    out the other half of the capacity); the unknown zone is named."""
+    plane.plans.pop(PLAN)
+    offering = plane.add_offering(
+        "tpo-micro-tj-two",
+        zones=["us-east-1a", "us-east-1z"],
+        start=T0,
+        fee="1000.00",
+        target_resources=["training-job"],
+    )
+    plane.add_plan(PLAN, offering, statuses=["Active"])
+    plane.describe_includes_zone_id = False
+    assert launch("micro-sft", "--run") == 2
+    assert capsys.readouterr().err == (
+        "novapod launch: training plan micro-tj reserves capacity in us-east-1z, which this "
+        "account's DescribeAvailabilityZones does not list, so the job's subnets cannot be "
+        "chosen; check the zone is enabled for the account (aws ec2 describe-availability-zones "
+        "--all-availability-zones) and launch again\n"
+    )
+    assert plane.put_requests == [] and plane.calls_to("CreateTrainingJob") == []
+
+
 def test_a_plan_of_another_instance_type_is_refused_before_anything_is_uploaded(
     plane, capsys
 ) -> None:
