@@ -15,7 +15,8 @@ worker needs the same configs. An entry is keyed by everything the synthesis rea
 
 So an edit of any source file, a version bump or another config is a miss; nothing
 stale is ever served. Entries of other source digests are deleted when a session
-starts. Writers take an exclusive lock per entry (fcntl), so two workers asking for the
+starts, once they are half an hour old: a session still running on the sources before
+an edit (or another checkout's session sharing the directory) keeps what it reads. Writers take an exclusive lock per entry (fcntl), so two workers asking for the
 same config synthesize it once: the second waits and reads. An entry is published by
 renaming a complete folder into place, so a crash mid-synthesis leaves no half entry.
 
@@ -32,6 +33,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -83,12 +85,20 @@ def entry_key(config: Path, settings: str, source: str) -> str:
     return f"{source}-{digest.hexdigest()[:20]}"
 
 
-def prune(root: Path, source: str) -> None:
-    """Delete the entries of other source digests (a worker may be writing ours)."""
+# How old another source digest's entry must be before a session deletes it: longer
+# than a whole suite runs, so a session started before an edit keeps its entries.
+PRUNE_AFTER_SECONDS = 1800
+
+
+def prune(root: Path, source: str, *, now: float | None = None) -> None:
+    """Delete the entries of other source digests older than PRUNE_AFTER_SECONDS (a
+    worker may be writing ours; another session may be reading theirs)."""
     if not root.is_dir():
         return
+    cutoff = (time.time() if now is None else now) - PRUNE_AFTER_SECONDS
     for entry in root.iterdir():
-        if entry.is_dir() and not entry.name.startswith((f"{source}-", ".")):
+        other = entry.is_dir() and not entry.name.startswith((f"{source}-", "."))
+        if other and entry.stat().st_mtime < cutoff:
             shutil.rmtree(entry, ignore_errors=True)
 
 

@@ -118,7 +118,12 @@ def test_prune_keeps_only_the_current_sources(tmp_path: Path, config: Path) -> N
     root = tmp_path / "c"
     for source in ("old", "new"):
         synth_cache.cached(config, "s", synthesizer([]), root=root, source=source)
-    synth_cache.prune(root, "new")
+    # A session that started on the old sources a minute ago keeps its entry...
+    synth_cache.prune(root, "new", now=time.time() + 60)
+    kept = sorted(p.name for p in root.iterdir() if not p.name.startswith("."))
+    assert [name.split("-")[0] for name in kept] == ["new", "old"]
+    # ...and once it is older than any suite runs, it goes.
+    synth_cache.prune(root, "new", now=time.time() + synth_cache.PRUNE_AFTER_SECONDS + 1)
     kept = sorted(p.name for p in root.iterdir() if not p.name.startswith("."))
     assert len(kept) == 1 and kept[0].startswith("new-")
     assert json.loads((root / kept[0] / synth_cache.RESULT).read_text())["n"] == 1
