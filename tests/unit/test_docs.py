@@ -86,7 +86,7 @@ def test_each_docs_reference_names_a_page_and_its_section(
 
 def shell_commands(page: Path) -> list[str]:
     """The commands of a page's ```bash blocks: continuation lines joined, comments off,
-    the inner command of `VAR=$(...)` taken out."""
+    a closing `|| break` off, the inner command of `VAR=$(...)` taken out."""
     commands, block, fenced = [], "", False
     for line in page.read_text(encoding="utf-8").splitlines():
         stripped = line.strip()
@@ -99,6 +99,7 @@ def shell_commands(page: Path) -> list[str]:
         if stripped.endswith("\\"):
             continue
         command, block = block.split(" #", 1)[0].strip(), ""
+        command = re.sub(r" \|\| \w+$", "", command)  # `aws ... || break`: the call itself
         inner = re.fullmatch(r"[A-Z_]+=\$\((.*)\)", command)
         commands.append(inner[1] if inner else command)
     return [c for c in commands if c]
