@@ -79,8 +79,8 @@ _DNS_LABEL_WORDS = (
 _INSTANCE_TYPE_WORDS = "an instance type such as ml.p5.48xlarge"
 _PATTERN_WORDS = {
     NAME_PATTERN: (
-        "an environment name: lowercase letters, digits and '-', starting with a letter and "
-        "ending with a letter or digit"
+        "an environment name: lowercase letters, digits and single '-', starting with a "
+        "letter and ending with a letter or digit"
     ),
     r"^\d{12}$": 'an AWS account ID: 12 digits, quoted (account: "111122223333")',
     r"^[a-z]{2}(-gov)?-[a-z]+-\d{1,2}$": "a region code such as us-east-1",

@@ -45,7 +45,10 @@ from novapod.config.storage import Storage
 # Tag text every service here accepts (SageMaker's pattern, ASCII form).
 TAG_TEXT = r"^[A-Za-z0-9 _.:/=+@-]*$"
 
-NAME_PATTERN = r"^[a-z][a-z0-9-]{0,18}[a-z0-9]$"
+# No `--`: training job names join the environment and the job with it
+# (novapod/nova/training_jobs.py name_prefix), so no environment's names start as
+# another's.
+NAME_PATTERN = r"^[a-z](-?[a-z0-9])+$"
 
 # cdk-nag rule packs a config may add to AWS Solutions (novapod/environment.py runs them).
 CompliancePack = Literal["nist-800-53-r5", "hipaa"]

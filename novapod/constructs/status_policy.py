@@ -34,7 +34,7 @@ the calls; its ACTIONS are these actions):
 - With training-job jobs (`config.training_jobs`), `sagemaker:ListTrainingJobs` on "*":
   the Service Authorization Reference lists no resource type for it
   (list_amazonsagemaker.html), so it cannot be narrowed (acknowledged so; it lists jobs'
-  summaries only); and `sagemaker:DescribeTrainingJob` on `training-job/<prefix>-*`, the
+  summaries only); and `sagemaker:DescribeTrainingJob` on `training-job/<prefix>--*`, the
   names novapod gives its training jobs (novapod/nova/training_jobs.py; resource type
   training-job, whose ARN SageMaker writes in lower case, as the prefix is).
 - With jobs (the nova stack's policy), `s3:ListBucket` on the artifacts bucket for the
@@ -60,6 +60,7 @@ from novapod.capacity.extension import plan_name
 from novapod.constructs.acknowledge import acknowledge, nag_resource
 from novapod.constructs.purchase_ledger import PurchaseLedger
 from novapod.nova.render import output_prefix
+from novapod.nova.training_jobs import name_prefix
 
 if TYPE_CHECKING:
     from novapod.config import NovapodConfig
@@ -171,7 +172,7 @@ def status_policy(
                     scope.format_arn(
                         service="sagemaker",
                         resource="training-job",
-                        resource_name=f"{config.prefix}-*",
+                        resource_name=f"{name_prefix(config.prefix)}*",
                     )
                 ],
             ),
@@ -222,9 +223,11 @@ def status_policy(
     for resource, reason in (
         (
             scope.format_arn(
-                service="sagemaker", resource="training-job", resource_name=f"{config.prefix}-*"
+                service="sagemaker",
+                resource="training-job",
+                resource_name=f"{name_prefix(config.prefix)}*",
             ),
-            "Training jobs are named <prefix>-<job>-<run> at launch "
+            "Training jobs are named <prefix>--<job>-<run> at launch "
             "(novapod/nova/training_jobs.py); DescribeTrainingJob only, this environment's.",
         ),
     ):

@@ -81,6 +81,7 @@ from novapod.constructs.service_grants import (
 from novapod.node_images import ImageRepository
 from novapod.nova.catalog import catalog
 from novapod.nova.mlflow import mlflow_actions
+from novapod.nova.training_jobs import name_prefix
 
 # Where training jobs log: one log group per account and Region, one stream per
 # instance named <job name>/algo-<n>-<epoch> (AWS's Nova SDK reads that group:
@@ -104,12 +105,14 @@ LAUNCH_ACTIONS = ("sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob")
 PROFILE_PREFIXES = ("us", "us-gov", "eu", "apac", "jp", "au", "ca", "global")
 # A training job name (CreateTrainingJob TrainingJobName: [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62})
 # as a prefix, lowercase and ending in "-", so env "dev" never covers env "dev2"'s jobs.
-_JOB_PREFIX = re.compile(r"^[a-z0-9](-*[a-z0-9])*-$")
+_JOB_PREFIX = re.compile(r"^[a-z0-9](-*[a-z0-9])*--$")
 
 
 def training_job_prefix(config_prefix: str) -> str:
-    """The name prefix of an environment's training jobs (`novapod-<env>-`)."""
-    return f"{config_prefix}-"
+    """The name prefix of an environment's training jobs (`novapod-<env>--`: the
+    environment and the job are joined by `--`, which no environment name holds, so no
+    other environment's jobs match; novapod/nova/training_jobs.py name_prefix)."""
+    return name_prefix(config_prefix)
 
 
 def nova_training_job_repositories(
@@ -581,7 +584,7 @@ def _check(
     if not _JOB_PREFIX.match(job_prefix):
         raise ValueError(
             f"job_prefix {job_prefix!r} must be lowercase letters, digits and '-', ending in "
-            "'-' (e.g. training_job_prefix('novapod-dev'))"
+            "'--' (e.g. training_job_prefix('novapod-dev'))"
         )
     for name, prefix in (("recipe_prefix", recipe_prefix), ("output_prefix", output_prefix)):
         if not prefix.endswith("/") or prefix.startswith("/"):

@@ -38,16 +38,20 @@ src/sagemaker/estimator.py `_nova_encode_hyperparameters`):
 - VpcConfig, OutputDataConfig (the outputs prefix and the storage key; evaluations
   uncompressed, so their results are objects `novapod results` lists), StoppingCondition.
 
-The name: `<prefix>-<job>-<run>`, at most 63 characters of
+The name: `<prefix>--<job>-<run>`, at most 63 characters of
 `[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}` (botocore's TrainingJobName), `run` the run's number
 (1 to the job's `runs`); a job name too long to fit is cut and followed by a hash of the
-whole name (`job_stem`), so two jobs never share a stem. The name depends on the job and
-the run only, never on what the request asks: SageMaker refuses a second job of a name
-with ResourceInUse ("Training job names must be unique within an AWS account and
-region, and a training job with this name already exists"), which is the strongly
-consistent claim on a run. Two launches of run N, however their requests differ (an
-edited config, a redeployed output, a newer checkpoint), start one job; a retried
-CreateTrainingJob whose first attempt started the job (its answer lost) lands there too.
+whole name (`job_stem`), so two jobs never share a stem. The environment and the job are
+joined by `--`, which no environment name holds (config/root.py NAME_PATTERN), so two
+environments of one account never share one either: with a single `-`, environment `a`'s
+job `b-sft` and environment `a-b`'s job `sft` would both be `novapod-a-b-sft-1`. The
+name depends on the job and the run only, never on what the request asks: SageMaker
+refuses a second job of a name with ResourceInUse ("Training job names must be unique
+within an AWS account and region, and a training job with this name already exists"),
+which is the strongly consistent claim on a run. Two launches of run N, however their
+requests differ (an edited config, a redeployed output, a newer checkpoint), start one
+job; a retried CreateTrainingJob whose first attempt started the job (its answer lost)
+lands there too.
 `start` then reports the job that runs. Which run comes next is read from
 ListTrainingJobs, which may lag a create: a lagging list can only pick a run that
 exists, which SageMaker refuses, never start a second job.
@@ -231,24 +235,33 @@ def named(prefix: str, job: str, run: int, body: Mapping[str, Any]) -> dict[str,
 # Room kept for the run's number in every name of a job, so its stem does not depend on
 # the run: `-1000`, the most runs a job may have (config/jobs.py).
 _RUN_ROOM = len("-1000")
+# Between the environment's prefix and the job's name (name_prefix).
+SEPARATOR = "--"
 _JOB_HASH_CHARS = 8
 
 
+def name_prefix(prefix: str) -> str:
+    """`<prefix>--`, what every training job name of the environment starts with (the
+    launch and status policies' ARN pattern): no environment name holds `--`, so no
+    other environment's names start the same."""
+    return f"{prefix}{SEPARATOR}"
+
+
 def job_stem(prefix: str, job: str) -> str:
-    """`<prefix>-<job>`, what every run's name of the job starts with: the job's name
+    """`<prefix>--<job>`, what every run's name of the job starts with: the job's name
     cut and followed by `-<8 hex of its sha256>` when it does not fit (the prefix, which
     the launch policy's ARN pattern names, is never cut)."""
-    whole = f"{prefix}-{job}"
+    whole = f"{name_prefix(prefix)}{job}"
     if len(whole) + _RUN_ROOM <= MAX_NAME:
         return whole
     tag = hashlib.sha256(job.encode()).hexdigest()[:_JOB_HASH_CHARS]
-    room = MAX_NAME - _RUN_ROOM - len(prefix) - 2 - _JOB_HASH_CHARS
+    room = MAX_NAME - _RUN_ROOM - len(name_prefix(prefix)) - 1 - _JOB_HASH_CHARS
     if room < 1:
         raise TrainingJobError(
             f"the environment prefix {prefix} leaves no room for a training job's name "
             f"(at most {MAX_NAME} characters); shorten the config's name"
         )
-    return f"{prefix}-{job[:room].rstrip('-')}-{tag}"
+    return f"{name_prefix(prefix)}{job[:room].rstrip('-')}-{tag}"
 
 
 def training_job_name(prefix: str, job: str, run: int) -> str:

@@ -121,7 +121,7 @@ def launch(*args: str) -> int:
     return main(["launch", str(EXAMPLE), *args])
 
 
-SFT_NAME = "novapod-mixed-tj-micro-sft-1"
+SFT_NAME = "novapod-mixed-tj--micro-sft-1"
 EVAL_RECIPE = b"""\
 run:
   name: micro-eval
@@ -376,7 +376,7 @@ def test_the_evaluation_starts_from_the_training_jobs_checkpoint(plane, capsys) 
     digest = hashlib.sha256(EVAL_RECIPE).hexdigest()[:16]
     (create,) = plane.calls_to("CreateTrainingJob")[1:]
     name = create["TrainingJobName"]
-    assert name.startswith("novapod-mixed-tj-micro-eval-") and name.endswith("-1")
+    assert name.startswith("novapod-mixed-tj--micro-eval-") and name.endswith("-1")
     assert plane.buckets[DATA][f"training-jobs/recipes/{digest}/recipe.yaml"].body == EVAL_RECIPE
     assert create["AlgorithmSpecification"]["TrainingImage"] == EVAL_IMAGE
     assert create["HyperParameters"] == {

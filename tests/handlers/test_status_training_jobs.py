@@ -54,11 +54,11 @@ eks: {{}}
 """,
 )
 # The names `novapod launch` gives the job's runs (pinned: training_jobs.training_job_name).
-RUN_1 = "novapod-dev-micro-sft-1"
-RUN_2 = "novapod-dev-micro-sft-2"
+RUN_1 = "novapod-dev--micro-sft-1"
+RUN_2 = "novapod-dev--micro-sft-2"
 assert [tj.training_job_name("novapod-dev", "micro-sft", run) for run in (1, 2)] == [RUN_1, RUN_2]
-# Another job's name that NameContains "novapod-dev-micro-sft" matches too.
-OTHER = "novapod-dev-micro-sftx-1"
+# Another job's name that NameContains "novapod-dev--micro-sft" matches too.
+OTHER = "novapod-dev--micro-sftx-1"
 
 
 def start(world: StatusWorld, name: str, *, plan: str | None = TJ_PLAN_ARN) -> None:
@@ -165,7 +165,7 @@ def test_training_job_runs_with_their_plan_in_the_json_report(status_world, tmp_
     ]
     # One listing per page (page_size 1: RUN_1, RUN_2, OTHER), a describe per run kept.
     lists = world.plane.calls_to("ListTrainingJobs")
-    assert [c.get("NameContains") for c in lists] == ["novapod-dev-micro-sft"] * 3
+    assert [c.get("NameContains") for c in lists] == ["novapod-dev--micro-sft"] * 3
     assert [c.get("NextToken") for c in lists] == [None, "1", "2"]
     described = [c["TrainingJobName"] for c in world.plane.calls_to("DescribeTrainingJob")]
     assert described[-2:] == [RUN_1, RUN_2] and OTHER not in described

@@ -152,7 +152,7 @@ def test_with_training_job_jobs_it_lists_training_jobs_and_describes_its_own(syn
     }
     assert found["DescribeTrainingJobs"] == {
         "actions": ["sagemaker:DescribeTrainingJob"],
-        "resources": ["arn:aws:sagemaker:us-east-1:111122223333:training-job/novapod-mixed-tj-*"],
+        "resources": ["arn:aws:sagemaker:us-east-1:111122223333:training-job/novapod-mixed-tj--*"],
         "condition": None,
     }
     granted = {a for s in found.values() for a in s["actions"]}

@@ -32,7 +32,7 @@ KEY = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 MLFLOW = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:mlflow-tracking-server/novapod-dev"
 REWARD = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:reward"
 PLAN = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-plan/novapod-dev-tj-0a1b2c3d"
-JOBS = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-job/novapod-dev-*"
+JOBS = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-job/novapod-dev--*"
 ENI = f"arn:aws:ec2:{REGION}:{ACCOUNT}:network-interface/*"
 NOVA = "708977205387"  # the us-east-1 Nova registry (novapod/nova/catalog.yaml)
 REPOSITORIES = [
@@ -45,7 +45,7 @@ REPOSITORIES = [
 def _arguments(**overrides: Any) -> dict[str, Any]:
     arguments: dict[str, Any] = {
         "environment": "dev",
-        "job_prefix": "novapod-dev-",
+        "job_prefix": "novapod-dev--",
         "input_keys": ["datasets/sft/*", "datasets/eval.jsonl"],
         "recipe_prefix": "training-jobs/recipes/",
         "output_prefix": "nova/dev/",
@@ -177,7 +177,7 @@ def test_execution_policy_statements() -> None:
         "WriteJobLogs": {
             "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
             "Resource": f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/sagemaker/TrainingJobs:"
-            "log-stream:novapod-dev-*",
+            "log-stream:novapod-dev--*",
         },
         "TrainingJobsLogGroup": {
             "Action": ["logs:CreateLogGroup", "logs:DescribeLogStreams"],
@@ -288,7 +288,9 @@ def test_trust_is_sagemaker_for_this_environments_training_jobs_only() -> None:
             "Principal": {"Service": "sagemaker.amazonaws.com"},
         }
     ]
-    assert role["Properties"]["Description"] == "novapod dev: SageMaker training jobs novapod-dev-*"
+    assert (
+        role["Properties"]["Description"] == "novapod dev: SageMaker training jobs novapod-dev--*"
+    )
     assert "ManagedPolicyArns" not in role["Properties"]  # nothing AWS-managed and broad
 
 
@@ -344,7 +346,7 @@ LAUNCH_BASE = {
     "ReadOurTrainingJobLogs": {
         "Action": "logs:GetLogEvents",
         "Resource": f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/sagemaker/TrainingJobs:"
-        "log-stream:novapod-dev-*",
+        "log-stream:novapod-dev--*",
     },
     "FindOurTrainingJobLogStreams": {
         "Action": "logs:DescribeLogStreams",
@@ -466,9 +468,9 @@ def test_cdk_nag_passes_with_a_reason_for_each_finding(nagged: Path) -> None:
         "AwsSolutions-IAM5[Resource::arn:aws:s3:::novapod-dev-artifacts/"
         "nova/dev/*]": "SageMaker writes each job's outputs under <output path>/<job name>/, "
         "keys chosen at run time; writes are limited to this environment's output prefix.",
-        f"AwsSolutions-IAM5[Resource::{logs}:log-stream:novapod-dev-*]": "SageMaker names "
+        f"AwsSolutions-IAM5[Resource::{logs}:log-stream:novapod-dev--*]": "SageMaker names "
         "one log stream per instance, <job name>/algo-<n>-<time>; only streams of jobs "
-        "named novapod-dev-*.",
+        "named novapod-dev--*.",
         f"AwsSolutions-IAM5[Resource::{logs}:*]": "CloudWatch Logs authorizes "
         "CreateLogGroup and DescribeLogStreams on the group's ARN ending in ':*'; the "
         "statement allows only those two on the training jobs' group.",
@@ -487,8 +489,8 @@ def test_cdk_nag_passes_with_a_reason_for_each_finding(nagged: Path) -> None:
     }
     assert launch == {
         f"AwsSolutions-IAM5[Resource::arn:aws:sagemaker:{REGION}:{ACCOUNT}:"
-        "training-job/novapod-dev-*]": "Training job names are chosen per run below the "
-        "environment's prefix novapod-dev-; creation is also limited to our subnets, "
+        "training-job/novapod-dev--*]": "Training job names are chosen per run below the "
+        "environment's prefix novapod-dev--; creation is also limited to our subnets, "
         "security group and key.",
         "AwsSolutions-IAM5[Resource::*]": "sagemaker:ListTrainingJobs and "
         "ec2:DescribeAvailabilityZones have no resource-level permissions (the Service "
@@ -499,9 +501,9 @@ def test_cdk_nag_passes_with_a_reason_for_each_finding(nagged: Path) -> None:
         "reserved-capacity/*]": "A training plan's reserved capacities have IDs SageMaker "
         "generates; AWS's AWSBatchServiceRolePolicyForSageMaker grants CreateTrainingJob "
         "on them so.",
-        f"AwsSolutions-IAM5[Resource::{logs}:log-stream:novapod-dev-*]": "SageMaker names "
+        f"AwsSolutions-IAM5[Resource::{logs}:log-stream:novapod-dev--*]": "SageMaker names "
         "one log stream per instance, <job name>/algo-<n>-<time>; GetLogEvents only on "
-        "streams of jobs named novapod-dev-*.",
+        "streams of jobs named novapod-dev--*.",
         f"AwsSolutions-IAM5[Resource::{logs}:*]": "CloudWatch Logs authorizes "
         "DescribeLogStreams on the group's ARN ending in ':*'; it lists the training jobs' "
         "stream names, to find a job's.",
@@ -556,7 +558,7 @@ def test_nova_repositories_come_from_the_catalogs_registry() -> None:
 
 def test_the_job_prefix_is_the_environments_with_a_dash() -> None:
     """`novapod-dev-`, so env dev's ARN pattern never covers env dev2's jobs."""
-    assert training_job_prefix("novapod-dev") == "novapod-dev-"
+    assert training_job_prefix("novapod-dev") == "novapod-dev--"
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ NOVA_JOBS = ROOT / "config" / "examples" / "nova-jobs.yaml"
 SCIENTIST_GOLDEN = ROOT / "tests" / "fixtures" / "scientist_policy_nova_jobs.json"
 ACCOUNT, REGION = "111122223333", "us-east-1"
 NOVA = "708977205387"  # the us-east-1 Nova registry (catalog.yaml registries)
-JOBS = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-job/novapod-mixed-tj-*"
+JOBS = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-job/novapod-mixed-tj--*"
 ENI = f"arn:aws:ec2:{REGION}:{ACCOUNT}:network-interface/*"
 PROFILE = f"arn:aws:bedrock:{REGION}:{ACCOUNT}:inference-profile/us.amazon.nova-pro-v1:0"
 KEY = "${EncryptionKey.Arn}"
@@ -137,7 +137,7 @@ LAUNCH = {
         "actions": ["logs:GetLogEvents"],
         "resources": [
             f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/sagemaker/TrainingJobs:"
-            "log-stream:novapod-mixed-tj-*"
+            "log-stream:novapod-mixed-tj--*"
         ],
         "condition": None,
     },
@@ -248,7 +248,7 @@ def test_every_statement_of_the_execution_policy(synth) -> None:
         },
         "WriteJobLogs": {
             "actions": ["logs:CreateLogStream", "logs:PutLogEvents"],
-            "resources": [f"{streams}:log-stream:novapod-mixed-tj-*"],
+            "resources": [f"{streams}:log-stream:novapod-mixed-tj--*"],
             "condition": None,
         },
         "TrainingJobsLogGroup": {

@@ -1180,9 +1180,24 @@ def test_load_errors_name_the_file_on_every_line(tmp_path) -> None:
         load_config(path)
     assert info.value.render().splitlines() == [
         f"{path}: name: 'Dev' does not match an environment name: lowercase letters, digits "
-        "and '-', starting with a letter and ending with a letter or digit",
+        "and single '-', starting with a letter and ending with a letter or digit",
         f"{path}: network.vpc.zone_ids: list at least 2 zone IDs, because EKS needs subnets "
         "in at least two Availability Zones; got 1",
+    ]
+
+
+def test_an_environment_name_with_two_dashes_in_a_row_is_refused(tmp_path) -> None:
+    """Training job names join the environment and the job with `--` (no environment's
+    names then start as another's: review 23b, finding 1)."""
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "name: a--b\nregion: us-east-1\nnetwork: {vpc: {zone_ids: [use1-az4, use1-az6]}}\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.render().splitlines() == [
+        f"{path}: name: 'a--b' does not match an environment name: lowercase letters, digits "
+        "and single '-', starting with a letter and ending with a letter or digit",
     ]
 
 

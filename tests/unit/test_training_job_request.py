@@ -115,10 +115,10 @@ def test_names_are_pinned_by_job_and_run_whatever_the_request_asks() -> None:
     """A name decides whether a launch starts a job: pinned with literal values. It
     names the job and the run only, so a request that asks something else (an edited
     config) for the same run is refused by SageMaker as the same name."""
-    assert tj.create_request(SPEC)["TrainingJobName"] == "novapod-dev-sft-lora-1"
-    assert tj.create_request(replace(SPEC, run=2))["TrainingJobName"] == "novapod-dev-sft-lora-2"
+    assert tj.create_request(SPEC)["TrainingJobName"] == "novapod-dev--sft-lora-1"
+    assert tj.create_request(replace(SPEC, run=2))["TrainingJobName"] == "novapod-dev--sft-lora-2"
     other = tj.create_request(replace(SPEC, instance_count=4))["TrainingJobName"]
-    assert other == "novapod-dev-sft-lora-1"
+    assert other == "novapod-dev--sft-lora-1"
 
 
 def test_a_long_name_is_cut_in_the_job_part_and_tagged_with_the_jobs_hash() -> None:
@@ -126,29 +126,40 @@ def test_a_long_name_is_cut_in_the_job_part_and_tagged_with_the_jobs_hash() -> N
     is followed by 8 hex of its sha256, so two jobs cut alike keep apart."""
     prefix = "novapod-" + "e" * 20
     name = tj.training_job_name(prefix, "j" * 34, 1000)
-    assert name == "novapod-eeeeeeeeeeeeeeeeeeee-jjjjjjjjjjjjjjjjjjjj-bcb70a1b-1000"
+    assert name == "novapod-eeeeeeeeeeeeeeeeeeee--jjjjjjjjjjjjjjjjjjj-bcb70a1b-1000"
     assert len(name) == 63 and tj.NAME_PATTERN.match(name)
     assert tj.training_job_name(prefix, "j" * 34, 1) == (
-        "novapod-eeeeeeeeeeeeeeeeeeee-jjjjjjjjjjjjjjjjjjjj-bcb70a1b-1"
+        "novapod-eeeeeeeeeeeeeeeeeeee--jjjjjjjjjjjjjjjjjjj-bcb70a1b-1"
     )
     # Two jobs cut to the same characters differ by their hashes.
     other = tj.training_job_name(prefix, "j" * 33 + "k", 1)
-    assert other.startswith("novapod-eeeeeeeeeeeeeeeeeeee-jjjjjjjjjjjjjjjjjjjj-") and other != name
+    assert other.startswith("novapod-eeeeeeeeeeeeeeeeeeee--jjjjjjjjjjjjjjjjjjj-") and other != name
     # A cut that would end the job part in a dash drops the dash.
-    assert tj.job_stem(prefix, "a" * 19 + "-" + "b" * 14) == (
-        "novapod-eeeeeeeeeeeeeeeeeeee-aaaaaaaaaaaaaaaaaaa-8caf5e83"
+    assert tj.job_stem(prefix, "a" * 18 + "-" + "b" * 15) == (
+        "novapod-eeeeeeeeeeeeeeeeeeee--aaaaaaaaaaaaaaaaaa-81c2c95f"
     )
     # A name that fits is not cut, nor tagged.
-    assert tj.job_stem("novapod-dev", "j" * 34) == "novapod-dev-" + "j" * 34
+    assert tj.job_stem("novapod-dev", "j" * 34) == "novapod-dev--" + "j" * 34
 
 
 def test_a_run_is_read_only_from_its_own_jobs_names() -> None:
-    """Job a's listing (NameContains novapod-x-a-) also returns job a-1's runs: those are
+    """Job a's listing (NameContains novapod-x--a) also returns job a-1's runs: those are
     not a's."""
-    assert tj.run_of("novapod-x-a", "novapod-x-a-12") == 12
-    assert tj.run_of("novapod-x-a", "novapod-x-a-1-1") is None
-    assert tj.run_of("novapod-x-a", "novapod-x-ab-1") is None
-    assert tj.run_of("novapod-x-a", "novapod-x-a-01") is None
+    assert tj.run_of("novapod-x--a", "novapod-x--a-12") == 12
+    assert tj.run_of("novapod-x--a", "novapod-x--a-1-1") is None
+    assert tj.run_of("novapod-x--a", "novapod-x--ab-1") is None
+    assert tj.run_of("novapod-x--a", "novapod-x--a-01") is None
+
+
+def test_two_environments_of_one_account_never_share_a_training_job_name() -> None:
+    """Review 23b, finding 1: environment `a`'s job `b-sft` and environment `a-b`'s job
+    `sft` were both novapod-a-b-sft-1, so one environment's launch took the other's run
+    for its own ("already started") and its policies reached the other's jobs. `--`
+    joins the environment and the job, and no environment name holds it."""
+    assert tj.training_job_name("novapod-a", "b-sft", 1) == "novapod-a--b-sft-1"
+    assert tj.training_job_name("novapod-a-b", "sft", 1) == "novapod-a-b--sft-1"
+    assert tj.run_of(tj.job_stem("novapod-a", "b-sft"), "novapod-a-b--sft-1") is None
+    assert not "novapod-a-b--sft-1".startswith(tj.name_prefix("novapod-a"))
 
 
 def test_a_run_time_past_28_days_is_refused_in_one_sentence() -> None:

@@ -10,7 +10,7 @@ samples every `monitoring.every_minutes` when the config has the monitor stack
 (`config.has_monitor`, novapod/config/stacks.py).
 
 A job that runs on SageMaker training jobs (`runs_on: training-job`) has its runs named
-`training_jobs.training_job_name` gives them (`<prefix>-<job>-<run>`, the job's name cut
+`training_jobs.training_job_name` gives them (`<prefix>--<job>-<run>`, the job's name cut
 and hash-tagged when too long): its `name_contains`, the stem `training_jobs.job_stem`
 gives, finds them with ListTrainingJobs, and `training_jobs.run_of` keeps only those.
 

@@ -18,7 +18,7 @@ name (PPO: four, `<run>-rm`, `-cm`, `-am`, `-at`), and in S3 as the folder
   (it stopped without finishing) when the cluster was read, and `unknown` when it was not.
 
 A job on SageMaker training jobs (`runs_on: training-job`) has a training job per run
-(`<prefix>-<job>-<run>`, novapod/nova/training_jobs.py), as ListTrainingJobs
+(`<prefix>--<job>-<run>`, novapod/nova/training_jobs.py), as ListTrainingJobs
 listed and DescribeTrainingJob described it (collect.training_job_runs): running while
 InProgress (SecondaryStatus Pending while it waits for its plan's capacity) or Stopping,
 succeeded once Completed, failed when Failed or Stopped; its start and end are
