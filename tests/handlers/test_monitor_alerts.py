@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from botocore.retries.standard import ExponentialBackoff
 
 from novapod.constructs.monitor.handler import decisions, index
@@ -648,13 +649,16 @@ def _every_order(
     monkeypatch: pytest.MonkeyPatch,
     runs: dict[str, tuple[decisions.Samples, datetime]],
     check: Callable[[str], None],
+    sns: Callable[[Any], Any] | None = None,
 ) -> list[str]:
     """Runs A and B (each `_alert` with its own samples and time) from the state as it
     is now, in every order their DynamoDB calls can take: a stateless search over the
     choices `_Turns` records, each schedule once. Their Publishes are not gated: SNS
     holds nothing a run reads, so a Publish's place among the other run's calls changes
     nothing but the order of the messages, and not gating them keeps the search to the
-    orders that can differ. After each schedule, `check(order)`; the orders tried."""
+    orders that can differ. After each schedule, `check(order)`; the orders tried.
+    `sns`: wraps the SNS client afresh for each schedule (a Publish that fails); the runs
+    then may report failures."""
     parsed = decisions.parse_settings(settings(monitor.result))
     before = monitor.world.state()
     assert before is not None
@@ -670,7 +674,8 @@ def _every_order(
         turns = _Turns(prefix)
         monitor.plane.dynamodb.put_raw(STATE_TABLE, before)
         monitor.plane.monitoring.published.clear()
-        gated = {"dynamodb": _Gated(clients["dynamodb"], turns), "sns": clients["sns"]}
+        publisher = clients["sns"] if sns is None else sns(clients["sns"])
+        gated = {"dynamodb": _Gated(clients["dynamodb"], turns), "sns": publisher}
         monkeypatch.setattr(index, "_client", lambda s, *a, g=gated, **k: g[s])
         failures: dict[str, list[str]] = {"A": [], "B": []}
 
@@ -688,7 +693,7 @@ def _every_order(
             thread.join(30)
         order = "".join(turns.choices)
         tried.append(order)
-        assert failures == {"A": [], "B": []}, order
+        assert sns is not None or failures == {"A": [], "B": []}, order
         monkeypatch.setattr(index, "_client", lambda s, *a, **k: clients[s])
         check(order)
         for step in range(len(prefix), len(turns.choices)):
@@ -748,3 +753,48 @@ def test_two_runs_seconds_apart_owing_two_alerts_send_each_once_in_every_order(
 
     tried = _every_order(monitor, monkeypatch, {"A": (samples, now), "B": (samples, later)}, check)
     assert len(tried) > 20  # 26 orders, about 2 s
+
+
+class _FirstPublishFails:
+    """An SNS client whose first Publish raises (SNS's InternalError), the rest pass."""
+
+    def __init__(self, client: Any) -> None:
+        self.client, self.calls, self.lock = client, 0, threading.Lock()
+
+    def publish(self, **kwargs: Any) -> Any:
+        with self.lock:
+            self.calls += 1
+            first = self.calls == 1
+        if first:
+            raise ClientError({"Error": {"Code": "InternalError", "Message": "x"}}, "Publish")
+        return self.client.publish(**kwargs)
+
+
+def test_two_runs_in_the_same_second_with_a_failed_publish_send_each_alert_once(
+    monitor, monkeypatch
+) -> None:
+    """Review 22e, findings 4 and 7: two runs in the same second owing two alerts, the
+    first Publish failing, in every order of their state's calls. A run kept as its own
+    a claim its later write had released, took the other run's claim of that alert in
+    the same second (the same stamp) for its own, and released it: sent twice. Then two
+    runs after the lease: each alert arrived exactly once, both recorded sent."""
+    monitor.run()
+    keys = _fail_nodes(monitor, 2)
+    parsed = decisions.parse_settings(settings(monitor.result))
+    monitor.clock.advance(300)
+    now = monitor.clock.now()
+    samples = index._sample(parsed, index._client("sagemaker"), [])
+    after_lease = now + timedelta(seconds=parsed.claim_lease_seconds + 60)
+
+    def check(order: str) -> None:
+        for later in (after_lease, after_lease + timedelta(seconds=600)):
+            index._alert(samples, parsed, later, [], index._Deadline(None))
+        counts = Counter(m.message for m in monitor.plane.monitoring.published)
+        assert sorted(counts.values()) == [1, 1], (order, counts)
+        state = json.loads(monitor.world.state()["State"])
+        assert set(keys) <= set(state["sent"]) and state["claimed"] == {}, order
+
+    tried = _every_order(
+        monitor, monkeypatch, {"A": (samples, now), "B": (samples, now)}, check, _FirstPublishFails
+    )
+    assert len(tried) > 20

@@ -344,6 +344,11 @@ class _Recorder:
         self.sequence = state.sequence
         self.written = state.text()
         self.claims = dict(state.claimed)
+        # Only the claims this run still holds stay its own: one its own write released
+        # (its Publish failed) may be claimed again by another run in the same second,
+        # under the same stamp, and must not be settled as this run's (review 22e,
+        # finding 7).
+        self.mine = {k for k in self.mine if self.claims.get(k) == self.stamp}
 
 
 def _alert(
