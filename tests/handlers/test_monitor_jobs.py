@@ -662,6 +662,34 @@ def test_a_run_on_two_of_four_held_nodes_leaves_two_unused(jobs) -> None:
     )
 
 
+def test_pods_sharing_a_node_hold_that_one_node(jobs) -> None:
+    """Review 22e, finding 2: the figure counts nodes, not pods. Three pods of the run on
+    one node (a Running master, a Pending pod bound there, a sidecar) and one on a
+    second hold 2 of the 4 held nodes, and a pod on a node of a group on another plan
+    holds none of this plan's."""
+    from tests.fakes.hyperpod import restricted_group
+    from tests.handlers.monitor_world import EXAMPLE_ACCOUNT, GROUP, PLAN_ARN
+
+    jobs.plane.hyperpod.set_restricted_groups(CLUSTER, [
+        restricted_group(GROUP, current=4, target=4, plan_arn=PLAN_ARN, account=EXAMPLE_ACCOUNT),
+        restricted_group("other", current=1, target=1, plan_arn=PLAN_ARN + "-other",
+                         account=EXAMPLE_ACCOUNT),
+    ])  # fmt: skip
+    (elsewhere,) = jobs.plane.hyperpod.add_nodes(CLUSTER, "other", 1)
+    two = {"Master": {"replicas": 1}, "Worker": {"replicas": 1}}
+    jobs.put(pytorchjob(RUN, "Running", start=NOW, replicas=two))
+    first, second, _, _ = jobs.nodes()
+    jobs.put(pod(f"{RUN}-master-0", "Running", node=first))
+    jobs.put(pod(f"{RUN}-worker-0", "Pending", node=first))
+    jobs.put(pod(f"{RUN}-logs", "Running", node=first))
+    jobs.put(pod(f"{RUN}-worker-1", "Running", node=second))
+    jobs.put(pod("another-plan-s-run-master-0", "Running", node=elsewhere))
+    alerts = spell(jobs)
+    (unused,) = [a for a in alerts if "held nodes" in a]
+    assert "has 2 of 4 held nodes unused: its instance groups hold 4 and pods" in unused
+    assert "are on 2, for 1h 0m while Active" in unused
+
+
 @pytest.mark.parametrize("phase", ["Running", "Restarting"])
 def test_a_run_on_every_held_node_is_no_unused_plan(jobs, phase) -> None:
     """A Running PyTorchJob and a Restarting one (its pods restarted in place) whose pods
