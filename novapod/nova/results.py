@@ -17,7 +17,8 @@ OutputDataConfig.CompressionType (`render.compresses_output`):
   (docs.aws.amazon.com/sagemaker/latest/dg/model-customize-evaluation-metrics-formats.html:
   s3://<loc>/<training-job-name>/output/output/<evaluation-job-name>/eval_results/; the
   SDK's show_results_utils reads them there), listed like HyperPod's;
-- GZIP (SageMaker's default, a job started by hand or by an older novapod):
+- GZIP (SageMaker's default, and what AWS's Nova SDK starts evaluations with: a run
+  started by hand or by the SDK under the same name):
   `<name>/output/output.tar.gz`, whose members hold `<run>/eval_results/results_*.json`.
   AWS's Nova SDK downloads the archive, extracts it and takes the `results_*.json` below
   it (aws/nova-customization-sdk model/nova_model_customizer.py sets
@@ -26,7 +27,11 @@ OutputDataConfig.CompressionType (`render.compresses_output`):
   the archive as `<run>/eval_results/results_<x>.json`). Here the archive is read as a
   stream (it also holds the inference outputs), and the member whose name sorts last
   (the newest timestamp) is the result; the row's `result` is the archive's URI, `#`,
-  and the member's path.
+  and the member's path. A member over MAX_RESULT_BYTES or with a `..` in its path is
+  not read.
+
+Which layout a run left is read from S3, not from the config: both are listed and the
+newest object of either is the job's newest result.
 """
 
 from __future__ import annotations
@@ -54,6 +59,9 @@ if TYPE_CHECKING:
 # A results file inside a training job's output.tar.gz, at any depth below the archive's
 # root (`<run>/eval_results/results_<timestamp>.json` in AWS's Nova SDK's tests).
 ARCHIVED_RESULTS = re.compile(r"^(?:\./)?(?:[^/]+/)*eval_results/results_[^/]*\.json$")
+# The largest results file read from an archive: a results file holds a few metrics per
+# task (model-customize-evaluation-metrics-formats.html), so more is not one.
+MAX_RESULT_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -116,11 +124,13 @@ def _latest(s3: Any, job: Job, output: str) -> _Latest | None:
     """The newest results file of a job's runs, in its platform's layout."""
     if not job.on_training_job:
         return _read(s3, newest(list_runs_objects(s3, output, (RESULTS,))))
-    if not render.compresses_output(job):
-        return _read(s3, newest(list_runs_objects(s3, output, (TRAINING_JOB_RESULTS,))))
-    archive = newest(list_runs_objects(s3, output, (ARCHIVE,)))
+    # Either layout, whichever the run left (review 23b, finding 2: chosen from the
+    # config, a GZIP run was never read).
+    archive = newest(list_runs_objects(s3, output, (TRAINING_JOB_RESULTS, ARCHIVE)))
     if archive is None:
         return None
+    if not archive.key.endswith(".tar.gz"):
+        return _read(s3, archive)
     bucket, _ = split_s3(archive.uri)
     found = results_in_archive(s3.get_object(Bucket=bucket, Key=archive.key)["Body"])
     if found is None:
@@ -145,6 +155,8 @@ def results_in_archive(body: Any) -> tuple[str, bytes] | None:
         with tarfile.open(fileobj=body, mode="r|gz") as archive:
             for member in archive:
                 if not (member.isfile() and ARCHIVED_RESULTS.match(member.name)):
+                    continue
+                if member.size > MAX_RESULT_BYTES or ".." in member.name.split("/"):
                     continue
                 name = member.name.removeprefix("./")
                 if best is not None and name <= best[0]:

@@ -237,6 +237,7 @@ class TrainingJobsFake:
         checkpoint: str | None = None,
         manifest: bool = True,
         model_artifacts: bool = False,
+        compression: str | None = None,
     ) -> str:
         """End the job Completed (the next describe shows it) and write
         <S3OutputPath>/<name>/output/output.tar.gz with manifest.json (unless `manifest` is
@@ -244,7 +245,9 @@ class TrainingJobsFake:
         <account>-smtj-<id>/<name>/stepID, plus `files` (archive path -> bytes). Returns the
         archive's S3 URI. With OutputDataConfig.CompressionType NONE the same files are
         written loose below <S3OutputPath>/<name>/output/output/ instead (that prefix is
-        returned). `model_artifacts`: show ModelArtifacts as a generic job does."""
+        returned). `model_artifacts`: show ModelArtifacts as a generic job does.
+        `compression`: the layout of a job whose request said otherwise (one started by
+        hand or by an SDK with SageMaker's default GZIP, under the same name)."""
         job = self._job(name)
         self._scripts[job["key"]] = deque([("Completed", "Completed", "")])
         job["model_artifacts"] = model_artifacts
@@ -253,7 +256,8 @@ class TrainingJobsFake:
             escrow = checkpoint or self.escrow_checkpoint(job["name"])
             members["manifest.json"] = json.dumps({"checkpoint_s3_bucket": escrow}).encode()
         members.update(files or {})
-        compression = job["request"]["OutputDataConfig"].get("CompressionType", "GZIP")
+        if compression is None:
+            compression = job["request"]["OutputDataConfig"].get("CompressionType", "GZIP")
         if compression == "NONE":
             # Uncompressed, the files stay loose below <name>/output/output/
             # (model-customize-evaluation-metrics-formats.html: s3://<loc>/

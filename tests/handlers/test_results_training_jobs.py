@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from novapod.cli import main
-from novapod.nova import render
 from tests.fakes.aws_control_plane import FakeControlPlane
 from tests.handlers.test_launch_training_jobs import ARTIFACTS, ESCROW, EXAMPLE, SFT_NAME, plane
 
@@ -92,22 +91,50 @@ def test_json_rows_name_the_training_job_and_its_results_file(plane, capsys) -> 
     assert document["missing"] == []
 
 
-def test_gzipped_outputs_are_read_from_inside_output_tar_gz(plane, capsys, monkeypatch) -> None:
-    """An evaluation whose request said GZIP (SageMaker's default): its results file is a
-    member of <name>/output/output.tar.gz. Fails if results looked only for loose objects
-    or read the archive's first results file instead of the newest."""
-    monkeypatch.setattr(render, "compresses_output", lambda job: True)
-    name, written = evaluated(plane, capsys)
+def test_gzipped_outputs_are_read_from_inside_output_tar_gz(plane, capsys) -> None:
+    """A run that left SageMaker's default GZIP layout (started by hand or by AWS's Nova
+    SDK under the run's name, though novapod asks for NONE): its results file is a
+    member of <name>/output/output.tar.gz, found from what is in S3, not from the config
+    (review 23b, finding 2: the reader chose the layout from the config and never read
+    an archive). The newer file is first in the archive: the newest timestamp counts,
+    not the last member (review 23b, finding 10)."""
+    assert main(["launch", str(EXAMPLE), "micro-sft", "--run"]) == 0
+    plane.training_jobs.complete(SFT_NAME, checkpoint=ESCROW)
+    assert main(["launch", str(EXAMPLE), "micro-eval", "--run"]) == 0
+    name = plane.calls_to("CreateTrainingJob")[-1]["TrainingJobName"]
     assert plane.calls_to("CreateTrainingJob")[-1]["OutputDataConfig"]["CompressionType"] == (
-        "GZIP"
+        "NONE"
     )
+    files = plane.training_jobs.evaluation_files("micro-eval", {TASK: METRICS}, TIMESTAMP)
+    files |= plane.training_jobs.evaluation_files(
+        "micro-eval", {TASK: {"rouge1": 0.1}}, "20270909_000000"
+    )
+    written = plane.training_jobs.complete(name, files, manifest=False, compression="GZIP")
     assert written.endswith(f"/{name}/output/output.tar.gz")
+    capsys.readouterr()
     assert results("--json") == 0
     (table,) = json.loads(capsys.readouterr().out)["tasks"]
     (row,) = table["rows"]
     assert row["metrics"] == {"bleu": 31, "exact_match": 0.25, "rouge1": 0.6125}
     assert row["result"] == f"{written}#micro-eval/eval_results/results_{TIMESTAMP}.json"
     assert row["run"] == name
+
+
+def test_an_archived_results_file_too_large_or_outside_is_not_read() -> None:
+    """A member over MAX_RESULT_BYTES, or whose path climbs out with `..`, is skipped."""
+    import io
+
+    from novapod.nova.results import MAX_RESULT_BYTES, results_in_archive
+    from tests.fakes.training_jobs import archive
+
+    big = b"{" + b" " * MAX_RESULT_BYTES + b"}"
+    members = {
+        "a/eval_results/results_20270909_000000.json": b'{"results": {}}',
+        "b/eval_results/results_20270911_000000.json": big,
+        "c/../eval_results/results_20270912_000000.json": b'{"results": {"x": {}}}',
+    }
+    found = results_in_archive(io.BytesIO(archive(members)))
+    assert found == ("a/eval_results/results_20270909_000000.json", b'{"results": {}}')
 
 
 def test_an_evaluation_still_running_has_no_results_yet(plane, capsys) -> None:
